@@ -1,0 +1,1 @@
+"""Camera calibration: checkerboard views to a camera profile."""

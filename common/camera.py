@@ -1,0 +1,129 @@
+"""Pinhole camera profiles (AGENT.md §3): intrinsics, distortion, size; YAML in and out.
+
+`calibration` writes this format and the controller, the simulator and the pilots read it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import msgspec
+import yaml
+
+from common.errors import ConfigError
+
+
+class CameraProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str
+    width_px: int
+    height_px: int
+    fx_px: float
+    fy_px: float
+    cx_px: float
+    cy_px: float
+    # OpenCV order (k1, k2, p1, p2, k3); empty or all zero means no distortion.
+    distortion: tuple[float, ...] = ()
+    provenance: dict[str, str | int | float] = {}
+
+    def __post_init__(self) -> None:
+        if self.width_px <= 0 or self.height_px <= 0:
+            raise ConfigError(f"camera {self.name}: size {self.width_px}x{self.height_px} must be positive")
+        if self.fx_px <= 0 or self.fy_px <= 0:
+            raise ConfigError(
+                f"camera {self.name}: focal lengths fx={self.fx_px}, fy={self.fy_px} must be > 0"
+            )
+
+    @classmethod
+    def from_hfov(cls, name: str, width_px: int, height_px: int, hfov_deg: float) -> CameraProfile:
+        """Square pixels, principal point at the centre: fx = fy = (W/2) / tan(HFOV/2)."""
+        if not 0 < hfov_deg < 180:
+            raise ConfigError(f"camera {name}: hfov_deg={hfov_deg} must be in (0, 180)")
+        f_px = (width_px / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
+        return cls(name, width_px, height_px, f_px, f_px, width_px / 2.0, height_px / 2.0)
+
+    @property
+    def hfov_deg(self) -> float:
+        return math.degrees(2.0 * math.atan2(self.width_px / 2.0, self.fx_px))
+
+    @property
+    def vfov_deg(self) -> float:
+        return math.degrees(2.0 * math.atan2(self.height_px / 2.0, self.fy_px))
+
+    @property
+    def has_distortion(self) -> bool:
+        return any(abs(k) > 0 for k in self.distortion)
+
+    def scaled_to(self, width_px: int, height_px: int) -> CameraProfile:
+        """The same camera at another resolution (intrinsics scale with the image)."""
+        sx, sy = width_px / self.width_px, height_px / self.height_px
+        return msgspec.structs.replace(
+            self,
+            width_px=width_px,
+            height_px=height_px,
+            fx_px=self.fx_px * sx,
+            fy_px=self.fy_px * sy,
+            cx_px=self.cx_px * sx,
+            cy_px=self.cy_px * sy,
+        )
+
+    def to_yaml(self) -> str:
+        data = msgspec.to_builtins(self)
+        data["distortion"] = list(self.distortion)
+        data["hfov_deg"] = round(self.hfov_deg, 4)  # informative; recomputed on load
+        data["vfov_deg"] = round(self.vfov_deg, 4)
+        return yaml.safe_dump(data, sort_keys=False)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_yaml())
+
+    @classmethod
+    def from_mapping(cls, data: dict, source: str = "<mapping>") -> CameraProfile:
+        data = dict(data)
+        hfov = data.pop("hfov_deg", None)
+        data.pop("vfov_deg", None)
+        if "fx_px" not in data and hfov is not None:
+            try:
+                base = cls.from_hfov(
+                    str(data.get("name", source)), int(data["width_px"]), int(data["height_px"]), float(hfov)
+                )
+            except KeyError as exc:
+                raise ConfigError(f"camera profile {source}: missing field {exc}") from None
+            data = {**msgspec.to_builtins(base), **{k: v for k, v in data.items()}}
+        try:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"camera profile {source}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> CameraProfile:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read camera profile {path}: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"camera profile {path}: expected a mapping, got {type(data).__name__}")
+        data.setdefault("name", path.stem)
+        return cls.from_mapping(data, str(path))
+
+
+BUILTIN_CAMERAS: dict[str, CameraProfile] = {
+    "outdoor": CameraProfile.from_hfov("outdoor", 1280, 720, 90.0),
+    "indoor": CameraProfile.from_hfov("indoor", 1280, 720, 90.0),
+    "tello": CameraProfile.from_hfov("tello", 960, 720, 56.4),
+    # The built-in simulator's default render size (same 90° lens as `outdoor`).
+    "sim": CameraProfile.from_hfov("sim", 640, 360, 90.0),
+}
+
+
+def camera_profile(name_or_path: str) -> CameraProfile:
+    """A built-in profile by name, or a YAML file written by `dronecats calibrate`."""
+    if name_or_path in BUILTIN_CAMERAS:
+        return BUILTIN_CAMERAS[name_or_path]
+    path = Path(name_or_path)
+    if not path.exists():
+        raise ConfigError(
+            f"unknown camera profile {name_or_path!r}: not one of {sorted(BUILTIN_CAMERAS)} and no such file"
+        )
+    return CameraProfile.load(path)

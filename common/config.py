@@ -1,0 +1,92 @@
+"""Config loading: YAML or TOML files into typed structs, with dotted overrides from the command line.
+
+    cfg = load_config(OnboardConfig, "onboard.yaml", ["safety.geofence_radius_m=80", "rate_hz=50"])
+
+Override values are parsed as YAML scalars (numbers, booleans, lists). Validation errors name the
+field path, e.g. "Expected `float`, got `str` - at `$.safety.geofence_radius_m`".
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import yaml
+
+from common.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 (JetPack 6)
+    import tomli as tomllib
+
+T = TypeVar("T")
+
+
+def read_mapping(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config {path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path}: top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def apply_override(data: dict[str, Any], override: str) -> None:
+    """Apply one `dotted.key=value` in place."""
+    key, sep, raw = override.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override {override!r} must look like dotted.key=value")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    parts = key.strip().split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            raise ConfigError(f"override {override!r}: {part!r} is a value, not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def load_config(
+    cls: type[T],
+    path: str | Path | None = None,
+    overrides: Iterable[str] = (),
+    base: dict[str, Any] | None = None,
+) -> T:
+    data: dict[str, Any] = dict(base or {})
+    if path is not None:
+        data = _deep_merge(data, read_mapping(path))
+    for override in overrides:
+        apply_override(data, override)
+    try:
+        return msgspec.convert(data, cls, strict=False)
+    except msgspec.ValidationError as exc:
+        where = f" ({path})" if path else ""
+        raise ConfigError(f"invalid {cls.__name__} config{where}: {exc}") from None
+
+
+def _deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,3 @@
+from dronecats.cli import main
+
+raise SystemExit(main())

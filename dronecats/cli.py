@@ -1,0 +1,52 @@
+"""`dronecats SUBCOMMAND ...`: one entry point whose subcommands import only what they need.
+
+Each subcommand is a module with `add_arguments(parser)` and `run(args) -> int`, named here by
+string so that `dronecats parse` never imports the simulator, Qt or ZeroMQ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from dronecats import __version__
+
+# name -> (module, one-line help). Keep sorted by name.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "parse": ("models.cli_parse", "parse a model reply into the normalised action (AGENT.md §3)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dronecats", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"dronecats {__version__}")
+    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING (default), ERROR")
+    parser.add_argument("--log-file", default=None, help="also write the log to this file")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in sorted(SUBCOMMANDS.items()):
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    # Parse once to find the subcommand, then let its module add its own arguments.
+    pre, _ = parser.parse_known_args(argv)
+    if pre.command is None:
+        parser.print_help()
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[pre.command][0])
+    sub_action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    module.add_arguments(sub_action.choices[pre.command])
+    args = parser.parse_args(argv)
+
+    from common.logsetup import configure_logging
+
+    configure_logging(args.log_level, args.log_file)
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,1 @@
+"""The benchmark: episode records, runner, logs, verifier, metrics and reports."""

@@ -1,0 +1,1 @@
+"""Everything about the pilot model: prompts, schemas, reply parser, profiles, backends."""

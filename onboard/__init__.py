@@ -1,0 +1,1 @@
+"""The onboard runtime: flies one drone (camera -> pilot -> controller -> vehicle)."""
