@@ -1,0 +1,93 @@
+"""The Camera and Vehicle interfaces (ARCHITECTURE.md), the Telemetry record, and the vehicle registry.
+
+Protocols, so that test doubles need no inheritance. Adapters live with their transports
+(`sim_bridge.airsim_vehicle` for AirSim and the built-in simulator; others register their schemes
+with `register_vehicle_scheme`). The registry names factories by "module:function" strings and
+imports them only when a URL of that scheme is opened, so `common` stays free of our other packages.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+import msgspec
+
+from common.errors import ConfigError
+from common.pose import Frame, Pose
+
+
+class Telemetry(msgspec.Struct, frozen=True):
+    """One vehicle state sample. Pose and velocity are in the episode's shared world NED frame."""
+
+    time_s: float  # on the vehicle's clock (simulation time in a simulator)
+    pose: Pose
+    velocity_ned_m_s: tuple[float, float, float]
+    battery_fraction: float | None  # 0..1; None when the vehicle does not report it
+    link_ok: bool
+    armed: bool
+    landed: bool
+    collided: bool  # latched since the last reset / pose teleport
+
+
+@runtime_checkable
+class Camera(Protocol):
+    def read(self) -> Frame:
+        """The newest frame, stamped with its capture time and the vehicle pose at capture."""
+        ...
+
+
+@runtime_checkable
+class Vehicle(Protocol):
+    def connect(self) -> None: ...
+
+    def arm(self) -> None: ...
+
+    def takeoff(self, altitude_m: float) -> None:
+        """Climb to altitude_m above the take-off point and hold; returns when there."""
+        ...
+
+    def land(self) -> None: ...
+
+    def hold(self) -> None:
+        """Brake and hold the current position."""
+        ...
+
+    def send_velocity_body(
+        self, forward_m_s: float, right_m_s: float, up_m_s: float, yaw_rate_deg_s: float
+    ) -> None:
+        """A streaming setpoint: keeps the vehicle moving for a short watchdog time, then it holds."""
+        ...
+
+    def telemetry(self) -> Telemetry: ...
+
+    def close(self) -> None: ...
+
+
+# scheme -> "module:factory"; factory(url: str) -> Vehicle
+_VEHICLE_SCHEMES: dict[str, str] = {
+    "airsim": "sim_bridge.airsim_vehicle:open_airsim_vehicle",
+}
+
+
+def register_vehicle_scheme(scheme: str, factory_path: str) -> None:
+    """Register `scheme://...` URLs as opened by the function at "package.module:function"."""
+    if ":" not in factory_path:
+        raise ConfigError(f"vehicle factory {factory_path!r} must look like 'package.module:function'")
+    _VEHICLE_SCHEMES[scheme] = factory_path
+
+
+def vehicle_schemes() -> list[str]:
+    return sorted(_VEHICLE_SCHEMES)
+
+
+def open_vehicle(url: str) -> Vehicle:
+    """A Vehicle (not yet connected) for a URL such as airsim://127.0.0.1:41451/Drone1."""
+    scheme = urlsplit(url).scheme
+    if scheme not in _VEHICLE_SCHEMES:
+        raise ConfigError(f"vehicle URL {url!r}: unknown scheme {scheme!r}, known: {vehicle_schemes()}")
+    module_name, func_name = _VEHICLE_SCHEMES[scheme].split(":", 1)
+    factory = getattr(importlib.import_module(module_name), func_name)
+    vehicle: Vehicle = factory(url)
+    return vehicle
