@@ -1,0 +1,253 @@
+"""The rule-based geometric controller of AGENT.md §3: one action in, one typed plan out.
+
+A plan is at most one turn (yaw in place) followed by at most one move (a body-frame velocity held
+for a duration). The maths is in (forward, right, up) with yaw positive clockwise seen from above;
+conversion to a vehicle's own frame happens in its adapter. Nothing here talks to a vehicle.
+
+Latency compensation uses two helpers: `go_world_goal` fixes where a `go` planned from the pose at
+frame capture would end, in the world, and `plan_toward` re-plans toward that point from a later
+pose with the same rules (turn outside the deadband, altitude hold, cap, fixed speed).
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from common.actions import Action, Finished, Go, Rotate, Think
+from common.camera import CameraProfile
+from common.pose import Pose, wrap_deg
+from onboard.profiles import FlightProfile
+
+
+class ControlPlan(msgspec.Struct, frozen=True):
+    """One turn, then one move. `hold` is true when nothing moves (no turn and no move)."""
+
+    action: str  # the action this plan executes: go, rotate, think, finished, or "replan"
+    yaw_deg: float  # turn in place first (positive = clockwise)
+    yaw_rate_deg_s: float  # signed, so that yaw_rate_deg_s * yaw_duration_s == yaw_deg
+    yaw_duration_s: float
+    forward_m_s: float  # then this body-frame velocity (after the turn) ...
+    right_m_s: float
+    up_m_s: float
+    duration_s: float  # ... held for this long
+    step_m: float  # length of the move
+    hold: bool
+    # The move as a displacement in the body frame after the turn (step_m long); with the pose at
+    # capture this fixes the move's end point in the world (go_world_goal).
+    move_forward_m: float = 0.0
+    move_right_m: float = 0.0
+    move_up_m: float = 0.0
+
+    def explain_dict(self) -> dict[str, float | bool]:
+        """The keys `dronecats explain` prints (AGENT.md §3)."""
+        return {
+            "yaw_deg": self.yaw_deg,
+            "yaw_rate_deg_s": self.yaw_rate_deg_s,
+            "yaw_duration_s": self.yaw_duration_s,
+            "forward_m_s": self.forward_m_s,
+            "right_m_s": self.right_m_s,
+            "up_m_s": self.up_m_s,
+            "duration_s": self.duration_s,
+            "step_m": self.step_m,
+            "hold": self.hold,
+        }
+
+
+def hold_plan(action: str) -> ControlPlan:
+    return ControlPlan(action, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, True)
+
+
+def undistort_pixel(px: float, py: float, camera: CameraProfile) -> tuple[float, float]:
+    """The ideal-pinhole pixel of a pixel seen through the camera's lens distortion (P = K)."""
+    if not camera.has_distortion:
+        return px, py
+    import cv2  # only cameras with distortion pay for OpenCV
+    import numpy as np
+
+    k = np.array(
+        [[camera.fx_px, 0.0, camera.cx_px], [0.0, camera.fy_px, camera.cy_px], [0.0, 0.0, 1.0]],
+        dtype=np.float64,
+    )
+    dist = np.array(camera.distortion, dtype=np.float64)
+    # cv2.undistortPoints stops after 5 fixed-point iterations, which leaves tenths of a pixel near
+    # the corners of a strongly distorted lens; the Iter variant runs to convergence.
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-10)
+    src = np.array([[[px, py]]], dtype=np.float64)
+    if hasattr(cv2, "undistortPointsIter"):  # OpenCV 4.x
+        out = cv2.undistortPointsIter(src, k, dist, None, k, criteria)
+    else:  # OpenCV 5 folded the criteria into undistortPoints
+        out = cv2.undistortPoints(src, k, dist, R=None, P=k, criteria=criteria)
+    return float(out[0, 0, 0]), float(out[0, 0, 1])
+
+
+def back_project(
+    point: tuple[float, float], depth_m: float, camera: CameraProfile
+) -> tuple[float, float, float]:
+    """(right, forward, up) in metres of an image point (x, y in 0–1000) at planar depth depth_m."""
+    px = point[0] * camera.width_px / 1000.0
+    py = point[1] * camera.height_px / 1000.0
+    px, py = undistort_pixel(px, py, camera)
+    right = depth_m * (px - camera.cx_px) / camera.fx_px
+    up = depth_m * (camera.cy_px - py) / camera.fy_px
+    return right, depth_m, up
+
+
+def metric_depth_m(depth_m: float, camera: CameraProfile, canonical_focal_px: float | None) -> float:
+    """A model's depth in metres for this camera: d·fx/f_c when the model speaks canonical depth."""
+    if canonical_focal_px is None:
+        return depth_m
+    if not canonical_focal_px > 0:
+        raise ValueError(f"canonical_focal_px={canonical_focal_px} must be > 0")
+    return depth_m * camera.fx_px / canonical_focal_px
+
+
+def _turn(yaw_deg: float, profile: FlightProfile) -> tuple[float, float, float]:
+    if yaw_deg == 0:
+        return 0.0, 0.0, 0.0
+    rate = math.copysign(profile.yaw_rate_deg_s, yaw_deg)
+    return yaw_deg, rate, abs(yaw_deg) / profile.yaw_rate_deg_s
+
+
+def _shape_move(
+    right: float, forward: float, up: float, profile: FlightProfile
+) -> tuple[float, float, float, float]:
+    """Steps 3–5: (yaw_deg, right, forward, up) after the deadband turn and the altitude hold."""
+    bearing_deg = math.degrees(math.atan2(right, forward))
+    h = math.hypot(right, forward)
+    yaw_deg = 0.0
+    if abs(bearing_deg) > profile.deadband_deg:
+        # Turn to face the point, then fly straight ahead at the new heading.
+        yaw_deg, right, forward = bearing_deg, 0.0, h
+    if abs(up) < profile.altitude_hold_ratio * h:
+        up = 0.0
+    return yaw_deg, right, forward, up
+
+
+def _assemble(
+    action: str,
+    yaw_deg: float,
+    right: float,
+    forward: float,
+    up: float,
+    step_m: float,
+    profile: FlightProfile,
+) -> ControlPlan:
+    yaw, rate, yaw_duration_s = _turn(yaw_deg, profile)
+    dist = math.sqrt(right * right + forward * forward + up * up)
+    if step_m <= 0 or dist == 0:
+        return ControlPlan(action, yaw, rate, yaw_duration_s, 0.0, 0.0, 0.0, 0.0, 0.0, hold=yaw == 0)
+    speed = profile.speed_m_s
+    unit = (forward / dist, right / dist, up / dist)
+    return ControlPlan(
+        action,
+        yaw,
+        rate,
+        yaw_duration_s,
+        forward_m_s=speed * unit[0],
+        right_m_s=speed * unit[1],
+        up_m_s=speed * unit[2],
+        duration_s=step_m / speed,
+        step_m=step_m,
+        hold=False,
+        move_forward_m=step_m * unit[0],
+        move_right_m=step_m * unit[1],
+        move_up_m=step_m * unit[2],
+    )
+
+
+def plan_go(
+    go: Go,
+    camera: CameraProfile,
+    profile: FlightProfile,
+    canonical_focal_px: float | None = None,
+) -> ControlPlan:
+    """AGENT.md §3 steps 1–7 for `go`.
+
+    With a canonical-depth model the rescaled depth is the metric depth, so it also feeds the
+    depth bands (the bands are in metres). In the stop band the turn is still flown: the band
+    sets the step, the turn precedes it (step 3 before step 6), so the drone faces the point.
+    """
+    depth_m = metric_depth_m(go.depth_m, camera, canonical_focal_px)
+    right, forward, up = back_project(go.point, depth_m, camera)
+    yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
+    dist = math.sqrt(right * right + forward * forward + up * up)
+    step_m = min(dist, profile.cap_m)
+    # Cap first, then the bands, on the model's depth (not on dist).
+    if depth_m < profile.stop_band_m:
+        step_m = 0.0
+    elif depth_m < profile.slow_band_m:
+        step_m *= profile.slow_factor
+    return _assemble("go", yaw_deg, right, forward, up, step_m, profile)
+
+
+def plan_rotate(rotate: Rotate, profile: FlightProfile) -> ControlPlan:
+    limit = profile.rotate_limit_deg
+    angle = max(-limit, min(limit, rotate.angle_deg))
+    yaw, rate, duration = _turn(angle, profile)
+    return ControlPlan("rotate", yaw, rate, duration, 0.0, 0.0, 0.0, 0.0, 0.0, hold=yaw == 0)
+
+
+def plan_action(
+    action: Action | None,
+    camera: CameraProfile,
+    profile: FlightProfile,
+    canonical_focal_px: float | None = None,
+) -> ControlPlan:
+    """Any action (None = a discarded reply) to its plan; think and finished hold position."""
+    if isinstance(action, Go):
+        return plan_go(action, camera, profile, canonical_focal_px)
+    if isinstance(action, Rotate):
+        return plan_rotate(action, profile)
+    if isinstance(action, Think):
+        return hold_plan("think")
+    if isinstance(action, Finished):
+        return hold_plan("finished")
+    return hold_plan("none")
+
+
+def body_to_world(
+    forward_m: float, right_m: float, up_m: float, yaw_deg: float
+) -> tuple[float, float, float]:
+    """A body-frame (forward, right, up) displacement at heading yaw_deg as world NED (north, east, down)."""
+    psi = math.radians(yaw_deg)
+    c, s = math.cos(psi), math.sin(psi)
+    return forward_m * c - right_m * s, forward_m * s + right_m * c, -up_m
+
+
+def world_to_body(north_m: float, east_m: float, down_m: float, yaw_deg: float) -> tuple[float, float, float]:
+    """A world NED displacement as body-frame (forward, right, up) at heading yaw_deg."""
+    psi = math.radians(yaw_deg)
+    c, s = math.cos(psi), math.sin(psi)
+    return north_m * c + east_m * s, -north_m * s + east_m * c, -down_m
+
+
+def go_world_goal(plan: ControlPlan, capture_pose: Pose) -> Pose:
+    """Where a plan made from the pose at capture ends, in the world: position and final heading."""
+    heading = wrap_deg(capture_pose.yaw_deg + plan.yaw_deg)
+    dn, de, dd = body_to_world(plan.move_forward_m, plan.move_right_m, plan.move_up_m, heading)
+    return Pose(capture_pose.x_m + dn, capture_pose.y_m + de, capture_pose.z_m + dd, heading)
+
+
+def plan_toward(
+    goal: Pose,
+    pose: Pose,
+    profile: FlightProfile,
+    arrive_tolerance_m: float = 0.05,
+) -> ControlPlan:
+    """Re-plan a move toward a fixed world point from the current pose (latency compensation).
+
+    Same rules as `go`: turn first when the bearing leaves the deadband, altitude hold, cap,
+    fixed speed. The depth bands are not applied again: they were decided on the model's depth
+    when the goal was made, and the goal's distance already reflects them. Within
+    arrive_tolerance_m of the goal the plan holds. If the goal is directly above or below (no
+    horizontal component), the plan keeps the heading.
+    """
+    dn, de, dd = goal.x_m - pose.x_m, goal.y_m - pose.y_m, goal.z_m - pose.z_m
+    if math.sqrt(dn * dn + de * de + dd * dd) < arrive_tolerance_m:
+        return hold_plan("replan")
+    forward, right, up = world_to_body(dn, de, dd, pose.yaw_deg)
+    yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
+    dist = math.sqrt(right * right + forward * forward + up * up)
+    return _assemble("replan", yaw_deg, right, forward, up, min(dist, profile.cap_m), profile)
