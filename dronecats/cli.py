@@ -14,6 +14,8 @@ from dronecats import __version__
 
 # name -> (module, one-line help). Keep sorted by name.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "episodes": ("episodes.cli", "episode tools: verify (AGENT.md §6)"),
+    "explain": ("onboard.cli_explain", "print the controller's plan for one action (AGENT.md §3)"),
     "parse": ("models.cli_parse", "parse a model reply into the normalised action (AGENT.md §3)"),
 }
 
