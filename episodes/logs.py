@@ -1,0 +1,222 @@
+"""The episode log format of AGENT.md §6: typed lines, a line writer, and tolerant readers.
+
+One directory per episode run holds episode.json, steps.jsonl, declarations.jsonl and
+trace.jsonl. The field names are the spec's; tools may add fields (readers ignore keys they do not
+know), never rename. Two fields are this project's additions, both optional:
+- `collided` (steps and trace lines): true while the drone is in contact with something; the
+  verifier counts a collision at every false/absent -> true transition per drone.
+- `judged` (declarations): the operator's "accept"/"reject" in real flight.
+
+Readers never drop a line silently: every line that cannot be parsed comes back as a
+LineProblem with its file and line number; a last line without its newline is reported as
+truncated.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal, TypeVar
+
+import msgspec
+
+from common.actions import Action
+from common.errors import RecordError
+from episodes.records import EpisodeRecord, load_record
+
+log = logging.getLogger(__name__)
+
+PoseList = tuple[float, float, float, float]  # world NED x, y, z in metres, yaw in degrees
+
+EPISODE_FILE = "episode.json"
+STEPS_FILE = "steps.jsonl"
+DECLARATIONS_FILE = "declarations.jsonl"
+TRACE_FILE = "trace.jsonl"
+
+
+class StepLine(msgspec.Struct):
+    """One decision of one drone."""
+
+    t: float
+    drone: str
+    call_id: str | int | None = None  # shared by the N actions of one multi-drone call
+    action: Action | None = None  # None: the reply was malformed (or discarded)
+    raw: str | None = None  # the model's text
+    latency_s: float | None = None
+    distance_m: float | None = None
+    visible: bool | None = None
+    point_on_target: bool | None = None  # a `go` point on the target's pixels; None if not a go / unknown
+    frame: str | None = None  # file name of the saved frame
+    collided: bool | None = None
+
+
+class DeclarationLine(msgspec.Struct):
+    """One executed `finished`, measured when it was executed."""
+
+    t: float
+    drone: str
+    distance_m: float | None = None
+    bbox_distance_m: float | None = None
+    visible: bool | None = None
+    pose: PoseList | None = None
+    judged: Literal["accept", "reject"] | None = None  # real flight: the operator's judgement
+
+
+class TraceLine(msgspec.Struct):
+    """A 2 Hz sample of one drone and the target (target fields None when unknown)."""
+
+    t: float
+    drone: str
+    pose: PoseList | None = None
+    target_pose: PoseList | None = None
+    distance_m: float | None = None
+    bbox_distance_m: float | None = None
+    visible: bool | None = None
+    collided: bool | None = None
+
+
+LogLine = StepLine | DeclarationLine | TraceLine
+L = TypeVar("L", StepLine, DeclarationLine, TraceLine)
+
+
+class LineProblem(msgspec.Struct, frozen=True):
+    file: str
+    line: int  # 1-based; 0 for a problem with the whole file
+    reason: str
+    text: str = ""  # the start of the offending line
+
+
+class JsonlWriter:
+    """Append one JSON object per line and flush it, so a crash loses at most the line in flight.
+
+    With fsync=True every line is also forced to disk (declarations: rare, and each one decides
+    an episode). Thread-safe.
+    """
+
+    def __init__(self, path: str | Path, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._encoder = msgspec.json.Encoder()
+        self._lock = threading.Lock()
+        self._file: IO[bytes] | None = None
+
+    def open(self) -> JsonlWriter:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "ab")  # noqa: SIM115 - held open across appends, closed in close()
+        return self
+
+    def append(self, line: LogLine) -> None:
+        data = self._encoder.encode(line) + b"\n"
+        with self._lock:
+            if self._file is None:
+                self.open()
+            assert self._file is not None
+            self._file.write(data)
+            self._file.flush()
+            if self.fsync:
+                os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> JsonlWriter:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_jsonl(
+    path: str | Path, line_type: type[L], missing_ok: bool = False
+) -> tuple[list[L], list[LineProblem]]:
+    """Every parsable line of a JSONL file, and a problem for every other non-blank line."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return [], []
+        return [], [LineProblem(path.name, 0, "file is missing")]
+    except OSError as exc:
+        return [], [LineProblem(path.name, 0, f"cannot read: {exc.strerror}")]
+    decoder = msgspec.json.Decoder(line_type)
+    lines = data.split(b"\n")
+    complete_last = data.endswith(b"\n")
+    records: list[L] = []
+    problems: list[LineProblem] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            records.append(decoder.decode(raw))
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            last = number == len(lines) and not complete_last
+            reason = f"truncated last line: {exc}" if last else str(exc)
+            text = raw[:200].decode("utf-8", errors="replace")
+            problems.append(LineProblem(path.name, number, reason, text))
+    for problem in problems:
+        log.warning("%s:%d: %s", path, problem.line, problem.reason)
+    return records, problems
+
+
+@dataclass
+class EpisodeLogs:
+    """Everything the verifier reads from one episode directory."""
+
+    directory: Path
+    record: EpisodeRecord | None
+    steps: list[StepLine] = field(default_factory=list)
+    declarations: list[DeclarationLine] = field(default_factory=list)
+    trace: list[TraceLine] = field(default_factory=list)
+    problems: list[LineProblem] = field(default_factory=list)
+    record_error: str | None = None
+
+    @property
+    def drones(self) -> list[str]:
+        names: dict[str, None] = {}
+        if self.record is not None:
+            names.update((d.name, None) for d in self.record.drones)
+        lines: list[LogLine] = [*self.steps, *self.trace, *self.declarations]
+        for line in lines:
+            names.setdefault(line.drone, None)
+        return list(names)
+
+
+def is_episode_dir(path: str | Path) -> bool:
+    path = Path(path)
+    return any((path / name).exists() for name in (EPISODE_FILE, STEPS_FILE, TRACE_FILE))
+
+
+def read_episode(directory: str | Path) -> EpisodeLogs:
+    """Read one episode directory. A missing declarations.jsonl means no declarations; a missing
+    steps.jsonl or trace.jsonl, and an invalid episode.json, are reported as problems."""
+    directory = Path(directory)
+    record: EpisodeRecord | None = None
+    record_error: str | None = None
+    problems: list[LineProblem] = []
+    try:
+        record = load_record(directory / EPISODE_FILE)
+    except RecordError as exc:
+        record_error = str(exc)
+        problems.append(LineProblem(EPISODE_FILE, 0, record_error))
+    steps, p_steps = read_jsonl(directory / STEPS_FILE, StepLine)
+    declarations, p_decl = read_jsonl(directory / DECLARATIONS_FILE, DeclarationLine, missing_ok=True)
+    trace, p_trace = read_jsonl(directory / TRACE_FILE, TraceLine)
+    return EpisodeLogs(
+        directory, record, steps, declarations, trace, problems + p_steps + p_decl + p_trace, record_error
+    )
+
+
+def write_lines(path: str | Path, lines: Iterable[LogLine], fsync: bool = False) -> None:
+    """Append several lines at once (tests, converters)."""
+    with JsonlWriter(path, fsync=fsync) as writer:
+        for line in lines:
+            writer.append(line)
