@@ -14,8 +14,10 @@ from dronecats import __version__
 
 # name -> (module, one-line help). Keep sorted by name.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "calibrate": ("calibration.cli", "checkerboard camera calibration to a camera profile YAML"),
     "episodes": ("episodes.cli", "episode tools: verify (AGENT.md §6)"),
     "explain": ("onboard.cli_explain", "print the controller's plan for one action (AGENT.md §3)"),
+    "keys": ("common.cli_keys", "generate and list CURVE keypairs for the drone/ground-station link"),
     "parse": ("models.cli_parse", "parse a model reply into the normalised action (AGENT.md §3)"),
 }
 
