@@ -1,0 +1,30 @@
+"""`dronecats episodes ACTION ...`: the benchmark's episode tools.
+
+Actions are listed in ACTIONS as name -> (module, one-line help); each module defines
+`add_arguments(parser)` and `run(args) -> int`, like the top-level subcommands. To add one
+(run, new, report, replay ...), add a module and one line here. Action modules must stay light at
+import time: all of them are imported to build the parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+# name -> (module, one-line help). Keep sorted by name.
+ACTIONS: dict[str, tuple[str, str]] = {
+    "verify": ("episodes.cli_verify", "score episode logs: verdict, NE, OSR, diagnostics (AGENT.md §6)"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="episodes_action", metavar="ACTION", required=True)
+    for name, (module_name, help_text) in sorted(ACTIONS.items()):
+        module = importlib.import_module(module_name)
+        action_parser = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(action_parser)
+        action_parser.set_defaults(_episodes_run=module.run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(args._episodes_run(args) or 0)
