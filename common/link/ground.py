@@ -1,0 +1,449 @@
+"""Ground side of the link: watches N drones, commands them with ack, retry and backoff.
+
+Per drone: a SUB to its telemetry PUB, a SUB to its frame XPUB (optional) and a DEALER to its
+command ROUTER, each a CURVE client with that drone's server key when secured.
+
+Threading: one I/O thread owns every socket. `send_command` is thread-safe and blocks the caller
+(`send_command_async` returns a concurrent.futures.Future); never call the blocking form from a
+callback. Callbacks (`on_telemetry`, `on_frame`, `on_step`, `on_declaration`, `on_link`) run on
+the I/O thread and must return quickly (hand the data to a queue or a Qt signal).
+
+Commands: each gets the next seq of this link's session. An attempt that is not acked within its
+timeout is re-sent with the same (session, seq), the timeout growing by `backoff` each time; the
+drone executes a seq once and answers duplicates from its cache, so a retry across a reconnect (even
+from a new socket, see `reconnect`) is never executed twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import zmq
+
+from common import wire
+from common.clock import Clock, WallClock
+from common.errors import LinkError
+from common.link.clock_sync import ClockOffsetEstimator
+from common.link.io_thread import IoThread
+from common.link.liveness import LinkEvent, Liveness
+from common.link.security import CurveClient, Insecure, apply_client
+from common.link.stats import LinkStats
+from common.messages import (
+    COMMAND_TYPES,
+    Ack,
+    Body,
+    Declaration,
+    FrameMeta,
+    Heartbeat,
+    HeartbeatReply,
+    HeartbeatRequest,
+    Step,
+    Telemetry,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DroneEndpoint:
+    drone_id: str
+    telemetry_endpoint: str
+    frame_endpoint: str
+    command_endpoint: str
+    server_public_key: bytes | None = None  # the drone's Z85 CURVE public key (required when secured)
+
+
+@dataclass(frozen=True)
+class GroundLinkConfig:
+    heartbeat_interval_s: float = 0.5
+    link_timeout_s: float = 2.0  # a drone is "lost" after this long without any message from it
+    subscribe_frames: bool = True
+    frame_ack_min_interval_s: float = 0.02  # frames are acknowledged through an early heartbeat
+    command_timeout_s: float = 0.5  # first attempt; later ones grow by `backoff`
+    command_retries: int = 4
+    backoff: float = 1.5
+    telemetry_rcvhwm: int = 100
+    frame_rcvhwm: int = 2
+
+
+@dataclass
+class _Pending:
+    drone_id: str
+    seq: int
+    type_name: str
+    parts: list[bytes]
+    future: Future[Ack]
+    timeout_s: float
+    retries_left: int
+    deadline_s: float = 0.0
+    attempts: int = 0
+    started_s: float = 0.0
+
+
+@dataclass
+class _Drone:
+    endpoint: DroneEndpoint
+    liveness: Liveness
+    clock: ClockOffsetEstimator
+    sub: Any = None
+    frames: Any = None
+    dealer: Any = None
+    hb_seq: int = 0
+    next_heartbeat_s: float = 0.0
+    last_heartbeat_s: float = 0.0
+    last_frame_seq: int = -1
+
+
+TelemetryCallback = Callable[[str, wire.Envelope, Telemetry], None]
+FrameCallback = Callable[[str, wire.Envelope, FrameMeta, bytes], None]
+StepCallback = Callable[[str, wire.Envelope, Step], None]
+DeclarationCallback = Callable[[str, wire.Envelope, Declaration], None]
+
+
+class GroundLink(IoThread):
+    tick_s = 0.01  # retry deadlines and heartbeats are checked this often
+
+    def __init__(
+        self,
+        config: GroundLinkConfig,
+        security: CurveClient | Insecure,
+        *,
+        clock: Clock | None = None,
+        on_telemetry: TelemetryCallback | None = None,
+        on_frame: FrameCallback | None = None,
+        on_step: StepCallback | None = None,
+        on_declaration: DeclarationCallback | None = None,
+        on_link: Callable[[LinkEvent], None] | None = None,
+    ) -> None:
+        if not isinstance(security, (CurveClient, Insecure)):
+            raise TypeError("security must be CurveClient(...) or Insecure() (chosen explicitly)")
+        super().__init__("ground-link", LinkStats())
+        self.config = config
+        self.security = security
+        self.session_id = uuid.uuid4().hex[:16]
+        self.clock: Clock = clock or WallClock()
+        self.on_telemetry = on_telemetry
+        self.on_frame = on_frame
+        self.on_step = on_step
+        self.on_declaration = on_declaration
+        self.on_link = on_link
+        self._drones: dict[str, _Drone] = {}
+        self._pending: dict[tuple[str, int], _Pending] = {}
+        self._seq = 0
+        self._seq_lock = threading.Lock()
+
+    # -- public, thread-safe ----------------------------------------------------------------------
+
+    def add_drone(self, endpoint: DroneEndpoint) -> None:
+        self.call_and_wait(lambda: self._add_drone(endpoint))
+
+    def remove_drone(self, drone_id: str) -> None:
+        self.call_and_wait(lambda: self._remove_drone(drone_id))
+
+    def reconnect(self, drone_id: str) -> None:
+        """Drop and recreate the sockets to one drone (e.g. after its address changed, or to clear a
+        wedged connection). Commands in flight keep retrying on the new DEALER."""
+
+        def task() -> None:
+            drone = self._drone(drone_id)
+            self._close_sockets(drone)
+            self._open_sockets(drone)
+            self.stats.add("reconnects")
+
+        self.call_and_wait(task)
+
+    def drone_ids(self) -> list[str]:
+        return list(self._drones)
+
+    def link_state(self, drone_id: str) -> str:
+        return self._drone(drone_id).liveness.state
+
+    def clock_offset(self, drone_id: str) -> ClockOffsetEstimator:
+        """The estimator for one drone: offset_s (drone minus ground clock), rtt_s, to_ground_time()."""
+        return self._drone(drone_id).clock
+
+    def send_command_async(
+        self, drone_id: str, command: Body, timeout_s: float | None = None, retries: int | None = None
+    ) -> Future[Ack]:
+        """Send a command; the future resolves to the drone's Ack or fails with LinkError."""
+        if command.TYPE not in {cls.TYPE for cls in COMMAND_TYPES}:
+            raise ValueError(f"{type(command).__name__} is not a command")
+        timeout_s = self.config.command_timeout_s if timeout_s is None else timeout_s
+        retries = self.config.command_retries if retries is None else retries
+        if timeout_s <= 0 or retries < 0:
+            raise ValueError(f"timeout_s {timeout_s} must be positive and retries {retries} not negative")
+        with self._seq_lock:
+            seq = self._seq
+            self._seq += 1
+        future: Future[Ack] = Future()
+        parts = wire.encode(command, drone_id=drone_id, session_id=self.session_id, seq=seq, send_time_s=0.0)
+        pending = _Pending(drone_id, seq, command.TYPE, parts, future, timeout_s, retries)
+        self.call_soon(lambda: self._start_command(pending))
+        return future
+
+    def send_command(
+        self, drone_id: str, command: Body, timeout_s: float | None = None, retries: int | None = None
+    ) -> Ack:
+        """Blocking form of send_command_async: the Ack, or LinkError after the last retry timed out.
+        `timeout_s` is the first attempt's wait; attempt k waits timeout_s * backoff**k."""
+        if threading.current_thread() is self._thread:
+            raise LinkError("send_command would deadlock on the link's own thread; use send_command_async")
+        future = self.send_command_async(drone_id, command, timeout_s, retries)
+        first_s = self.config.command_timeout_s if timeout_s is None else timeout_s
+        n = (self.config.command_retries if retries is None else retries) + 1
+        total_s = sum(first_s * self.config.backoff**k for k in range(n))
+        return future.result(timeout=total_s + 5.0)
+
+    # -- I/O thread: drones and sockets -----------------------------------------------------------
+
+    def _open(self) -> None:
+        pass
+
+    def _close(self) -> None:
+        for pending in self._pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(LinkError("ground link closed before the ack arrived"))
+        self._pending.clear()
+        for drone in self._drones.values():
+            self._close_sockets(drone)
+
+    def _drone(self, drone_id: str) -> _Drone:
+        try:
+            return self._drones[drone_id]
+        except KeyError:
+            raise LinkError(f"unknown drone {drone_id!r} (known: {sorted(self._drones)})") from None
+
+    def _add_drone(self, endpoint: DroneEndpoint) -> None:
+        if endpoint.drone_id in self._drones:
+            raise LinkError(f"drone {endpoint.drone_id!r} is already connected")
+        drone = _Drone(
+            endpoint, Liveness(endpoint.drone_id, self.config.link_timeout_s), ClockOffsetEstimator()
+        )
+        self._open_sockets(drone)
+        self._drones[endpoint.drone_id] = drone
+
+    def _remove_drone(self, drone_id: str) -> None:
+        drone = self._drones.pop(drone_id, None)
+        if drone is not None:
+            self._close_sockets(drone)
+
+    def _socket(self, kind: int, endpoint: DroneEndpoint, address: str, label: str) -> Any:
+        assert self.context is not None
+        sock = self.context.socket(kind)
+        sock.linger = 0
+        sock.setsockopt(zmq.RECONNECT_IVL, 100)
+        sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        sock.setsockopt(zmq.HEARTBEAT_IVL, 1000)
+        sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3000)
+        if kind == zmq.SUB:
+            sock.rcvhwm = self.config.frame_rcvhwm if label == "frame" else self.config.telemetry_rcvhwm
+            sock.setsockopt(zmq.SUBSCRIBE, b"")
+        else:
+            sock.setsockopt(zmq.IMMEDIATE, 1)  # no queueing into a connection that is not up
+            sock.sndhwm = 100
+        apply_client(sock, self.security, endpoint.server_public_key)
+        sock.connect(address)
+        return sock
+
+    def _open_sockets(self, drone: _Drone) -> None:
+        ep = drone.endpoint
+        drone.sub = self._socket(zmq.SUB, ep, ep.telemetry_endpoint, "telemetry")
+        self._register(drone.sub, functools.partial(self._on_sub, drone, drone.sub), "telemetry")
+        if self.config.subscribe_frames:
+            drone.frames = self._socket(zmq.SUB, ep, ep.frame_endpoint, "frame")
+            self._register(drone.frames, functools.partial(self._on_sub, drone, drone.frames), "frame")
+        drone.dealer = self._socket(zmq.DEALER, ep, ep.command_endpoint, "command")
+        self._register(drone.dealer, functools.partial(self._on_dealer, drone, drone.dealer), "command")
+
+    def _close_sockets(self, drone: _Drone) -> None:
+        for name in ("sub", "frames", "dealer"):
+            sock = getattr(drone, name)
+            if sock is not None:
+                self._unregister(sock)
+                sock.close(linger=0)
+                setattr(drone, name, None)
+
+    # -- I/O thread: receiving --------------------------------------------------------------------
+
+    def _decode(self, drone: _Drone, parts: list[bytes]) -> wire.Message | None:
+        self.stats.add("received")
+        try:
+            message = wire.decode(parts)
+        except wire.WireError as exc:
+            self.stats.reject(exc.kind)
+            log.debug("rejected a message from %s: %s", drone.endpoint.drone_id, exc)
+            return None
+        if message.envelope.drone_id != drone.endpoint.drone_id:
+            self.stats.reject("wrong_drone")
+            log.warning(
+                "rejected a %s from %r on %r's socket",
+                message.envelope.type,
+                message.envelope.drone_id,
+                drone.endpoint.drone_id,
+            )
+            return None
+        return message
+
+    def _on_sub(self, drone: _Drone, sock: Any) -> None:
+        for _ in range(256):
+            try:
+                raw = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            topic, parts = (raw[0], raw[1:]) if raw else (b"", [])
+            message = self._decode(drone, parts)
+            if message is None:
+                continue
+            if wire.TOPIC_BY_TYPE.get(message.envelope.type) != topic:
+                self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
+                continue
+            self._heard(drone)
+            self._dispatch(drone, message)
+
+    def _dispatch(self, drone: _Drone, message: wire.Message) -> None:
+        drone_id, envelope, body = drone.endpoint.drone_id, message.envelope, message.body
+        self.stats.add(f"received_{envelope.type}")
+        if isinstance(body, Telemetry):
+            if self.on_telemetry:
+                self.on_telemetry(drone_id, envelope, body)
+        elif isinstance(body, FrameMeta):
+            drone.last_frame_seq = max(drone.last_frame_seq, body.frame_seq)
+            now_s = time.monotonic()
+            if now_s - drone.last_heartbeat_s >= self.config.frame_ack_min_interval_s:
+                self._send_heartbeat(drone, now_s)
+            if self.on_frame:
+                self.on_frame(drone_id, envelope, body, message.blob or b"")
+        elif isinstance(body, Step):
+            if self.on_step:
+                self.on_step(drone_id, envelope, body)
+        elif isinstance(body, Declaration):
+            if self.on_declaration:
+                self.on_declaration(drone_id, envelope, body)
+        elif isinstance(body, Heartbeat):
+            pass  # liveness already updated
+        else:
+            self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
+
+    def _on_dealer(self, drone: _Drone, sock: Any) -> None:
+        for _ in range(256):
+            try:
+                parts = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            message = self._decode(drone, parts)
+            if message is None:
+                continue
+            body = message.body
+            if isinstance(body, HeartbeatReply):
+                self._heard(drone)
+                drone.clock.add(body.t1_s, body.t2_s, body.t3_s, self.clock.now())
+            elif isinstance(body, Ack):
+                self._heard(drone)
+                self._on_ack(drone, body)
+            else:
+                self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
+
+    def _on_ack(self, drone: _Drone, ack: Ack) -> None:
+        pending = self._pending.get((drone.endpoint.drone_id, ack.command_seq))
+        if pending is None or pending.type_name != ack.command_type:
+            self.stats.add("acks_unmatched")  # a late ack to an attempt already answered: harmless
+            return
+        del self._pending[(drone.endpoint.drone_id, ack.command_seq)]
+        self.stats.add("acks")
+        if not pending.future.done():
+            pending.future.set_result(ack)
+
+    def _heard(self, drone: _Drone) -> None:
+        event = drone.liveness.heard(time.monotonic())
+        if event is not None:
+            self._raise(event)
+
+    def _raise(self, event: LinkEvent) -> None:
+        log.info("drone %s link %s (silent %.2f s)", event.peer, event.state, event.silence_s)
+        if self.on_link is not None:
+            self.on_link(event)
+
+    # -- I/O thread: sending ----------------------------------------------------------------------
+
+    def _start_command(self, pending: _Pending) -> None:
+        if pending.drone_id not in self._drones:
+            pending.future.set_exception(LinkError(f"unknown drone {pending.drone_id!r}"))
+            return
+        now_s = time.monotonic()
+        pending.started_s = now_s
+        self._pending[(pending.drone_id, pending.seq)] = pending
+        self._attempt(pending, now_s)
+
+    def _attempt(self, pending: _Pending, now_s: float) -> None:
+        drone = self._drones[pending.drone_id]
+        pending.attempts += 1
+        pending.deadline_s = now_s + pending.timeout_s * self.config.backoff ** (pending.attempts - 1)
+        # Re-stamp the send time on each attempt; the (session, seq) identity stays the same.
+        envelope = wire.decode_header(pending.parts[0])
+        header = wire.encode_envelope(
+            wire.Envelope(
+                envelope.version,
+                envelope.type,
+                envelope.drone_id,
+                envelope.session_id,
+                envelope.seq,
+                self.clock.now(),
+            )
+        )
+        try:
+            drone.dealer.send_multipart([header, pending.parts[1]], zmq.NOBLOCK)
+            self.stats.add("command_attempts")
+        except zmq.Again:
+            self.stats.add("command_attempts_unsent")  # not connected right now: retried at the deadline
+
+    def _send_heartbeat(self, drone: _Drone, now_s: float) -> None:
+        drone.last_heartbeat_s = now_s
+        request = HeartbeatRequest(drone.hb_seq, self.clock.now(), drone.last_frame_seq)
+        drone.hb_seq += 1
+        with self._seq_lock:
+            seq = self._seq
+            self._seq += 1
+        parts = wire.encode(
+            request,
+            drone_id=drone.endpoint.drone_id,
+            session_id=self.session_id,
+            seq=seq,
+            send_time_s=request.t1_s,
+        )
+        with contextlib.suppress(zmq.Again):
+            drone.dealer.send_multipart(parts, zmq.NOBLOCK)
+
+    def _tick(self, now_s: float) -> None:
+        for key, pending in list(self._pending.items()):
+            if now_s < pending.deadline_s:
+                continue
+            if pending.future.cancelled():
+                del self._pending[key]
+            elif pending.attempts <= pending.retries_left:
+                self.stats.add("command_retries")
+                self._attempt(pending, now_s)
+            else:
+                del self._pending[key]
+                self.stats.add("command_timeouts")
+                pending.future.set_exception(
+                    LinkError(
+                        f"no ack from drone {pending.drone_id!r} for {pending.type_name} seq {pending.seq} "
+                        f"after {pending.attempts} attempts over {now_s - pending.started_s:.2f} s"
+                    )
+                )
+        for drone in self._drones.values():
+            event = drone.liveness.check(now_s)
+            if event is not None:
+                self._raise(event)
+            if now_s >= drone.next_heartbeat_s:
+                drone.next_heartbeat_s = now_s + self.config.heartbeat_interval_s
+                self._send_heartbeat(drone, now_s)

@@ -1,0 +1,249 @@
+"""Wire codec, message bodies and the link's pure logic (dedup, clock offset, liveness, frame budget)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import msgspec
+import pytest
+from conftest import dronecats_cmd, subprocess_env
+
+from common import wire
+from common.actions import Go, Rotate
+from common.errors import ConfigError
+from common.keys import generate_keypair, list_keys, load_keypair, parse_public_key
+from common.link.budget import FrameBudget, FrameBudgetConfig
+from common.link.clock_sync import ClockOffsetEstimator
+from common.link.dedup import DedupWindow
+from common.link.liveness import Liveness
+from common.messages import (
+    ALL_TYPES,
+    Ack,
+    Declaration,
+    EStop,
+    FrameMeta,
+    HeartbeatRequest,
+    Instruction,
+    Judgement,
+    RemoteAction,
+    Step,
+    Telemetry,
+)
+from common.pose import Pose
+
+POSE = Pose(1.0, -2.0, -10.0, 45.0)
+
+
+def roundtrip(body, blob=None):
+    parts = wire.encode(body, drone_id="d1", session_id="s1", seq=7, send_time_s=12.5, blob=blob)
+    return parts, wire.decode(parts)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        Telemetry(3.0, POSE, (0.5, 0.0, -0.1), 87.5, "segment", True, "up", 19.8, {"model": 0.41}, "ok"),
+        Step(4.0, "c1", 12, Go(point=(612, 430), depth_m=9.0), '{"action":"go"}', {"model": 0.5}),
+        Step(4.0, "c1", 12, None, "garbage", {}, "not JSON"),
+        Declaration("dec-1", 5.0, POSE, 13, "c2"),
+        Instruction("fly to the red car"),
+        RemoteAction(Rotate(angle_deg=-30.0), "c3", 14, POSE, 4.5),
+        Judgement("dec-1", "accept", "alice"),
+        EStop("operator"),
+        HeartbeatRequest(3, 100.25, 14),
+        Ack(7, "instruction", "ok"),
+    ],
+    ids=lambda b: b.TYPE,
+)
+def test_roundtrip(body):
+    parts, message = roundtrip(body)
+    assert len(parts) == 2
+    assert message.body == body
+    assert message.envelope == wire.Envelope(wire.PROTOCOL_VERSION, body.TYPE, "d1", "s1", 7, 12.5)
+
+
+def test_frame_jpeg_is_a_separate_raw_part():
+    jpeg = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 10
+    parts, message = roundtrip(FrameMeta(3, 1.5, POSE, 640, 360, 85), blob=jpeg)
+    assert len(parts) == 3 and parts[2] == jpeg  # raw bytes, no base64, no re-encoding
+    assert jpeg not in parts[1]
+    assert message.blob == jpeg
+    with pytest.raises(ValueError):
+        wire.encode(FrameMeta(3, 1.5, POSE, 640, 360, 85), drone_id="d", session_id="s", seq=0, send_time_s=0)
+    with pytest.raises(ValueError):
+        wire.encode(EStop(), drone_id="d", session_id="s", seq=0, send_time_s=0, blob=b"x")
+
+
+def test_every_type_name_is_unique():
+    names = [cls.TYPE for cls in ALL_TYPES]
+    assert len(names) == len(set(names)) and all(names)
+
+
+def good_parts():
+    return wire.encode(Instruction("x"), drone_id="d1", session_id="s", seq=1, send_time_s=0.0)
+
+
+def test_rejections_have_kinds():
+    header, body = good_parts()
+    bad_version = msgspec.msgpack.encode([99, "instruction", "d1", "s", 1, 0.0])
+    unknown_type = msgspec.msgpack.encode([wire.PROTOCOL_VERSION, "teleport", "d1", "s", 1, 0.0])
+    wrong_body = msgspec.msgpack.encode({"text": 5})
+    cases = {
+        wire.ProtocolErrorKind.PARTS: [header],
+        wire.ProtocolErrorKind.HEADER: [header[:-1], body],
+        wire.ProtocolErrorKind.VERSION: [bad_version, body],
+        wire.ProtocolErrorKind.UNKNOWN_TYPE: [unknown_type, body],
+        wire.ProtocolErrorKind.BODY: [header, wrong_body],
+    }
+    for kind, parts in cases.items():
+        with pytest.raises(wire.WireError) as info:
+            wire.decode(parts)
+        assert info.value.kind == kind, parts
+    with pytest.raises(wire.WireError) as info:
+        wire.decode([header, body, b"extra"])
+    assert info.value.kind == wire.ProtocolErrorKind.PARTS
+    with pytest.raises(wire.WireError):  # unknown field in a body
+        wire.decode([header, msgspec.msgpack.encode({"text": "x", "episode_id": "", "sneaky": 1})])
+
+
+def test_dedup_window():
+    window: DedupWindow[str] = DedupWindow(per_session=3, max_sessions=2)
+    assert window.lookup("a", 0) == ("new", None)
+    for seq in range(5):
+        window.remember("a", seq, f"ack{seq}")
+    assert window.lookup("a", 4) == ("duplicate", "ack4")
+    assert window.lookup("a", 2) == ("duplicate", "ack2")
+    assert window.lookup("a", 1) == ("stale", None)  # forgotten: refused rather than run twice
+    assert window.lookup("a", 5) == ("new", None)
+    assert window.lookup("b", 1) == ("new", None)  # sessions are separate
+    window.remember("b", 1, "b1")
+    window.remember("c", 1, "c1")  # evicts the least recently active session, "a"
+    assert window.lookup("a", 4) == ("new", None)
+    assert window.lookup("b", 1) == ("duplicate", "b1")
+
+
+def test_clock_offset_min_rtt_filter():
+    true_offset = 1000.0  # drone clock = ground clock + 1000 s
+    est = ClockOffsetEstimator(window=8)
+    # (leg up, leg down) delays: asymmetric ones bias the offset, the min-RTT sample is symmetric.
+    for up_s, down_s in [(0.050, 0.002), (0.001, 0.001), (0.002, 0.090), (0.030, 0.030)]:
+        t1 = 10.0
+        t2 = t1 + up_s + true_offset
+        t3 = t2 + 0.0005
+        t4 = t3 - true_offset + down_s
+        est.add(t1, t2, t3, t4)
+    assert est.offset_s == pytest.approx(true_offset, abs=1e-9)
+    assert est.rtt_s == pytest.approx(0.002)
+    assert est.to_ground_time(1005.0) == pytest.approx(5.0)
+    assert est.add(10.0, 1010.0, 1009.0, 10.1) is None  # t3 < t2: inconsistent, ignored
+
+
+def test_liveness_lost_and_restored():
+    live = Liveness("d1", timeout_s=1.0)
+    assert live.check(0.0) is None
+    assert live.heard(0.5).state == "up"
+    assert live.heard(0.9) is None
+    assert live.check(1.8) is None
+    lost = live.check(1.95)
+    assert lost.state == "lost" and lost.silence_s == pytest.approx(1.05)
+    assert live.check(3.0) is None  # raised once
+    restored = live.heard(3.5)
+    assert restored.state == "up" and restored.silence_s == pytest.approx(2.6)
+
+
+def jpeg_size(quality: int) -> int:
+    return 300 * quality  # a size model for the policy test: 25.5 kB at q85
+
+
+def run_budget(budget: FrameBudget, seconds: float, camera_fps: float, ack_lag_frames: int | None = 0):
+    sent = []
+    now = 0.0
+    while now < seconds:
+        decision = budget.decide(now)
+        if decision.send:
+            seq = len(sent)
+            budget.record_sent(seq, jpeg_size(decision.quality), decision.quality, now)
+            sent.append((now, decision.quality))
+            if ack_lag_frames is not None and seq - ack_lag_frames >= 0:
+                budget.record_acked(seq - ack_lag_frames)
+        now += 1.0 / camera_fps
+    return sent
+
+
+def test_budget_unlimited_sends_at_max_fps_and_quality():
+    sent = run_budget(FrameBudget(FrameBudgetConfig(max_fps=5.0)), 10.0, camera_fps=30.0)
+    assert 49 <= len(sent) <= 51
+    assert {q for _, q in sent} == {85}
+
+
+def test_budget_lowers_quality_and_keeps_bandwidth():
+    bandwidth = 60_000.0  # 12 kB per frame at 5 fps: q85 (25.5 kB) does not fit, q35 (10.5 kB) does
+    budget = FrameBudget(FrameBudgetConfig(max_fps=5.0, bandwidth_bytes_s=bandwidth, burst_s=1.0))
+    sent = run_budget(budget, 30.0, camera_fps=30.0)
+    total = sum(jpeg_size(q) for _, q in sent)
+    assert total <= bandwidth * 30.0 + bandwidth * 1.0  # the rate plus one bucket of burst
+    late = [q for t, q in sent if t > 5.0]
+    assert late and max(late) <= 40
+    assert len([1 for t, _ in sent if t > 5.0]) >= 0.8 * 5.0 * 25.0  # still close to 5 fps
+
+
+def test_budget_backlog_skips_and_recovers():
+    budget = FrameBudget(FrameBudgetConfig(max_fps=5.0, max_in_flight=2, ack_timeout_s=100.0, recover_s=1.0))
+    sent = run_budget(budget, 5.0, camera_fps=30.0, ack_lag_frames=None)  # nothing is ever acked
+    assert len(sent) == 2
+    assert budget.skipped["backlog"] > 0 and budget.quality_cap < 85
+    budget.record_acked(1)
+    later = run_budget(budget, 1.0, camera_fps=30.0, ack_lag_frames=0)
+    assert later  # sending again once the ground station acknowledged
+
+
+def test_budget_unacked_frames_expire():
+    budget = FrameBudget(FrameBudgetConfig(max_fps=5.0, max_in_flight=1, ack_timeout_s=0.5))
+    sent = run_budget(budget, 5.0, camera_fps=30.0, ack_lag_frames=None)
+    assert 7 <= len(sent) <= 11  # one frame per ack timeout when no acknowledgement ever comes
+
+
+def test_budget_config_errors():
+    with pytest.raises(ValueError, match="max_fps"):
+        FrameBudgetConfig(max_fps=0)
+    with pytest.raises(ValueError, match="quality_min"):
+        FrameBudgetConfig(quality_min=90, quality_max=85)
+
+
+def test_keys_cli(tmp_path):
+    env = subprocess_env()
+    out = subprocess.run(
+        dronecats_cmd("keys", "generate", "--out", str(tmp_path), "--name", "gs1"),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "gs1.key_secret").stat().st_mode & 0o777 == 0o600
+    pair = load_keypair(tmp_path / "gs1.key_secret")
+    assert pair.secret_key is not None and len(pair.public_key) == 40
+    assert load_keypair(tmp_path / "gs1.key").public_key == pair.public_key
+    assert parse_public_key(pair.public_key.decode()) == pair.public_key
+    assert parse_public_key(tmp_path / "gs1.key") == pair.public_key
+    again = subprocess.run(
+        dronecats_cmd("keys", "generate", "--out", str(tmp_path), "--name", "gs1"),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert again.returncode == 2 and "already exists" in again.stderr
+    generate_keypair(tmp_path, "drone1")
+    os.remove(tmp_path / "drone1.key_secret")
+    listed = subprocess.run(
+        dronecats_cmd("keys", "list", str(tmp_path)), capture_output=True, text=True, env=env, timeout=30
+    )
+    assert listed.returncode == 0
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith("drone1") and "public only" in lines[0]
+    assert lines[1].startswith("gs1") and pair.public_key.decode() in lines[1] and "0600" in lines[1]
+    assert [k.name for k in list_keys(tmp_path)] == ["drone1", "gs1"]
+    with pytest.raises(ConfigError):
+        parse_public_key("not-a-key")
