@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from common.actions import Action, Think
-from models.frames import EncodedFrame, encode_frame, encode_history_view, jpeg_data_url
+from models.frames import EncodedFrame, encode_frame, encode_frame_and_view, jpeg_data_url
 from models.history import ActionHistory, HistoryEntry, compact, render_history
 from models.identity import PromptIdentity, prompt_identity
 from models.parser import Order
@@ -109,9 +109,11 @@ class Conversation:
         self.instruction = instruction
 
     def request(self, image_bgr: np.ndarray) -> ChatRequest:
-        frame = encode_frame(image_bgr)
         if self.prompt.switches.visual_history:
-            self._pending_view = encode_history_view(image_bgr, frame.width_px).jpeg
+            frame, view = encode_frame_and_view(image_bgr)
+            self._pending_view = view.jpeg
+        else:
+            frame = encode_frame(image_bgr)
         return self.request_encoded(frame)
 
     def request_encoded(self, frame: EncodedFrame, view_jpeg: bytes | None = None) -> ChatRequest:
