@@ -215,6 +215,40 @@ def read_episode(directory: str | Path) -> EpisodeLogs:
     )
 
 
+class EpisodeLogWriter:
+    """The three log files of one episode directory, opened for appending; declarations are fsynced."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.steps = JsonlWriter(self.directory / STEPS_FILE)
+        self.declarations = JsonlWriter(self.directory / DECLARATIONS_FILE, fsync=True)
+        self.trace = JsonlWriter(self.directory / TRACE_FILE)
+
+    def open(self) -> EpisodeLogWriter:
+        for writer in (self.steps, self.declarations, self.trace):
+            writer.open()
+        return self
+
+    def step(self, line: StepLine) -> None:
+        self.steps.append(line)
+
+    def declaration(self, line: DeclarationLine) -> None:
+        self.declarations.append(line)
+
+    def sample(self, line: TraceLine) -> None:
+        self.trace.append(line)
+
+    def close(self) -> None:
+        for writer in (self.steps, self.declarations, self.trace):
+            writer.close()
+
+    def __enter__(self) -> EpisodeLogWriter:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def write_lines(path: str | Path, lines: Iterable[LogLine], fsync: bool = False) -> None:
     """Append several lines at once (tests, converters)."""
     with JsonlWriter(path, fsync=fsync) as writer:

@@ -13,7 +13,8 @@ How each diagnostic is computed (never part of the verdict), all over t <= T_max
 - osr: some sample is within delta, or some declaration was judged "accept".
 - min_distance_m: the smallest sample. start_distance_m: for each drone its earliest sample; the
   smallest of these (the drone that started closest). approach_ratio = 1 - min / start.
-- declared_start_ratio: the first declaration's distance / its drone's start distance.
+- declared_start_ratio: the first declaration's distance / its drone's start distance (null when
+  that declaration has no distance, as in real flight).
 - moving targets only (task track / search+track, or a target with a route):
   first_acquisition_t = the first trace/step sample with visible true; dwell_within_delta_s = the
   time covered by trace intervals [t_i, t_i+1) that begin within delta (union over drones);
@@ -226,7 +227,7 @@ def verify(logs: EpisodeLogs, settings: VerifierSettings | None = None) -> Episo
         d.judged == "accept" for d in declarations
     )
     declared_start_ratio = None
-    first = next((d for d in declarations if d.distance_m is not None), None)
+    first = declarations[0] if declarations else None
     if first is not None and first.distance_m is not None:
         start = start_by_drone.get(first.drone, start_distance_m)
         if start:

@@ -14,6 +14,7 @@ from common.actions import Go, Rotate
 from common.errors import RecordError
 from episodes.logs import (
     DeclarationLine,
+    EpisodeLogWriter,
     JsonlWriter,
     StepLine,
     TraceLine,
@@ -169,6 +170,18 @@ def test_writer_appends_and_flushes(tmp_path):
     with JsonlWriter(path) as again:  # appends, never truncates
         again.append(TraceLine(1.0, "Drone1"))
     assert len(path.read_text().splitlines()) == 3
+
+
+def test_episode_log_writer(tmp_path):
+    save_record(record_from_dict(RECORD), tmp_path / "episode.json")
+    with EpisodeLogWriter(tmp_path) as out:
+        out.step(StepLine(1.0, "Drone1", action=Go((500, 500), 8.0), distance_m=15.0))
+        out.sample(TraceLine(1.0, "Drone1", distance_m=15.0))
+        out.declaration(DeclarationLine(2.0, "Drone1", 14.0, 13.0, True))
+    logs = read_episode(tmp_path)
+    assert not logs.problems
+    assert (len(logs.steps), len(logs.trace), len(logs.declarations)) == (1, 1, 1)
+    assert logs.drones == ["Drone1"]
 
 
 def test_tolerant_reader_reports_bad_and_truncated_lines(tmp_path):
