@@ -111,7 +111,7 @@ def test_system_differs_only_by_point_order_and_switches() -> None:
     assert xy.replace("[x, y]", "[y, x]") == yx
     assert "{point_fmt}" not in xy
     # arrival is described so a model knows when to declare
-    assert "finished" in xy and "lower part" in xy and "large" in xy
+    assert "finished" in xy and "lower third" in xy and "large" in xy
 
 
 def test_first_step_user_message_and_image_part() -> None:
