@@ -1,0 +1,90 @@
+"""`dronecats calibrate` end to end on a folder of synthetic views, through a subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import yaml
+
+from calibration.pattern import BoardPattern
+from calibration.synthetic import BoardRenderer, SyntheticCamera, spread_poses
+from common.camera import camera_profile
+from tests.conftest import dronecats_cmd, subprocess_env
+
+PATTERN = BoardPattern(9, 6, 30.0)
+CAMERA = SyntheticCamera.from_hfov(640, 480, 75.0, (-0.2, 0.05, 0.0, 0.0, 0.0))
+
+
+@pytest.fixture(scope="module")
+def view_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("views")
+    renderer = BoardRenderer(PATTERN, CAMERA)
+    rng = np.random.default_rng(5)
+    for i, pose in enumerate(spread_poses(PATTERN, CAMERA, 12, seed=5)):
+        cv2.imwrite(str(folder / f"view_{i:02d}.png"), renderer.render(pose, rng))
+    cv2.imwrite(str(folder / "view_99_blurred.png"), cv2.GaussianBlur(renderer.render(pose, rng), (0, 0), 3))
+    return folder
+
+
+def _calibrate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        dronecats_cmd("calibrate", *args), capture_output=True, text=True, env=subprocess_env(), timeout=120
+    )
+
+
+def test_folder_calibration_writes_a_camera_profile(view_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cam.yaml"
+    proc = _calibrate(
+        "--source", str(view_folder), "--pattern", "9x6", "--square-mm", "30", "--out", str(out),
+        "--min-views", "8", "--name", "testcam",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "accepted as view 1" in proc.stdout
+    assert "blurry" in proc.stdout  # the blurred copy is judged and refused
+    assert "|" in proc.stdout and "#" in proc.stdout  # the coverage grid
+    assert "HFOV" in proc.stdout and "RMS reprojection error" in proc.stdout
+    profile = camera_profile(str(out))
+    assert profile.name == "testcam"
+    assert (profile.width_px, profile.height_px) == (640, 480)
+    assert profile.fx_px == pytest.approx(CAMERA.fx_px, rel=0.01)
+    assert abs(profile.hfov_deg - 75.0) < 0.5
+    assert profile.distortion[0] < 0
+    raw = yaml.safe_load(out.read_text())
+    assert raw["provenance"]["pattern"] == "9x6 inner corners"
+    assert raw["provenance"]["square_mm"] == 30.0
+    assert raw["provenance"]["views_used"] >= 8
+    assert str(view_folder) in raw["provenance"]["source"]
+
+
+def test_wrong_pattern_exits_2_with_a_hint(view_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cam.yaml"
+    proc = _calibrate(
+        "--source", str(view_folder), "--pattern", "10x7", "--square-mm", "30", "--out", str(out),
+        "--max-frames", "3",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "board not found" in proc.stderr and "9x6 inner corners was detected" in proc.stderr
+    assert not out.exists()
+
+
+def test_too_few_views_exits_2(view_folder: Path, tmp_path: Path) -> None:
+    proc = _calibrate(
+        "--source", str(view_folder), "--pattern", "9x6", "--square-mm", "30",
+        "--out", str(tmp_path / "c.yaml"), "--min-views", "20",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "too few views" in proc.stderr and "need at least 20" in proc.stderr
+
+
+def test_tello_source_not_available_yet(tmp_path: Path) -> None:
+    proc = _calibrate(
+        "--source", "tello://192.168.10.1", "--pattern", "9x6", "--square-mm", "30",
+        "--out", str(tmp_path / "c.yaml"),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "not available yet" in proc.stderr
