@@ -1,0 +1,162 @@
+"""The actuation loop: each tick, the plan's setpoint goes through the safety governor to the vehicle.
+
+`Actuator.tick(now_s)` is one tick and does not sleep, so a lock-step simulator can drive it;
+`ActuationThread` runs it at a fixed rate on a clock, sleeping to absolute deadlines (a relative
+sleep drifts) and skipping, not bunching, ticks it overran. The period error of every tick is kept
+so the served rate can be published.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+
+from common.clock import Clock
+from common.interfaces import Telemetry, Vehicle
+from onboard.safety import Clamp, Mode, SafetyGovernor
+from onboard.setpoints import HOLD, MotionSchedule, Setpoint
+
+log = logging.getLogger(__name__)
+
+ClampSink = Callable[[float, Clamp], None]
+TelemetrySink = Callable[[float, Telemetry, Setpoint], None]
+
+
+class Actuator:
+    def __init__(
+        self,
+        vehicle: Vehicle,
+        governor: SafetyGovernor,
+        on_clamp: ClampSink | None = None,
+        on_telemetry: TelemetrySink | None = None,
+    ) -> None:
+        self.vehicle = vehicle
+        self.governor = governor
+        self.on_clamp = on_clamp
+        self.on_telemetry = on_telemetry
+        self._lock = threading.Lock()
+        self._schedule: MotionSchedule | None = None
+        self._last_clamp_key: tuple[str, str] | None = None
+        self.last_telemetry: Telemetry | None = None
+        self.last_sent: Setpoint = HOLD
+        self._landing_started = False
+        self.ticks = 0
+        self.telemetry_errors = 0
+
+    def set_schedule(self, schedule: MotionSchedule | None) -> None:
+        """A newer plan replaces what is left of the current one."""
+        with self._lock:
+            self._schedule = schedule
+
+    def schedule(self) -> MotionSchedule | None:
+        with self._lock:
+            return self._schedule
+
+    def tick(self, now_s: float) -> Setpoint:
+        self.ticks += 1
+        telemetry: Telemetry | None
+        try:
+            telemetry = self.vehicle.telemetry()
+        except Exception as exc:  # a vehicle link hiccup must not stop the loop: hold this tick
+            self.telemetry_errors += 1
+            log.warning("telemetry failed (%s): holding this tick", exc)
+            telemetry = None
+        self.last_telemetry = telemetry
+        with self._lock:
+            schedule = self._schedule
+        asked = schedule.setpoint_at(now_s) if schedule is not None else HOLD
+        if telemetry is None and not asked.is_zero:
+            asked = HOLD
+        sent, clamps = self.governor.filter(asked, telemetry)
+        for clamp in clamps:
+            key = (clamp.rule, clamp.detail.split(" ")[0])
+            if key != self._last_clamp_key and self.on_clamp is not None:
+                self.on_clamp(now_s, clamp)
+            self._last_clamp_key = key
+        if not clamps:
+            self._last_clamp_key = None
+        mode = self.governor.mode
+        if mode in (Mode.LANDING, Mode.ESTOP):
+            self._handle_terminal(mode)
+        else:
+            self.vehicle.send_velocity_body(*sent)
+        self.last_sent = sent
+        if telemetry is not None and self.on_telemetry is not None:
+            self.on_telemetry(now_s, telemetry, sent)
+        return sent
+
+    def _handle_terminal(self, mode: Mode) -> None:
+        if self._landing_started:
+            return
+        self._landing_started = True
+        kill = mode == Mode.ESTOP and self.governor.config.estop_action == "kill"
+        emergency = getattr(self.vehicle, "emergency_stop", None)
+        if kill and callable(emergency):
+            log.warning("e-stop: killing motors")
+            emergency()
+            return
+        if kill:
+            log.warning("e-stop: this vehicle cannot kill motors; landing instead")
+        # Landing blocks on some vehicles (AirSim's landAsync().join()): never inside the tick.
+        threading.Thread(target=self._land, name="land", daemon=True).start()
+
+    def _land(self) -> None:
+        try:
+            self.vehicle.hold()
+            self.vehicle.land()
+        except Exception:
+            log.exception("landing command failed")
+
+
+class ActuationThread:
+    """Runs Actuator.tick at rate_hz on `clock` until stopped."""
+
+    def __init__(self, actuator: Actuator, clock: Clock, rate_hz: float, history: int = 2000) -> None:
+        if rate_hz <= 0:
+            raise ValueError(f"rate_hz={rate_hz} must be > 0")
+        self.actuator = actuator
+        self.clock = clock
+        self.period_s = 1.0 / rate_hz
+        self.period_errors_s: deque[float] = deque(maxlen=history)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="actuation", daemon=True)
+        self.skipped_ticks = 0
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def served_rate_hz(self) -> float:
+        errors = list(self.period_errors_s)
+        if not errors:
+            return 0.0
+        mean_period = self.period_s + sum(errors) / len(errors)
+        return 1.0 / mean_period if mean_period > 0 else 0.0
+
+    def _run(self) -> None:
+        next_s = self.clock.now()
+        last_s: float | None = None
+        while not self._stop.is_set():
+            self.clock.sleep_until(next_s)
+            now_s = self.clock.now()
+            if last_s is not None:
+                self.period_errors_s.append((now_s - last_s) - self.period_s)
+            last_s = now_s
+            try:
+                self.actuator.tick(now_s)
+            except Exception as exc:
+                # Keep streaming holds: a vehicle that stops hearing setpoints fails over on its own.
+                log.exception("actuation tick failed")
+                self.error = exc
+            next_s += self.period_s
+            behind = self.clock.now() - next_s
+            if behind > 0:
+                skipped = int(behind / self.period_s) + 1
+                self.skipped_ticks += skipped
+                next_s += skipped * self.period_s

@@ -1,0 +1,124 @@
+"""The decision loop's step: capture a stamped frame, ask the pilot, turn the action into a plan.
+
+Rate-jitter tolerance (ARCHITECTURE.md "Timing"): every action carries its frame's pose, so a late
+`go` is re-expressed from the current pose toward the point it fixed in the world at capture, and a
+late `rotate` toward the heading it meant; a reply older than its deadline (plan replies get a longer
+one) is discarded and counted; a missed or malformed decision holds rather than repeating stale motion.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import msgspec
+
+from common.actions import Action, Finished, Go, Rotate, action_name, action_to_dict
+from common.camera import CameraProfile
+from common.pose import Frame, Pose, wrap_deg
+from onboard.controller import ControlPlan, go_world_goal, hold_plan, plan_action, plan_toward
+from onboard.profiles import FlightProfile
+
+log = logging.getLogger(__name__)
+
+
+class StageLatencies(msgspec.Struct):
+    """Seconds spent in each stage of one decision (model = the pilot call, parse included)."""
+
+    capture_s: float = 0.0
+    model_s: float = 0.0
+    plan_s: float = 0.0
+    total_s: float = 0.0
+    frame_age_s: float = 0.0  # capture -> plan handed to the actuation loop, on the runtime clock
+
+
+@dataclass
+class DecisionCounters:
+    decisions: int = 0
+    executed: int = 0
+    malformed: int = 0
+    stale: int = 0
+    backend_errors: int = 0
+    by_action: dict[str, int] = field(default_factory=dict)
+
+
+def replan_from_current(
+    action: Action,
+    plan: ControlPlan,
+    capture_pose: Pose,
+    current_pose: Pose,
+    profile: FlightProfile,
+) -> ControlPlan:
+    """Re-express a plan made at `capture_pose` from `current_pose` (latency compensation)."""
+    if plan.hold:
+        return plan  # a brake or a hold stays one: never fly back to where the frame was taken
+    if isinstance(action, Go):
+        return plan_toward(go_world_goal(plan, capture_pose), current_pose, profile)
+    if isinstance(action, Rotate):
+        remaining_deg = wrap_deg(capture_pose.yaw_deg + plan.yaw_deg - current_pose.yaw_deg)
+        if abs(remaining_deg) < 0.5:
+            return hold_plan("rotate")
+        limit = profile.rotate_limit_deg
+        remaining_deg = max(-limit, min(limit, remaining_deg))
+        rate = profile.yaw_rate_deg_s if remaining_deg > 0 else -profile.yaw_rate_deg_s
+        return ControlPlan(
+            "rotate",
+            remaining_deg,
+            rate,
+            abs(remaining_deg) / profile.yaw_rate_deg_s,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            False,
+        )
+    return plan
+
+
+def make_plan(
+    action: Action,
+    frame_pose: Pose,
+    current_pose: Pose | None,
+    camera: CameraProfile,
+    profile: FlightProfile,
+    canonical_focal_px: float | None,
+    compensate: bool,
+) -> ControlPlan:
+    plan = plan_action(action, camera, profile, canonical_focal_px)
+    if compensate and current_pose is not None:
+        plan = replan_from_current(action, plan, frame_pose, current_pose, profile)
+    return plan
+
+
+def step_record(
+    t: float,
+    drone: str,
+    action: Action | None,
+    raw: str,
+    latency_s: float,
+    frame: Frame | None,
+) -> dict:
+    """Fields of a steps.jsonl line that the decision itself knows."""
+    return {
+        "t": t,
+        "drone": drone,
+        "action": None if action is None else action_to_dict(action),
+        "raw": raw,
+        "latency_s": latency_s,
+        "capture_t": None if frame is None else frame.capture_time_s,
+    }
+
+
+def count_action(counters: DecisionCounters, action: Action) -> None:
+    name = action_name(action)
+    counters.by_action[name] = counters.by_action.get(name, 0) + 1
+
+
+def is_declaration(action: Action | None) -> bool:
+    return isinstance(action, Finished)
+
+
+def wall_timer() -> float:
+    return time.perf_counter()

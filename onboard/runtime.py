@@ -1,0 +1,614 @@
+"""The onboard runtime: flies one drone (camera -> pilot -> controller -> vehicle), safely, on a clock.
+
+Two loops (ARCHITECTURE.md "Timing"): the actuation loop (onboard.actuation) streams the current
+setpoint at a fixed rate in its own thread and applies the safety governor on every tick; the
+decision loop here captures a stamped frame, asks the pilot, and hands the controller's plan over.
+
+Loop modes:
+- "tolerant" (default): the drone keeps executing the current plan while the model thinks; each
+  new plan is re-expressed from the pose at the time it arrives and replaces what is left of the
+  current one; replies older than their deadline are discarded and counted; misses hold.
+- "naive": capture -> wait for the model -> execute the plan fully -> repeat (for comparison).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import cv2
+import msgspec
+
+from common.actions import Action, Finished, Go, Think, action_name, action_to_dict
+from common.camera import camera_profile
+from common.clock import Clock
+from common.errors import SafetyError
+from common.interfaces import Camera, Telemetry, Vehicle
+from common.logformat import DeclarationLine, StepLine, TraceLine
+from common.pose import Frame, Pose
+from models.pilot import Decision, Observation, Pilot
+from onboard.actuation import ActuationThread, Actuator
+from onboard.controller import ControlPlan, hold_plan
+from onboard.decision import DecisionCounters, StageLatencies, count_action, make_plan, wall_timer
+from onboard.profiles import flight_profile
+from onboard.recorder import FlightRecorder, RecorderConfig
+from onboard.safety import Clamp, Mode, SafetyConfig, SafetyGovernor
+from onboard.setpoints import MotionSchedule, Setpoint
+from onboard.truth import GroundTruth, TruthSample
+
+log = logging.getLogger(__name__)
+
+HISTORY_LENGTH = 5
+NO_TRUTH = TruthSample(None, None, None, None)
+
+
+class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
+    drone: str = "Drone1"
+    instruction: str = ""
+    rate_hz: float = 20.0
+    loop: str = "tolerant"  # "tolerant" or "naive"
+    action_deadline_s: float = 3.0  # an action reply older than this (since capture) is discarded
+    plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
+    compensate_latency: bool = True  # tolerant loop: re-express late plans from the current pose
+    flight_profile: str = "outdoor"
+    camera: str | None = None  # camera profile for back-projection; default: the flight profile's
+    canonical_focal_px: float | None = None  # from the model profile's depth convention
+    takeoff_altitude_m: float | None = 3.0  # None: the flight profile's, else the vehicle's default
+    delta_m: float = 5.0  # arrival radius: the verdict's δ, and the baseline pilot's arrival rule
+    think: bool = True
+    # Decisions start at most this often (0: back to back, as fast as the pilot answers). A fast
+    # pilot (the baseline) needs no 20 Hz of decisions, and lock-step runs render a frame for each.
+    min_decision_period_s: float = 0.0
+    t_max_s: float = 300.0
+    max_steps: int | None = None
+    stop_on_declaration: bool = True  # stop at the first declaration within δ and visible (needs truth)
+    land_at_end: bool = True
+    prearm_check: bool = True
+    save_frames: bool = True
+    safety: SafetyConfig = msgspec.field(default_factory=SafetyConfig)
+    recorder: RecorderConfig = msgspec.field(default_factory=RecorderConfig)
+
+    def __post_init__(self) -> None:
+        if self.loop not in ("tolerant", "naive"):
+            raise ValueError(f"loop={self.loop!r} must be 'tolerant' or 'naive'")
+        if self.rate_hz <= 0:
+            raise ValueError(f"rate_hz={self.rate_hz} must be > 0")
+
+
+def _builtins(value: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        return msgspec.to_builtins(value)
+    except TypeError:
+        return str(value)
+
+
+def _pilot_identity(pilot: Pilot) -> Any:
+    """A model pilot's prompt identity (prompt file hashes + profile), None for the baseline."""
+    profile, switches = getattr(pilot, "profile", None), getattr(pilot, "switches", None)
+    if profile is None:
+        return None
+    from models.identity import prompt_identity
+
+    return prompt_identity(profile, switches)
+
+
+def _prompt_hashes(identity: Any) -> dict[str, str]:
+    """{prompt file: sha256} from a model pilot's prompt identity (empty for a pilot without prompts)."""
+    data = _builtins(identity)
+    if isinstance(data, dict):
+        for key in ("prompt_hashes", "prompt_files", "files"):
+            if isinstance(data.get(key), dict):
+                return {str(k): str(v) for k, v in data[key].items()}
+    return {}
+
+
+class StepExtras(StepLine):
+    """steps.jsonl line with this runtime's additions (the spec's fields are never renamed)."""
+
+    discarded: str | None = None  # "malformed", "stale" or "backend" when the reply was not executed
+    error: str | None = None
+    stages: StageLatencies | None = None
+    loop: str | None = None
+    source: str = "pilot"  # "pilot", or "remote" for an action sent by the ground station
+
+
+class Publisher(Protocol):
+    """Where the runtime publishes what it does (the ground-station link); every method is optional."""
+
+    def publish_step(self, step: dict[str, Any]) -> None: ...
+
+    def publish_frame(self, jpeg: bytes, meta: dict[str, Any]) -> None: ...
+
+    def publish_telemetry(self, telemetry: dict[str, Any]) -> None: ...
+
+    def publish_declaration(self, declaration: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class PendingDecision:
+    frame: Frame
+    observation: Observation
+    decision: Decision
+    capture_clock_s: float
+    stages: StageLatencies
+    wall_start: float
+
+
+def plan_duration_s(plan: ControlPlan) -> float:
+    return 0.0 if plan.hold else plan.yaw_duration_s + plan.duration_s
+
+
+@dataclass
+class RunResult:
+    reason: str  # why the run ended
+    steps: int
+    declarations: int
+    qualifying_declaration_t: float | None
+    counters: DecisionCounters
+    served_rate_hz: float
+    mode: str
+
+
+class OnboardRuntime:
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        vehicle: Vehicle,
+        camera: Camera,
+        pilot: Pilot,
+        clock: Clock,
+        recorder: FlightRecorder,
+        truth: GroundTruth | None = None,
+        publisher: Publisher | None = None,
+    ) -> None:
+        self.config = config
+        self.vehicle = vehicle
+        self.camera = camera
+        self.pilot = pilot
+        self.clock = clock
+        self.recorder = recorder
+        self.truth = truth
+        self.publisher = publisher
+        self.profile = flight_profile(config.flight_profile)
+        self.camera_profile = camera_profile(config.camera or self.profile.camera)
+        self.governor = SafetyGovernor(config.safety, home=Pose(0.0, 0.0, 0.0, 0.0))
+        self.actuator = Actuator(vehicle, self.governor, self._on_clamp, self._on_telemetry)
+        self.actuation = ActuationThread(self.actuator, clock, config.rate_hz)
+        self.counters = DecisionCounters()
+        self.history: list[Action] = []
+        self.history_images: list[Any] = []
+        self.instruction = config.instruction
+        self.t0_s = clock.now()
+        self.steps = 0
+        self.declarations = 0
+        self.qualifying_t: float | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._telemetry_every = 0
+        self.last_stages = StageLatencies()
+
+    # ---- time ---------------------------------------------------------------------------------
+    def t(self) -> float:
+        """Episode time: seconds since the runtime started, on its clock."""
+        return self.clock.now() - self.t0_s
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+    def start(self, threaded: bool = True) -> None:
+        """Connect, pre-arm check, arm, take off, start the actuation loop (unless a lock-step
+        driver ticks it: threaded=False, and then takeoff only starts the climb)."""
+        self.vehicle.connect()
+        home = self.vehicle.telemetry().pose
+        self.governor.home = home
+        identity = _pilot_identity(self.pilot)
+        # episode.json holds the episode record (written by whoever set the episode up) plus run
+        # metadata under "run"; the onboard runtime only ever writes under "run".
+        self.recorder.write_metadata(
+            run={
+                "pilot": getattr(self.pilot, "name", type(self.pilot).__name__),
+                "model_profile": getattr(getattr(self.pilot, "profile", None), "name", None),
+                "prompt_hashes": _prompt_hashes(identity),
+                "identity": _builtins(identity),
+                "drone": self.config.drone,
+                "instruction": self.instruction,
+                "onboard": msgspec.to_builtins(self.config),
+                "flight_profile": msgspec.to_builtins(self.profile),
+                "camera_profile": msgspec.to_builtins(self.camera_profile),
+                "home": home.as_list(),
+            }
+        )
+        if self.config.prearm_check:
+            self.prearm_check()
+        self.vehicle.arm()
+        altitude = self.config.takeoff_altitude_m or self.profile.takeoff_altitude_m or 3.0
+        self.vehicle.takeoff(altitude)
+        self.t0_s = self.clock.now()
+        if threaded:
+            self.actuation.start()
+        self.event("started", takeoff_altitude_m=altitude)
+
+    def prearm_check(self) -> None:
+        """The pilot must be warm and return a valid action on a real frame before the motors arm."""
+        frame = self.camera.read()
+        start = wall_timer()
+        decision = self.pilot.decide(self._observation(frame))
+        elapsed = wall_timer() - start
+        if decision.action is None:
+            self.event("prearm_failed", error=decision.error, raw=decision.raw[:500], latency_s=elapsed)
+            raise SafetyError(f"pre-arm check: the pilot returned no valid action ({decision.error})")
+        self.event("prearm_ok", action=action_to_dict(decision.action), latency_s=elapsed)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> RunResult:
+        """Decide until the instruction is done, T_max, max_steps, a stop, or a landing."""
+        reason = "stopped"
+        try:
+            while True:
+                why = self.stop_reason()
+                if why is not None:
+                    reason = why
+                    break
+                if not self.can_decide():
+                    self.clock.sleep(0.1)  # hold and wait for an operator (new instruction or resume)
+                    continue
+                self.decide_once()
+        finally:
+            self.finish(reason)
+        return self.result(reason)
+
+    def stop_reason(self) -> str | None:
+        """Why the run must end now, or None to go on deciding."""
+        if self._stop.is_set():
+            return "stopped"
+        if self.t() >= self.config.t_max_s:
+            return "t_max"
+        if self.config.max_steps is not None and self.steps >= self.config.max_steps:
+            return "max_steps"
+        mode = self.governor.mode
+        if mode in (Mode.LANDING, Mode.ESTOP):
+            return f"{mode.value}: {self.governor.reason}"
+        if self.qualifying_t is not None and self.config.stop_on_declaration:
+            return "declared"
+        return None
+
+    def can_decide(self) -> bool:
+        return self.governor.mode == Mode.FLYING and bool(self.instruction)
+
+    def result(self, reason: str) -> RunResult:
+        return RunResult(
+            reason,
+            self.steps,
+            self.declarations,
+            self.qualifying_t,
+            self.counters,
+            self.actuation.served_rate_hz(),
+            self.governor.mode.value,
+        )
+
+    def finish(self, reason: str, threaded: bool = True) -> None:
+        self.actuator.set_schedule(None)
+        self.event("finished_run", reason=reason, counters=self.counters.__dict__)
+        if self.config.land_at_end and self.governor.mode not in (Mode.LANDING, Mode.ESTOP):
+            self.governor.land(f"end of run ({reason})")
+            if threaded:  # let the actuation loop see the landing (a lock-step driver ticks it itself)
+                deadline = self.clock.now() + 1.0
+                while self.clock.now() < deadline and self.actuation.error is None:
+                    self.clock.sleep(0.05)
+        if threaded:
+            self.actuation.stop()
+        self.recorder.write_metadata(
+            run={
+                "end_reason": reason,
+                "steps": self.steps,
+                "declarations": self.declarations,
+                "served_control_rate_hz": round(self.actuation.served_rate_hz(), 3) or None,
+                "counters": self.counters.__dict__,
+                "safety_events": self.governor.status().events,
+            }
+        )
+
+    # ---- the decision step --------------------------------------------------------------------
+    def _observation(self, frame: Frame) -> Observation:
+        return Observation(
+            image=frame.image,
+            instruction=self.instruction,
+            history=tuple(self.history[-HISTORY_LENGTH:]),
+            history_images=tuple(self.history_images[-HISTORY_LENGTH:]),
+            camera=self.camera_profile.scaled_to(frame.width_px, frame.height_px),
+            delta_m=self.config.delta_m,
+            think=self.config.think,
+        )
+
+    def capture_and_decide(self) -> PendingDecision:
+        """Capture a stamped frame and ask the pilot (the slow part; nothing is executed yet)."""
+        stages = StageLatencies()
+        w0 = wall_timer()
+        capture_clock_s = self.clock.now()
+        frame = self.camera.read()
+        w1 = wall_timer()
+        stages.capture_s = w1 - w0
+        observation = self._observation(frame)
+        try:
+            decision = self.pilot.decide(observation)
+        except Exception as exc:  # a pilot bug must not crash the drone: it is a failed decision
+            log.exception("pilot raised")
+            decision = Decision(action=None, raw="", error=f"pilot raised {type(exc).__name__}: {exc}")
+        stages.model_s = wall_timer() - w1
+        return PendingDecision(frame, observation, decision, capture_clock_s, stages, w0)
+
+    def apply_decision(self, pending: PendingDecision) -> ControlPlan | None:
+        """Execute (or discard) a pilot's reply; returns the plan handed to the actuation loop."""
+        w2 = wall_timer()
+        stages, decision, frame = pending.stages, pending.decision, pending.frame
+        self.counters.decisions += 1
+        self.steps += 1
+        age_s = self.clock.now() - pending.capture_clock_s
+        deadline_s = (
+            self.config.plan_deadline_s if pending.observation.plan_step else self.config.action_deadline_s
+        )
+        action = decision.action
+        discarded: str | None = None
+        plan: ControlPlan | None = None
+        if action is None:
+            discarded = "backend" if (decision.error or "").startswith("backend") else "malformed"
+            if discarded == "backend":
+                self.counters.backend_errors += 1
+            else:
+                self.counters.malformed += 1
+            self.governor.pilot_failed(f"{discarded}: {decision.error}")
+        elif age_s > deadline_s:
+            discarded = "stale"
+            self.counters.stale += 1
+            self.governor.pilot_failed(f"stale reply ({age_s:.2f} s > {deadline_s:.2f} s)")
+        if discarded is not None:
+            # A missed decision holds: never keep flying a plan the pilot has not confirmed.
+            self.actuator.set_schedule(MotionSchedule(hold_plan("miss"), self.clock.now()))
+            self.event("discarded", why=discarded, error=decision.error, raw=decision.raw[:500], age_s=age_s)
+        else:
+            assert action is not None
+            plan = self._execute(action, frame)
+            stages.plan_s = wall_timer() - w2
+            self.governor.pilot_ok()
+        stages.total_s = stages.capture_s + stages.model_s + (wall_timer() - w2)
+        stages.frame_age_s = self.clock.now() - pending.capture_clock_s
+        self.last_stages = stages
+        self._record_step(frame, decision, discarded, stages)
+        return plan
+
+    def decide_once(self) -> ControlPlan | None:
+        """One decision on the runtime's clock; the naive loop also waits for the plan to finish."""
+        started_s = self.clock.now()
+        plan = self.apply_decision(self.capture_and_decide())
+        if plan is not None and self.config.loop == "naive":
+            self.clock.sleep_until(self.clock.now() + plan_duration_s(plan))
+        self.clock.sleep_until(started_s + self.config.min_decision_period_s)
+        return plan
+
+    def _execute(self, action: Action, frame: Frame, source: str = "pilot") -> ControlPlan:
+        current = self.actuator.last_telemetry
+        compensate = self.config.loop == "tolerant" and self.config.compensate_latency
+        plan = make_plan(
+            action,
+            frame.pose,
+            current.pose if current is not None else None,
+            self.camera_profile,
+            self.profile,
+            self.config.canonical_focal_px,
+            compensate,
+        )
+        if self.governor.mode == Mode.FLYING:
+            self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))
+        self.history.append(action)
+        self.history_images.append(frame.image)
+        del self.history[: -HISTORY_LENGTH * 4], self.history_images[:-HISTORY_LENGTH]
+        self.counters.executed += 1
+        count_action(self.counters, action)
+        if isinstance(action, Finished):
+            self._declare()
+        return plan
+
+    def _declare(self) -> None:
+        """A `finished` was executed: measure the declaration now (AGENT.md §6)."""
+        self.declarations += 1
+        t = self.t()
+        telemetry = self.actuator.last_telemetry or self.vehicle.telemetry()
+        sample = self.truth.sample(self.config.drone) if self.truth is not None else NO_TRUTH
+        line = DeclarationLine(
+            t=t,
+            drone=self.config.drone,
+            distance_m=sample.distance_m,
+            bbox_distance_m=sample.bbox_distance_m,
+            visible=sample.visible,
+            pose=tuple(telemetry.pose.as_list()),  # type: ignore[arg-type]
+        )
+        self.recorder.declaration(line)
+        qualifies = (
+            sample.distance_m is not None
+            and sample.distance_m <= self.config.delta_m
+            and bool(sample.visible)
+        )
+        if qualifies and self.qualifying_t is None and t <= self.config.t_max_s:
+            self.qualifying_t = t
+        log.info("declaration at t=%.1f s: distance=%s visible=%s", t, sample.distance_m, sample.visible)
+        if self.publisher is not None:
+            self.publisher.publish_declaration({**msgspec.to_builtins(line), "qualifies": qualifies})
+
+    def _record_step(
+        self, frame: Frame, decision: Decision, discarded: str | None, stages: StageLatencies
+    ) -> None:
+        t = self.t()
+        sample = self.truth.sample(self.config.drone) if self.truth is not None else NO_TRUTH
+        on_target: bool | None = None
+        action = decision.action if discarded is None else None
+        if isinstance(action, Go) and self.truth is not None:
+            on_target = self.truth.point_on_target(frame, action.point)
+        frame_name = None
+        jpeg = b""
+        if self.config.save_frames or self.publisher is not None:
+            ok, buf = cv2.imencode(".jpg", frame.image, [cv2.IMWRITE_JPEG_QUALITY, 85])
+            jpeg = buf.tobytes() if ok else b""
+        if self.config.save_frames and jpeg:
+            frame_name = self.recorder.save_frame(jpeg, f"{self.config.drone}_{self.steps:05d}.jpg")
+        latency = decision.stats.latency_s if decision.stats is not None else stages.model_s
+        line = StepExtras(
+            t=t,
+            drone=self.config.drone,
+            call_id=self.steps,
+            action=action,
+            raw=decision.raw,
+            latency_s=latency,
+            distance_m=sample.distance_m,
+            visible=sample.visible,
+            point_on_target=on_target,
+            frame=frame_name,
+            discarded=discarded,
+            error=decision.error,
+            stages=stages,
+            loop=self.config.loop,
+        )
+        self.recorder.step(line)
+        if self.publisher is not None:
+            step = msgspec.to_builtins(line)
+            self.publisher.publish_step(step)
+            if jpeg:
+                self.publisher.publish_frame(
+                    jpeg,
+                    {
+                        "capture_t": frame.capture_time_s,
+                        "pose": frame.pose.as_list(),
+                        "step": self.steps,
+                        "action": step.get("action"),
+                    },
+                )
+
+    # ---- commands (from the ground station or a script) ----------------------------------------
+    def set_instruction(self, text: str) -> None:
+        with self._lock:
+            self.instruction = text
+            self.history.clear()
+            self.history_images.clear()
+        self.governor.resume(f"new instruction: {text!r}")
+        self.event("instruction", text=text)
+
+    def hold(self, reason: str = "operator hold") -> None:
+        self.governor.hold(reason)
+        self.actuator.set_schedule(None)
+        self.event("hold", reason=reason)
+
+    def land(self, reason: str = "operator land") -> None:
+        self.governor.land(reason)
+        self.event("land", reason=reason)
+
+    def estop(self, reason: str = "operator e-stop") -> None:
+        self.governor.estop(reason)
+        self.actuator.set_schedule(None)
+        self.event("estop", reason=reason)
+
+    def return_home(self) -> None:
+        """Fly back over home at the current altitude, then hold (no pilot decisions meanwhile)."""
+        from onboard.controller import plan_toward
+
+        self.governor.hold("returning home")
+        telemetry = self.actuator.last_telemetry or self.vehicle.telemetry()
+        home = self.governor.home
+        goal = Pose(home.x_m, home.y_m, telemetry.pose.z_m, telemetry.pose.yaw_deg)
+        self.governor.resume("return home")
+        self.instruction = ""
+        self.actuator.set_schedule(
+            MotionSchedule(plan_toward(goal, telemetry.pose, self.profile), self.clock.now())
+        )
+        self.event("return_home", goal=goal.as_list())
+
+    def remote_action(self, action: Action, capture_pose: Pose, capture_age_s: float) -> bool:
+        """An action chosen by the ground station (one-context fleet mode), with its frame's pose.
+
+        The same tolerance rules as the pilot's: stale -> discarded and counted, else re-expressed.
+        """
+        deadline_s = (
+            self.config.plan_deadline_s if isinstance(action, Think) else self.config.action_deadline_s
+        )
+        if capture_age_s > deadline_s:
+            self.counters.stale += 1
+            self.governor.pilot_failed(f"stale remote action ({capture_age_s:.2f} s)")
+            self.event("discarded", why="stale", source="remote", age_s=capture_age_s)
+            return False
+        frame = Frame(image=None, capture_time_s=self.clock.now() - capture_age_s, pose=capture_pose)
+        self._execute(action, frame, source="remote")
+        self.governor.pilot_ok()
+        self.event("remote_action", action=action_to_dict(action), age_s=capture_age_s)
+        return True
+
+    def judge(self, accept: bool, declaration_t: float | None = None) -> None:
+        """Real flight (AGENT.md §7): the operator's verdict on a declaration; accept ends the run."""
+        t = self.t()
+        telemetry = self.actuator.last_telemetry
+        line = DeclarationLine(
+            t=declaration_t if declaration_t is not None else t,
+            drone=self.config.drone,
+            pose=tuple(telemetry.pose.as_list()) if telemetry else None,  # type: ignore[arg-type]
+            judged="accept" if accept else "reject",
+        )
+        self.recorder.declaration(line)
+        self.event("judged", accept=accept, declaration_t=declaration_t)
+        if accept:
+            self.qualifying_t = line.t
+            self.stop()
+
+    # ---- sinks ----------------------------------------------------------------------------------
+    def event(self, kind: str, **fields: Any) -> None:
+        self.recorder.event(kind, self.t(), self.config.drone, **fields)
+
+    def _on_clamp(self, now_s: float, clamp: Clamp) -> None:
+        self.recorder.event(
+            "clamp",
+            now_s - self.t0_s,
+            self.config.drone,
+            rule=clamp.rule,
+            asked=list(clamp.asked),
+            sent=list(clamp.sent),
+            detail=clamp.detail,
+        )
+
+    def _on_telemetry(self, now_s: float, telemetry: Telemetry, sent: Setpoint) -> None:
+        t = now_s - self.t0_s
+        line = TraceLine(t=t, drone=self.config.drone, pose=tuple(telemetry.pose.as_list()))  # type: ignore[arg-type]
+        if self.recorder.trace_due(line):
+            sample = self.truth.sample(self.config.drone) if self.truth is not None else NO_TRUTH
+            line = TraceLine(
+                t=t,
+                drone=self.config.drone,
+                pose=line.pose,
+                target_pose=tuple(sample.target_pose) if sample.target_pose else None,  # type: ignore[arg-type]
+                distance_m=sample.distance_m,
+                bbox_distance_m=sample.bbox_distance_m,
+                visible=sample.visible,
+                collided=telemetry.collided,
+            )
+            self.recorder.trace(line, force=True)
+        self._telemetry_every += 1
+        if self.publisher is not None and self._telemetry_every % max(1, round(self.config.rate_hz / 5)) == 0:
+            status = self.governor.status()
+            self.publisher.publish_telemetry(
+                {
+                    "t": t,
+                    "pose": telemetry.pose.as_list(),
+                    "velocity_ned_m_s": list(telemetry.velocity_ned_m_s),
+                    "battery_fraction": telemetry.battery_fraction,
+                    "armed": telemetry.armed,
+                    "landed": telemetry.landed,
+                    "collided": telemetry.collided,
+                    "mode": status.mode.value,
+                    "mode_reason": status.reason,
+                    "sent": list(sent),
+                    "served_rate_hz": self.actuation.served_rate_hz(),
+                    "stages": msgspec.to_builtins(self.last_stages),
+                    "instruction": self.instruction,
+                    "last_action": action_to_dict(self.history[-1]) if self.history else None,
+                    "last_action_name": action_name(self.history[-1]) if self.history else None,
+                }
+            )

@@ -1,0 +1,155 @@
+"""In-process Vehicle, Camera and GroundTruth over a built-in simulator `World` (no RPC).
+
+For lock-step runs (the episode runner, the jitter benchmark, tests): the caller owns the world's
+time and advances it between actuation ticks. The same runtime code flies `airsim://` vehicles
+through the real AirSim client; this adapter only skips the socket.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from common.interfaces import Telemetry
+from common.pose import Frame, Pose
+from onboard.truth import TruthSample
+from sim_bridge.sim.world import Render, World
+
+# A streamed setpoint keeps the vehicle moving this long; then it brakes to a hold (SimpleFlight-like).
+SETPOINT_WATCHDOG_S = 0.25
+LAND_TIMEOUT_S = 30.0
+
+
+class LocalVehicle:
+    def __init__(self, world: World, name: str, watchdog_s: float = SETPOINT_WATCHDOG_S) -> None:
+        self.world = world
+        self.name = name
+        self.watchdog_s = watchdog_s
+
+    def connect(self) -> None:
+        self.world.vehicle(self.name)  # raises for an unknown vehicle
+
+    def arm(self) -> None:
+        with self.world.lock:
+            self.world.vehicle(self.name).model.armed = True
+
+    def takeoff(self, altitude_m: float) -> None:
+        """Starts the climb; in lock-step the caller advances time until telemetry says it is up."""
+        self.world.takeoff(self.name, altitude_m)
+
+    def land(self) -> None:
+        self.world.command(self.name, "land", timeout_s=LAND_TIMEOUT_S)
+
+    def hold(self) -> None:
+        with self.world.lock:
+            self.world.vehicle(self.name).model.hover()
+
+    def send_velocity_body(
+        self, forward_m_s: float, right_m_s: float, up_m_s: float, yaw_rate_deg_s: float
+    ) -> None:
+        self.world.command(
+            self.name,
+            "move_velocity_body",
+            float(forward_m_s),
+            float(right_m_s),
+            float(-up_m_s),
+            self.watchdog_s,
+            yaw_is_rate=True,
+            yaw_value=float(yaw_rate_deg_s),
+        )
+
+    def telemetry(self) -> Telemetry:
+        with self.world.lock:
+            m = self.world.vehicle(self.name).model
+            return Telemetry(
+                time_s=self.world.clock.now(),
+                pose=m.pose(),
+                velocity_ned_m_s=(
+                    float(m.velocity_ned[0]),
+                    float(m.velocity_ned[1]),
+                    float(m.velocity_ned[2]),
+                ),
+                battery_fraction=None,
+                link_ok=True,
+                armed=bool(m.armed),
+                landed=bool(m.landed),
+                collided=m.collision is not None,
+            )
+
+    def close(self) -> None:
+        pass
+
+
+class LocalCamera:
+    """Renders the vehicle's forward camera; keeps the render (with segmentation) for ground truth."""
+
+    def __init__(self, world: World, name: str) -> None:
+        self.world = world
+        self.name = name
+        self.last_render: Render | None = None
+        self._lock = threading.Lock()
+
+    def read(self) -> Frame:
+        render = self.world.render(self.name, segmentation=True)
+        with self._lock:
+            self.last_render = render
+        return Frame(
+            image=render.image_bgr,
+            capture_time_s=render.time_s,
+            pose=render.vehicle_pose,
+            meta={"render": render},
+        )
+
+
+class LocalTruth:
+    """AGENT.md §6 ground truth for one target: distances from current poses, visibility from a render
+    no older than max_render_age_s (the camera's own when fresh enough, else a new one)."""
+
+    def __init__(
+        self,
+        world: World,
+        target: str,
+        cameras: dict[str, LocalCamera] | None = None,
+        max_render_age_s: float = 0.5,
+    ) -> None:
+        self.world = world
+        self.target = target
+        self.cameras = cameras or {}
+        self.max_render_age_s = max_render_age_s
+        self._renders: dict[str, Render] = {}
+
+    def _render(self, drone: str) -> Render:
+        now = self.world.clock.now()
+        candidates = [self._renders.get(drone)]
+        camera = self.cameras.get(drone)
+        if camera is not None:
+            candidates.append(camera.last_render)
+        fresh = [r for r in candidates if r is not None and now - r.time_s <= self.max_render_age_s]
+        if fresh:
+            return max(fresh, key=lambda r: r.time_s)
+        render = self.world.render(drone, segmentation=True)
+        self._renders[drone] = render
+        return render
+
+    def sample(self, drone: str) -> TruthSample:
+        render = self._render(drone)
+        truth = self.world.target_truth(drone, self.target, render)
+        with self.world.lock:
+            obj = self.world.get_object(self.target)
+            pose = self.world.vehicle(drone).model.pose()
+            here = np.array([pose.x_m, pose.y_m, pose.z_m])
+            distance = float(np.linalg.norm(obj.bbox_centre_ned() - here))
+            bbox_distance = obj.bbox_distance_m(here)
+            target_pose = obj.pose
+        return TruthSample(distance, bbox_distance, bool(truth.visible), target_pose.as_list())
+
+    def point_on_target(self, frame: Frame, point_xy: tuple[int, int]) -> bool | None:
+        render = frame.meta.get("render")
+        if render is None:
+            return None
+        return self.world.point_on_target(render, self.target, point_xy[0], point_xy[1])
+
+
+def target_pose(world: World, target: str) -> Pose:
+    return world.object_pose(target)
