@@ -104,6 +104,9 @@ class ModelProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_tokens: MaxTokens = MaxTokens()
     # Hosted reasoning models take `max_completion_tokens`; most servers take `max_tokens`.
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    # False for APIs whose strict mode rejects maxLength/minLength (OpenAI lists none for strings);
+    # the parser still enforces the limits.
+    schema_string_lengths: bool = True
     description: str = ""
 
     @property

@@ -42,6 +42,7 @@ class ReplySpec(msgspec.Struct, frozen=True):
     point_order: PointOrder = "xy"
     think: bool = True
     n_drones: int = 1
+    string_lengths: bool = True  # maxLength/minLength in the schema (see models.schemas)
 
     def parse_action(self, text: str) -> Action:
         if self.kind not in (SchemaKind.ACTION, SchemaKind.PLAN):
@@ -60,7 +61,7 @@ class ReplySpec(msgspec.Struct, frozen=True):
 
     @property
     def schema(self) -> dict[str, Any]:
-        return schema_for(self.kind, self.think, self.n_drones)
+        return schema_for(self.kind, self.think, self.n_drones, self.string_lengths)
 
     @property
     def schema_name(self) -> str:
@@ -108,6 +109,8 @@ def build_request(
     profile: ModelProfile, system: str, user: tuple[ContentPart, ...], reply: ReplySpec
 ) -> ChatRequest:
     caps = profile.max_tokens
+    if reply.string_lengths != profile.schema_string_lengths:
+        reply = msgspec.structs.replace(reply, string_lengths=profile.schema_string_lengths)
     if reply.kind is SchemaKind.ACTION:
         max_tokens = caps.action
     elif reply.kind is SchemaKind.PLAN:

@@ -6,6 +6,10 @@ Schemas are built once per shape and cached: the same (kind, switches, N) always
 same dict, so the request bytes after the system message stay identical too. Treat them as
 read-only.
 
+Free-text length limits (maxLength 1200 on the plan texts, the order length) are in the schema
+for engines that enforce them (xgrammar, llguidance); OpenAI's strict mode lists no string-length
+keywords, so a profile can leave them out (`string_lengths=False`). The parser enforces them anyway.
+
 Points are integers in the schema (a constrained decoder then never spends tokens on decimals);
 the parser still accepts any finite number and rounds it, for servers that do not enforce schemas.
 """
@@ -54,13 +58,22 @@ def _action_properties(think: bool) -> dict[str, Any]:
     }
 
 
-def _plan_properties() -> dict[str, Any]:
+def _text_schema(max_chars: int, string_lengths: bool, min_chars: int = 0) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    if string_lengths:
+        if min_chars:
+            schema["minLength"] = min_chars
+        schema["maxLength"] = max_chars
+    return schema
+
+
+def _plan_properties(string_lengths: bool) -> dict[str, Any]:
     return {
         "target_in_view": {"type": "string", "enum": list(TARGET_IN_VIEW)},
         "target_match": {"type": "string", "enum": list(TARGET_MATCH)},
         "closing_in": {"type": "string", "enum": list(CLOSING_IN)},
-        "current_frame": {"type": "string", "maxLength": PLAN_TEXT_MAX_CHARS},
-        "action_planning": {"type": "string", "maxLength": PLAN_TEXT_MAX_CHARS},
+        "current_frame": _text_schema(PLAN_TEXT_MAX_CHARS, string_lengths),
+        "action_planning": _text_schema(PLAN_TEXT_MAX_CHARS, string_lengths),
     }
 
 
@@ -80,9 +93,9 @@ def action_schema(think: bool = True) -> dict[str, Any]:
 
 
 @functools.cache
-def plan_schema(think: bool = True) -> dict[str, Any]:
+def plan_schema(think: bool = True, string_lengths: bool = True) -> dict[str, Any]:
     """The five plan fields in the order the model settles them, then the action fields."""
-    return _strict_object({**_plan_properties(), **_action_properties(think)})
+    return _strict_object({**_plan_properties(string_lengths), **_action_properties(think)})
 
 
 @functools.cache
@@ -95,14 +108,14 @@ def multi_schema(n_drones: int, think: bool = True) -> dict[str, Any]:
 
 
 @functools.cache
-def commander_schema(n_drones: int) -> dict[str, Any]:
+def commander_schema(n_drones: int, string_lengths: bool = True) -> dict[str, Any]:
     """{"orders": [{"drone": i, "order": text}, ...]}, one order per drone, drones numbered from 1."""
     if n_drones < 1:
         raise ValueError(f"n_drones={n_drones} must be >= 1")
     order = _strict_object(
         {
             "drone": {"type": "integer", "minimum": 1, "maximum": n_drones},
-            "order": {"type": "string", "minLength": 1, "maxLength": ORDER_MAX_CHARS},
+            "order": _text_schema(ORDER_MAX_CHARS, string_lengths, min_chars=1),
         }
     )
     orders = {"type": "array", "items": order, "minItems": n_drones, "maxItems": n_drones}
@@ -119,11 +132,13 @@ def schema_name(kind: SchemaKind, think: bool = True, n_drones: int = 1) -> str:
     return name
 
 
-def schema_for(kind: SchemaKind, think: bool = True, n_drones: int = 1) -> dict[str, Any]:
+def schema_for(
+    kind: SchemaKind, think: bool = True, n_drones: int = 1, string_lengths: bool = True
+) -> dict[str, Any]:
     if kind is SchemaKind.ACTION:
         return action_schema(think)
     if kind is SchemaKind.PLAN:
-        return plan_schema(think)
+        return plan_schema(think, string_lengths)
     if kind is SchemaKind.MULTI:
         return multi_schema(n_drones, think)
-    return commander_schema(n_drones)
+    return commander_schema(n_drones, string_lengths)

@@ -311,3 +311,52 @@ def test_profiles_load_and_validate(tmp_path) -> None:
     path.write_text("name: bad\nserved_model: x\ndepth: {convention: canonical}\n")
     with pytest.raises(ConfigError, match="canonical_focal_px"):
         load_profile(path)
+
+
+def test_string_length_keywords_follow_the_profile() -> None:
+    def plan_body(name: str) -> dict:
+        conv = Conversation(PilotPrompt(load_profile(name)), "x")
+        conv.record(Think())
+        return conv.request(_frame(0)).to_body()["response_format"]["json_schema"]["schema"]
+
+    assert plan_body("qwen3.5-2b")["properties"]["action_planning"]["maxLength"] == 1200
+    hosted = plan_body("openai-hosted")
+    assert "maxLength" not in json.dumps(hosted) and "minLength" not in json.dumps(hosted)
+    frames = [encode_frame(_frame(0))] * 2
+    order = CommanderPrompt(load_profile("openai-hosted"), 2).request("x", [None, None], frames).to_body()
+    assert "maxLength" not in json.dumps(order["response_format"])
+    order = CommanderPrompt(load_profile("qwen3.5-4b"), 2).request("x", [None, None], frames).to_body()
+    assert "maxLength" in json.dumps(order["response_format"])
+
+
+def test_schemas_are_valid_json_schema_and_accept_what_the_parser_accepts() -> None:
+    import jsonschema
+
+    from models.schemas import action_schema, commander_schema, multi_schema, plan_schema
+
+    for schema in (
+        action_schema(),
+        action_schema(False),
+        plan_schema(),
+        multi_schema(3),
+        commander_schema(2),
+    ):
+        jsonschema.Draft202012Validator.check_schema(schema)
+    go = {"action": "go", "point": [612, 430], "depth_m": 9, "angle_deg": None}
+    think = {"action": "think", "point": None, "depth_m": None, "angle_deg": None}
+    jsonschema.validate(go, action_schema())
+    jsonschema.validate(think, action_schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(think, action_schema(False))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**go, "depth_m": 0}, action_schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            {"action": "go", "point": [1, 2], "depth_m": 3}, action_schema()
+        )  # angle_deg absent
+    jsonschema.validate({"drones": [go, think, go]}, multi_schema(3))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"drones": [go, think]}, multi_schema(3))
+    jsonschema.validate(
+        {"orders": [{"drone": 1, "order": "a"}, {"drone": 2, "order": "b"}]}, commander_schema(2)
+    )
