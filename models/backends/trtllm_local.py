@@ -1,0 +1,106 @@
+"""`trtllm://ENGINE_OR_CHECKPOINT` — TensorRT-LLM's LLM API in this process (optional, GPU only).
+
+TensorRT-LLM is not installable on the development machines (INSTALL-NOTES.md); the usual way to
+use it is `trtllm-serve` behind the `openai://` backend. This in-process path is kept minimal: the
+chat template from the engine's tokenizer, images as RGB arrays in `multi_modal_data`, and the schema
+through `GuidedDecodingParams` (the LLM must be built with `guided_decoding_backend="xgrammar"`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from common.errors import BackendError, ConfigError
+from models.backends.base import Completion
+from models.backends.images import decode_data_url, split_content
+from models.backends.vllm_local import chat_kwargs, completion_from_request_output, sampling_kwargs
+
+if TYPE_CHECKING:
+    from models.request import ChatRequest
+
+logger = logging.getLogger(__name__)
+
+
+def import_trtllm() -> Any:
+    try:
+        return importlib.import_module("tensorrt_llm")
+    except ImportError as exc:
+        raise BackendError(
+            f"trtllm:// needs the `tensorrt_llm` package ({exc}); it installs only from NVIDIA's index on "
+            "a GPU machine. Alternatively run `trtllm-serve` and use openai://HOST:PORT/v1?model=..."
+        ) from None
+
+
+def prompt_inputs(request: ChatRequest, apply_chat_template: Any) -> dict[str, Any]:
+    """TensorRT-LLM's prompt dict: templated text plus the decoded frames in message order."""
+    text_messages: list[dict[str, Any]] = []
+    images: list[Any] = []
+    for message in request.messages():
+        text, urls = split_content(message)
+        parts: list[dict[str, Any]] = [{"type": "image"} for _ in urls]
+        parts.append({"type": "text", "text": text})
+        text_messages.append({"role": message["role"], "content": parts if urls else text})
+        images.extend(decode_data_url(u)[:, :, ::-1].copy() for u in urls)  # BGR -> RGB
+    prompt = apply_chat_template(
+        text_messages,
+        tokenize=False,
+        add_generation_prompt=True,
+        **chat_kwargs(request).get("chat_template_kwargs", {}),
+    )
+    inputs: dict[str, Any] = {"prompt": prompt}
+    if images:
+        inputs["multi_modal_data"] = {"image": images}
+    return inputs
+
+
+class TRTLLMBackend:
+    def __init__(self, engine: str, **llm_kwargs: Any) -> None:
+        if not engine:
+            raise ConfigError(
+                "trtllm:// needs an engine directory or checkpoint, e.g. trtllm:///engines/qwen3vl"
+            )
+        self.engine = engine
+        self.llm_kwargs = {"guided_decoding_backend": "xgrammar", **llm_kwargs}
+        self.name = f"trtllm:{engine}"
+        self._trt: Any = None
+        self._llm: Any = None
+
+    def load(self) -> None:
+        if self._llm is not None:
+            return
+        self._trt = import_trtllm()
+        try:
+            self._llm = self._trt.LLM(model=self.engine, **self.llm_kwargs)
+        except Exception as exc:
+            raise BackendError(
+                f"tensorrt_llm could not load {self.engine}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def sampling_params(self, request: ChatRequest) -> Any:
+        self.load()
+        sampling = importlib.import_module("tensorrt_llm.sampling_params")
+        kwargs = sampling_kwargs(request)
+        kwargs.pop("n", None)
+        kwargs["guided_decoding"] = sampling.GuidedDecodingParams(json=request.reply.schema)
+        return self._trt.SamplingParams(**kwargs)
+
+    def complete(self, request: ChatRequest) -> Completion:
+        params = self.sampling_params(request)
+        inputs = prompt_inputs(request, self._llm.tokenizer.apply_chat_template)
+        started = time.perf_counter()
+        try:
+            output = self._llm.generate(inputs, sampling_params=params)
+        except Exception as exc:
+            raise BackendError(
+                f"tensorrt_llm {self.engine}: generation failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        outputs = output if isinstance(output, list) else [output]
+        return completion_from_request_output(outputs, "trtllm", self.engine, time.perf_counter() - started)
+
+    def close(self) -> None:
+        if self._llm is not None and hasattr(self._llm, "shutdown"):
+            self._llm.shutdown()
+        self._llm = None

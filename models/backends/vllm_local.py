@@ -1,0 +1,171 @@
+"""`vllm://MODEL[?dtype=..&max_model_len=..]` — vLLM in this process (`vllm.LLM`, the `vllm` extra).
+
+The same OpenAI-format messages go to `LLM.chat`; the schema is enforced with vLLM's structured
+outputs: `StructuredOutputsParams` (vLLM ≥ 0.11) or `GuidedDecodingParams` (older), chosen by what
+the installed version provides. vLLM is imported only in `load()`, never at import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from common.errors import BackendError, ConfigError
+from models.backends.base import CallStats, Completion
+
+if TYPE_CHECKING:
+    from models.request import ChatRequest
+
+logger = logging.getLogger(__name__)
+
+# URL parameters passed to vllm.LLM(...), with their types. Unknown parameters are refused.
+ENGINE_PARAMS: dict[str, type] = {
+    "dtype": str,
+    "quantization": str,
+    "max_model_len": int,
+    "gpu_memory_utilization": float,
+    "max_num_seqs": int,
+    "tensor_parallel_size": int,
+    "enforce_eager": bool,
+    "enable_prefix_caching": bool,
+    "trust_remote_code": bool,
+    "mm_processor_cache_gb": float,
+    "seed": int,
+}
+# Engine settings that suit one drone asking about one frame per step (SERVING-NOTES.md).
+ENGINE_DEFAULTS: dict[str, Any] = {
+    "max_num_seqs": 1,
+    "max_model_len": 8192,
+    "enable_prefix_caching": True,
+    "limit_mm_per_prompt": {"image": 1},
+}
+
+
+def engine_kwargs(params: dict[str, str]) -> dict[str, Any]:
+    """Typed vllm.LLM keyword arguments from URL parameters, on top of ENGINE_DEFAULTS."""
+    out = dict(ENGINE_DEFAULTS)
+    for key, raw in params.items():
+        if key in ("profile", "images"):
+            continue
+        kind = ENGINE_PARAMS.get(key)
+        if kind is None:
+            raise ConfigError(f"vllm:// parameter {key!r} is not one of {sorted(ENGINE_PARAMS)}")
+        try:
+            if kind is bool:
+                if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                    raise ValueError(raw)
+                out[key] = raw.lower() in ("1", "true", "yes")
+            else:
+                out[key] = kind(raw)
+        except ValueError:
+            raise ConfigError(f"vllm:// parameter {key}={raw!r} is not a valid {kind.__name__}") from None
+    if "images" in params:
+        out["limit_mm_per_prompt"] = {"image": int(params["images"])}
+    return out
+
+
+def import_vllm() -> Any:
+    try:
+        return importlib.import_module("vllm")
+    except ImportError as exc:
+        raise BackendError(
+            f"vllm:// needs the `vllm` package ({exc}); install the GPU extra: pip install 'dronecats[vllm]'"
+        ) from None
+
+
+def structured_output_kwargs(vllm_module: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """The SamplingParams keyword that constrains the reply to `schema` on this vLLM version."""
+    sampling = importlib.import_module(f"{vllm_module.__name__}.sampling_params")
+    if hasattr(sampling, "StructuredOutputsParams"):
+        return {"structured_outputs": sampling.StructuredOutputsParams(json=schema)}
+    if hasattr(sampling, "GuidedDecodingParams"):
+        return {"guided_decoding": sampling.GuidedDecodingParams(json=schema)}
+    raise BackendError(
+        f"vllm {getattr(vllm_module, '__version__', '?')} offers neither StructuredOutputsParams nor "
+        "GuidedDecodingParams: cannot constrain replies to the schema"
+    )
+
+
+def sampling_kwargs(request: ChatRequest) -> dict[str, Any]:
+    """SamplingParams keywords from the request's decoding settings and output cap."""
+    out: dict[str, Any] = {"max_tokens": request.max_tokens, "n": 1}
+    for key, value in msgspec.structs.asdict(request.decoding).items():
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def chat_kwargs(request: ChatRequest) -> dict[str, Any]:
+    """LLM.chat keywords from the request's engine fields (e.g. the thinking-off template switch)."""
+    out: dict[str, Any] = {}
+    template_kwargs = request.extra_body.get("chat_template_kwargs")
+    if template_kwargs:
+        out["chat_template_kwargs"] = dict(template_kwargs)
+    return out
+
+
+class VLLMBackend:
+    def __init__(self, model: str, **engine: Any) -> None:
+        if not model:
+            raise ConfigError("vllm:// needs a model id or path, e.g. vllm://Qwen/Qwen3-VL-2B-Instruct")
+        self.model = model
+        self.engine = engine or dict(ENGINE_DEFAULTS)
+        self.name = f"vllm:{model}"
+        self._vllm: Any = None
+        self._llm: Any = None
+
+    def load(self) -> None:
+        """Load the weights (slow: seconds to minutes). complete() calls this on first use."""
+        if self._llm is not None:
+            return
+        self._vllm = import_vllm()
+        logger.info("loading %s in-process with %s", self.model, self.engine)
+        try:
+            self._llm = self._vllm.LLM(model=self.model, **self.engine)
+        except Exception as exc:  # vLLM raises many types (CUDA, config, download errors)
+            raise BackendError(f"vllm could not load {self.model}: {type(exc).__name__}: {exc}") from exc
+
+    def sampling_params(self, request: ChatRequest) -> Any:
+        self.load()
+        kwargs = sampling_kwargs(request)
+        kwargs.update(structured_output_kwargs(self._vllm, request.reply.schema))
+        return self._vllm.SamplingParams(**kwargs)
+
+    def complete(self, request: ChatRequest) -> Completion:
+        params = self.sampling_params(request)
+        started = time.perf_counter()
+        try:
+            outputs = self._llm.chat(
+                request.messages(), sampling_params=params, use_tqdm=False, **chat_kwargs(request)
+            )
+        except Exception as exc:
+            raise BackendError(f"vllm {self.model}: generation failed: {type(exc).__name__}: {exc}") from exc
+        return completion_from_request_output(outputs, "vllm", self.model, time.perf_counter() - started)
+
+    def close(self) -> None:
+        self._llm = None
+
+
+def completion_from_request_output(outputs: Any, backend: str, model: str, latency_s: float) -> Completion:
+    """vLLM and TensorRT-LLM both return RequestOutput-like objects: .outputs[0].text/.token_ids."""
+    try:
+        first = outputs[0]
+        sample = first.outputs[0]
+        text = sample.text
+    except (IndexError, AttributeError, TypeError):
+        raise BackendError(f"{backend} {model}: no output in the result ({type(outputs).__name__})") from None
+    prompt_ids = getattr(first, "prompt_token_ids", None)
+    token_ids = getattr(sample, "token_ids", None)
+    stats = CallStats(
+        backend=backend,
+        model=model,
+        latency_s=latency_s,
+        prompt_tokens=len(prompt_ids) if prompt_ids is not None else None,
+        completion_tokens=len(token_ids) if token_ids is not None else None,
+        finish_reason=getattr(sample, "finish_reason", None),
+    )
+    return Completion(text=str(text), stats=stats)

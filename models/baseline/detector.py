@@ -1,0 +1,184 @@
+"""Finding a named target in one frame: HSV colour segmentation, then silhouette and size cues.
+
+A candidate is a connected region of the named colour. It is kept when its silhouette fits the
+class: bounding-box aspect (the class's horizontal extent over its height), fill (region area over
+box area) and a size that makes sense (not a sliver, not sky or ground spanning the frame). Depth
+comes from the pinhole relation d = f·H_real / h_px on the box height, the one cue that does not
+change with the object's heading. Regions cut by the image border are kept with the cues that
+still apply (a cut edge only shortens that side).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from common.camera import CameraProfile
+from models.baseline.classes import OBJECT_CLASSES, ObjectClass
+from models.baseline.colours import COLOURS, colour_mask
+from models.baseline.instruction import TargetSpec
+
+WORK_WIDTH_PX = 320  # segmentation resolution: small enough for < 20 ms, big enough for 12 px targets
+MIN_AREA_PX = 10  # at WORK_WIDTH_PX; below this the silhouette carries no shape information
+MAX_SPAN = 0.85  # a region wider or taller than this share of the frame is background (sky, ground, wall)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One candidate in full-image pixels."""
+
+    x_px: int
+    y_px: int
+    w_px: int
+    h_px: int
+    area_px: float
+    point_px: tuple[float, float]  # a pixel inside the region, near its centre
+    depth_m: float
+    score: float
+    colour: str
+    cut_left: bool = False
+    cut_right: bool = False
+    cut_top: bool = False
+    cut_bottom: bool = False
+
+    @property
+    def cut(self) -> bool:
+        return self.cut_left or self.cut_right or self.cut_top or self.cut_bottom
+
+    @property
+    def bottom_px(self) -> int:
+        return self.y_px + self.h_px
+
+    def contains(self, x_px: float, y_px: float) -> bool:
+        return self.x_px <= x_px < self.x_px + self.w_px and self.y_px <= y_px < self.y_px + self.h_px
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a region of the right colour was not taken (for logs and tests)."""
+
+    x_px: int
+    y_px: int
+    w_px: int
+    h_px: int
+    reason: str
+
+
+class Detector:
+    def __init__(self, camera: CameraProfile | None = None, work_width_px: int = WORK_WIDTH_PX) -> None:
+        self.camera = camera
+        self.work_width_px = work_width_px
+        self.last_rejections: list[Rejection] = []
+
+    def detect(self, image_bgr: np.ndarray, target: TargetSpec) -> list[Detection]:
+        """Candidates for `target`, best first (empty when none fits)."""
+        import cv2
+
+        height, width = image_bgr.shape[:2]
+        camera = self._camera_for(width, height)
+        scale = min(1.0, self.work_width_px / width)
+        small = (
+            image_bgr
+            if scale == 1.0
+            else cv2.resize(
+                image_bgr, (round(width * scale), round(height * scale)), interpolation=cv2.INTER_AREA
+            )
+        )
+        hsv = cv2.cvtColor(small, cv2.COLOR_BGR2HSV)
+        colours = [target.colour] if target.colour else [c for c in COLOURS if c not in ("gray", "white")]
+        cls = OBJECT_CLASSES[target.object_class]
+        self.last_rejections = []
+        found: list[Detection] = []
+        for colour in colours:
+            mask = colour_mask(hsv, colour)
+            # Closing joins a silhouette split by thin edges or shading seams; opening drops speckle.
+            mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+            mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+            count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+            for label in range(1, count):
+                det = self._candidate(labels, stats[label], label, scale, camera, cls, colour, small.shape)
+                if det is not None:
+                    found.append(det)
+        found.sort(key=lambda d: d.score, reverse=True)
+        return found
+
+    def _camera_for(self, width: int, height: int) -> CameraProfile:
+        if self.camera is None:
+            return CameraProfile.from_hfov("assumed", width, height, 90.0)
+        if (self.camera.width_px, self.camera.height_px) != (width, height):
+            return self.camera.scaled_to(width, height)
+        return self.camera
+
+    def _candidate(
+        self,
+        labels: np.ndarray,
+        stat: np.ndarray,
+        label: int,
+        scale: float,
+        camera: CameraProfile,
+        cls: ObjectClass,
+        colour: str,
+        shape: tuple[int, ...],
+    ) -> Detection | None:
+        x, y, w, h, area = (int(v) for v in stat)
+        sh, sw = shape[:2]
+        full = (round(x / scale), round(y / scale), round(w / scale), round(h / scale))
+
+        def reject(reason: str) -> None:
+            self.last_rejections.append(Rejection(*full, reason=f"{colour}: {reason}"))
+
+        if area < MIN_AREA_PX:
+            return None
+        if w > MAX_SPAN * sw or h > MAX_SPAN * sh:
+            reject(f"spans {w}x{h} of {sw}x{sh}: background")
+            return None
+        cut_left, cut_top = x <= 0, y <= 0
+        cut_right, cut_bottom = x + w >= sw, y + h >= sh
+        aspect = (w / h) * (camera.fy_px / camera.fx_px)  # in metric units for non-square pixels
+        lo, hi = cls.aspect_range()
+        # A cut side only shrinks that dimension: check only the bound the cut cannot explain.
+        width_cut, height_cut = cut_left or cut_right, cut_top or cut_bottom
+        if aspect < lo and not width_cut:
+            reject(f"aspect {aspect:.2f} < {lo:.2f} for {cls.name}")
+            return None
+        if aspect > hi and not height_cut:
+            reject(f"aspect {aspect:.2f} > {hi:.2f} for {cls.name}")
+            return None
+        fill = area / float(w * h)
+        if not (width_cut or height_cut) and not cls.fill[0] <= fill <= cls.fill[1]:
+            reject(f"fill {fill:.2f} outside {cls.fill[0]:.2f}-{cls.fill[1]:.2f} for {cls.name}")
+            return None
+        fy_small = camera.fy_px * scale
+        fx_small = camera.fx_px * scale
+        if not height_cut:
+            depth_m = fy_small * cls.nominal_height_m / h
+        else:
+            # Height unknown: the widest plausible extent bounds the depth from above, the narrowest
+            # from below; the geometric mean keeps the error factor symmetric.
+            depth_m = fx_small * math.sqrt(cls.extent_m[0] * cls.extent_m[1]) / max(w, 1)
+            if not width_cut:
+                depth_m = min(depth_m, fy_small * cls.nominal_height_m / h)
+        # The point: the region pixel nearest the box centre, so it always lies on the target.
+        region = labels[y : y + h, x : x + w] == label
+        ys, xs = np.nonzero(region)
+        cx, cy = xs.mean(), ys.mean()
+        nearest = int(np.argmin((xs - cx) ** 2 + (ys - cy) ** 2))
+        px, py = (xs[nearest] + x + 0.5) / scale, (ys[nearest] + y + 0.5) / scale
+        # Score: typical silhouette and size; larger regions are likelier real (and closer).
+        mid = math.sqrt(lo * hi)
+        shape_fit = 1.0 / (1.0 + abs(math.log(max(aspect, 1e-3) / mid)))
+        score = shape_fit * math.log1p(area) * (0.6 + 0.4 * min(fill, 1.0))
+        return Detection(
+            *full,
+            area_px=area / (scale * scale),
+            point_px=(float(px), float(py)),
+            depth_m=float(depth_m),
+            score=float(score),
+            colour=colour,
+            cut_left=cut_left,
+            cut_right=cut_right,
+            cut_top=cut_top,
+            cut_bottom=cut_bottom,
+        )

@@ -1,0 +1,200 @@
+"""The baseline vision pilot: no model, no ground truth, the same actions as a model pilot.
+
+Each step: read the target from the instruction, find it with models.baseline.detector, and answer
+- `go` to a point on it with the pinhole depth estimate, while it is farther than the arrival radius;
+- `finished` when it is within the radius (by the depth estimate), large and low in the frame;
+- `rotate` when it is not in view: toward where it was last seen (from the history's last `go`),
+  else on in the direction of the previous search turns (right by default).
+It keeps no state between calls beyond the history it is given, so it works the same behind
+serve-pilot, where each HTTP request carries the history as text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import Any
+
+from common.actions import Action, Finished, Go, Plan, Rotate
+from common.camera import CameraProfile
+from common.errors import ConfigError
+from models.baseline.detector import Detection, Detector
+from models.baseline.instruction import TargetSpec, parse_instruction
+from models.pilot import Decision, Observation
+
+logger = logging.getLogger(__name__)
+
+SEARCH_TURN_DEG = 60.0  # < the 90° field of view, so consecutive views overlap
+REACQUIRE_TURN_DEG = 35.0
+ARRIVAL_MARGIN = 0.8  # declare at 80% of δ: the depth is to the near face, δ to the centre
+MIN_ARRIVAL_AREA = 0.05  # share of the frame (002 App. C's arrival rule)
+LOW_IN_FRAME = 2.0 / 3.0  # box bottom below this share of the height (002 App. C)
+DEFAULT_DELTA_M = 5.0
+
+
+class BaselinePilot:
+    name = "baseline"
+
+    def __init__(
+        self,
+        camera: CameraProfile | None = None,
+        delta_m: float = DEFAULT_DELTA_M,
+        point_order: str = "xy",
+        search_turn_deg: float = SEARCH_TURN_DEG,
+    ) -> None:
+        if delta_m <= 0:
+            raise ConfigError(f"baseline pilot: delta_m={delta_m} must be > 0")
+        self.detector = Detector(camera)
+        self.delta_m = delta_m
+        self.point_order = point_order
+        self.search_turn_deg = search_turn_deg
+        self.last_detections: list[Detection] = []
+
+    def decide(self, observation: Observation) -> Decision:
+        try:
+            target = parse_instruction(observation.instruction)
+        except ConfigError as exc:
+            # No target it can read: search in place rather than guess (and say why).
+            logger.warning("%s", exc)
+            return self._reply(Rotate(angle_deg=self.search_turn_deg), observation, None, str(exc))
+        if observation.camera is not None:
+            self.detector.camera = observation.camera
+        image = observation.image
+        height, width = image.shape[:2]
+        detections = self.detector.detect(image, target)
+        self.last_detections = detections
+        chosen = self._choose(detections, observation, width)
+        delta_m = observation.delta_m or self.delta_m
+        action: Action
+        if chosen is None:
+            action = Rotate(angle_deg=self._search_turn(observation))
+        elif self._arrived(chosen, width, height, delta_m):
+            action = Finished()
+        else:
+            x = min(1000, max(0, round(chosen.point_px[0] / width * 1000)))
+            y = min(1000, max(0, round(chosen.point_px[1] / height * 1000)))
+            action = Go(point=(x, y), depth_m=round(max(chosen.depth_m, 0.1), 1))
+        return self._reply(action, observation, chosen, None, target)
+
+    def close(self) -> None:
+        pass
+
+    # -- choices --------------------------------------------------------------------------------
+    def _choose(self, detections: list[Detection], observation: Observation, width: int) -> Detection | None:
+        if not detections:
+            return None
+        last = _last_go(observation.history)
+        if last is None or len(detections) == 1:
+            return detections[0]
+        # Several candidates: stay with the one near where the last go pointed (after its turn,
+        # the target sits near the centre if the turn happened, near the old point otherwise).
+        best_score = detections[0].score
+
+        def closeness(det: Detection) -> float:
+            x = det.point_px[0] / width * 1000
+            return min(abs(x - 500), abs(x - last.point[0]))
+
+        plausible = [d for d in detections if d.score >= 0.5 * best_score]
+        return min(plausible, key=closeness)
+
+    def _arrived(self, det: Detection, width: int, height: int, delta_m: float) -> bool:
+        large = det.area_px >= MIN_ARRIVAL_AREA * width * height or det.cut_bottom or det.cut_top
+        low = det.bottom_px >= LOW_IN_FRAME * height
+        return det.depth_m <= ARRIVAL_MARGIN * delta_m and large and low
+
+    def _search_turn(self, observation: Observation) -> float:
+        history = list(observation.history)
+        last_go_index = max((i for i, a in enumerate(history) if isinstance(a, Go)), default=-1)
+        if last_go_index >= 0:
+            turns_since = [a for a in history[last_go_index + 1 :] if isinstance(a, Rotate)]
+            go = history[last_go_index]
+            assert isinstance(go, Go)
+            if not turns_since:
+                # Just lost it: turn toward the side it was last seen on.
+                side = 1.0 if go.point[0] >= 500 else -1.0
+                return side * REACQUIRE_TURN_DEG
+            return math.copysign(self.search_turn_deg, turns_since[-1].angle_deg)
+        rotates = [a for a in history if isinstance(a, Rotate)]
+        if rotates:
+            return math.copysign(self.search_turn_deg, rotates[-1].angle_deg)
+        return self.search_turn_deg
+
+    # -- reply text -----------------------------------------------------------------------------
+    def _reply(
+        self,
+        action: Action,
+        observation: Observation,
+        chosen: Detection | None,
+        error: str | None,
+        target: TargetSpec | None = None,
+    ) -> Decision:
+        if observation.plan_step:
+            action = _with_plan(action, chosen, observation, target)
+        raw = json.dumps(reply_object(action, self.point_order))
+        extra: dict[str, Any] = {"candidates": len(self.last_detections)}
+        if chosen is not None:
+            extra["bbox_px"] = [chosen.x_px, chosen.y_px, chosen.w_px, chosen.h_px]
+            extra["depth_m"] = chosen.depth_m
+        return Decision(action=action, raw=raw, error=error, extra=extra)
+
+
+def _last_go(history: Any) -> Go | None:
+    for action in reversed(list(history)):
+        if isinstance(action, Go):
+            return action
+    return None
+
+
+def _with_plan(
+    action: Action, det: Detection | None, observation: Observation, target: TargetSpec | None
+) -> Action:
+    import msgspec
+
+    name = target.object_class if target else "target"
+    if target and target.colour:
+        name = f"{target.colour} {name}"
+    depths = [a.depth_m for a in observation.history if isinstance(a, Go)]
+    if len(depths) >= 2:
+        closing = (
+            "closing" if depths[-1] < depths[-2] else ("holding" if depths[-1] == depths[-2] else "receding")
+        )
+    else:
+        closing = "unknown"
+    if det is None:
+        plan = Plan("no", "uncertain", closing, f"no {name} in view", "rotate to search")  # type: ignore[arg-type]
+    else:
+        in_view = "partly" if det.cut else "yes"
+        plan = Plan(
+            in_view,  # type: ignore[arg-type]
+            "confirmed",
+            closing,  # type: ignore[arg-type]
+            f"{name} at pixels {det.x_px},{det.y_px} size {det.w_px}x{det.h_px}, about {det.depth_m:.1f} m",
+            "declare arrival" if isinstance(action, Finished) else "fly toward it",
+        )
+    return msgspec.structs.replace(action, plan=plan)
+
+
+def reply_object(action: Action, point_order: str = "xy") -> dict[str, Any]:
+    """The strict-schema JSON object of `action`: plan fields first when present, unused fields null."""
+    out: dict[str, Any] = {}
+    if action.plan is not None:
+        plan = action.plan
+        out.update(
+            target_in_view=plan.target_in_view,
+            target_match=plan.target_match,
+            closing_in=plan.closing_in,
+            current_frame=plan.current_frame,
+            action_planning=plan.action_planning,
+        )
+    point = None
+    depth = None
+    angle = None
+    if isinstance(action, Go):
+        x, y = action.point
+        point = [x, y] if point_order == "xy" else [y, x]
+        depth = action.depth_m
+    elif isinstance(action, Rotate):
+        angle = action.angle_deg
+    out.update(action=type(action).__struct_config__.tag, point=point, depth_m=depth, angle_deg=angle)
+    return out

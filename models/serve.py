@@ -1,0 +1,327 @@
+"""An OpenAI-compatible HTTP server in front of any pilot (`dronecats serve-pilot`).
+
+POST /v1/chat/completions, GET /v1/models, GET /health. The request is read back into its parts
+(models.chat_decode): the frame(s) from the data URLs, the instruction and history from the user
+text, the reply kind from `response_format`. The pilot answers; the answer is validated with
+jsonschema against the requested schema before it is sent, and a pilot whose answer does not
+satisfy the schema gets the request refused (HTTP 400), as a constrained server would never emit it.
+
+Standard library HTTP (ThreadingHTTPServer); the pilot itself is called under a lock, since pilots
+keep per-call state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from common.errors import BackendError, ConfigError, DroneCatsError, ProtocolError
+from models.chat_decode import DecodedChat, decode_chat
+from models.pilot import Observation, Pilot
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class ScriptedPilot:
+    """A scripted test peer, not a pilot: replies with the lines of a file, in order.
+
+    The file holds one JSON reply per line (blank lines and lines starting with # are skipped), or
+    one JSON array of replies. Replies are sent verbatim, so a script may hold single actions,
+    {"drones": [...]} or {"orders": [...]} objects. When the script runs out, calls fail.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            text = self.path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"scripted pilot: cannot read {self.path}: {exc.strerror}") from None
+        stripped = text.strip()
+        if stripped.startswith("["):
+            try:
+                items = json.loads(stripped)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"scripted pilot {self.path}: not a JSON array: {exc}") from None
+            self.replies = [json.dumps(item) for item in items]
+        else:
+            self.replies = [
+                line.strip()
+                for line in text.splitlines()
+                if line.strip() and not line.lstrip().startswith("#")
+            ]
+        if not self.replies:
+            raise ConfigError(f"scripted pilot {self.path}: no replies in the file")
+        self.name = f"scripted:{self.path.name}"
+        self.position = 0
+        self._lock = threading.Lock()
+
+    def next_reply(self) -> str:
+        with self._lock:
+            if self.position >= len(self.replies):
+                raise BackendError(f"scripted pilot {self.path}: all {len(self.replies)} replies used")
+            reply = self.replies[self.position]
+            self.position += 1
+            return reply
+
+    def close(self) -> None:
+        pass
+
+
+def make_pilot(spec: str, delta_m: float = 5.0, point_order: str = "xy", camera: str | None = None) -> Any:
+    """`baseline`, `scripted:FILE`, or a backend URL with `profile=` (a model pilot)."""
+    if spec == "baseline":
+        from common.camera import camera_profile
+        from models.baseline import BaselinePilot
+
+        return BaselinePilot(
+            camera_profile(camera) if camera else None, delta_m=delta_m, point_order=point_order
+        )
+    if spec.startswith("scripted:"):
+        return ScriptedPilot(spec.partition(":")[2])
+    if "://" in spec:
+        from models.pilot import model_pilot_from_url
+
+        return model_pilot_from_url(spec)
+    raise ConfigError(f"unknown pilot {spec!r}: use baseline, scripted:FILE or a backend URL")
+
+
+@dataclass
+class ServeStats:
+    requests: int = 0
+    errors: int = 0
+
+
+class PilotService:
+    """Turns a decoded chat request into the reply text (pilot-independent part of the server)."""
+
+    def __init__(self, pilot: Any, model_name: str, latency_s: float = 0.0) -> None:
+        self.pilot = pilot
+        self.model_name = model_name
+        self.latency_s = latency_s  # injected model latency, to reproduce slow models without one
+        self.stats = ServeStats()
+        self._lock = threading.Lock()
+
+    def answer(self, chat: DecodedChat) -> str:
+        if self.latency_s > 0:
+            time.sleep(self.latency_s)
+        if isinstance(self.pilot, ScriptedPilot):
+            return self.pilot.next_reply()
+        with self._lock:
+            return self._answer_with_pilot(self.pilot, chat)
+
+    def _answer_with_pilot(self, pilot: Pilot, chat: DecodedChat) -> str:
+        if chat.kind == "commander":
+            # A pilot is not a commander: every drone gets the user's instruction as its order.
+            orders = [{"drone": i, "order": chat.instruction} for i in range(1, chat.n_drones + 1)]
+            return json.dumps({"orders": orders})
+        if chat.kind == "multi":
+            actions = []
+            for i in range(chat.n_drones):
+                decision = pilot.decide(
+                    Observation(
+                        chat.images[i], chat.instruction, chat.histories[i], think=chat.think, plan=False
+                    )
+                )
+                actions.append(_reply_json(decision.raw, decision.error))
+            return json.dumps({"drones": actions})
+        images = chat.images
+        observation = Observation(
+            images[-1],
+            chat.instruction,
+            chat.histories[0],
+            history_images=images[:-1],
+            think=chat.think,
+            plan=chat.kind == "plan",
+        )
+        decision = pilot.decide(observation)
+        if decision.action is None:
+            raise BackendError(f"pilot {pilot.name} gave no action: {decision.error}")
+        return decision.raw
+
+
+def _reply_json(raw: str, error: str | None) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        raise BackendError(f"pilot reply is not JSON ({error or raw[:80]!r})") from None
+
+
+def validate_reply(text: str, schema: dict[str, Any] | None) -> str | None:
+    """None when `text` is one JSON value satisfying `schema`, else what is wrong."""
+    import jsonschema
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"reply is not JSON: {exc}"
+    if schema is None:
+        return None
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        return f"reply violates the requested schema at {path}: {exc.message}"
+    return None
+
+
+def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The json_schema of `response_format` (None when the request constrains nothing)."""
+    import jsonschema
+
+    fmt = body.get("response_format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, dict):
+        raise ProtocolError("response_format must be an object")
+    kind = fmt.get("type")
+    if kind in ("text", "json_object"):
+        return None
+    if kind != "json_schema":
+        raise ProtocolError(f"response_format.type={kind!r} is not text, json_object or json_schema")
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        raise ProtocolError("response_format.json_schema.schema must be an object")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ProtocolError(f"response_format schema is not a valid JSON schema: {exc.message}") from None
+    return schema
+
+
+def _error_body(message: str, kind: str, code: int) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: PilotHTTPServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as clients expect
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s - %s", self.address_string(), format % args)
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0].rstrip("/")
+        service = self.server.service
+        if path in ("/health", "/v1/health"):
+            self._send(200, {"status": "ok", "pilot": service.pilot.name, "requests": service.stats.requests})
+        elif path == "/v1/models":
+            model = {"id": service.model_name, "object": "model", "created": 0, "owned_by": "dronecats"}
+            self._send(200, {"object": "list", "data": [model]})
+        else:
+            self._send(404, _error_body(f"no route {self.path}", "not_found_error", 404))
+
+    def do_POST(self) -> None:
+        path = self.path.split("?")[0].rstrip("/")
+        if path != "/v1/chat/completions":
+            self._send(404, _error_body(f"no route {self.path}", "not_found_error", 404))
+            return
+        service = self.server.service
+        service.stats.requests += 1
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 < length <= MAX_BODY_BYTES:
+            service.stats.errors += 1
+            self.close_connection = True
+            self._send(
+                400,
+                _error_body(
+                    f"Content-Length {length} outside 1-{MAX_BODY_BYTES}", "invalid_request_error", 400
+                ),
+            )
+            return
+        raw = self.rfile.read(length)
+        status, payload = self.server.handle_completion(raw)
+        if status != 200:
+            service.stats.errors += 1
+        self._send(status, payload)
+
+
+class PilotHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], service: PilotService) -> None:
+        super().__init__(address, _Handler)
+        self.service = service
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def handle_completion(self, raw: bytes) -> tuple[int, dict[str, Any]]:
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ProtocolError("request body must be a JSON object")
+            if body.get("stream"):
+                raise ProtocolError("stream=true is not supported")
+            if body.get("tools") or body.get("functions"):
+                raise ProtocolError("tools/function calling are not supported (AGENT.md §2 sends none)")
+            schema = requested_schema(body)
+            chat = decode_chat(body, schema)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return 400, _error_body(f"request body is not JSON: {exc}", "invalid_request_error", 400)
+        except (ProtocolError, BackendError) as exc:
+            return 400, _error_body(str(exc), "invalid_request_error", 400)
+        started = time.perf_counter()
+        try:
+            text = self.service.answer(chat)
+        except DroneCatsError as exc:
+            logger.warning("pilot failed: %s", exc)
+            return 500, _error_body(f"pilot failed: {exc}", "server_error", 500)
+        problem = validate_reply(text, schema)
+        if problem is not None:
+            logger.warning("refusing reply %r: %s", text[:200], problem)
+            return 400, _error_body(
+                f"pilot {self.service.pilot.name} cannot satisfy the requested response_format: {problem}",
+                "invalid_request_error",
+                400,
+            )
+        elapsed_s = time.perf_counter() - started
+        logger.info("%s reply in %.1f ms: %s", chat.kind, elapsed_s * 1000, text[:200])
+        return 200, {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model") or self.service.model_name),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            # No tokenizer here: token counts are unknown rather than invented.
+        }
+
+
+def start_server(
+    pilot: Any, host: str = "127.0.0.1", port: int = 0, model_name: str | None = None, latency_s: float = 0.0
+) -> tuple[PilotHTTPServer, threading.Thread]:
+    """Serve `pilot` in a background thread; port 0 picks a free port (see `server.port`)."""
+    service = PilotService(pilot, model_name or pilot.name, latency_s)
+    server = PilotHTTPServer((host, port), service)
+    thread = threading.Thread(target=server.serve_forever, name="serve-pilot", daemon=True)
+    thread.start()
+    return server, thread
