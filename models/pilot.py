@@ -107,12 +107,11 @@ class ModelPilot:
         history = render_history(observation.history, self.profile.point_order)
         parts: list[ContentPart] = [TextPart(single_user(observation.instruction, history, self.switches))]
         if self.switches.visual_history:
-            sent_width = encode_frame(observation.image).width_px
             views = list(observation.history_images)[-HISTORY_LENGTH:]
             first = len(list(observation.history)[-HISTORY_LENGTH:]) - len(views) + 1
             for number, view in enumerate(views, start=first):
                 parts.append(TextPart(f"View before action {number}:"))
-                parts.append(ImagePart(encode_history_view(view, sent_width).data_url()))
+                parts.append(ImagePart(encode_history_view(view).data_url()))
             parts.append(TextPart("Current view:"))
         parts.append(_image_part(observation.image))
         plan = (
