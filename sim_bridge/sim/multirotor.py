@@ -1,0 +1,294 @@
+"""Kinematic multirotor with SimpleFlight-like command semantics, integrated in simulation time.
+
+No rotor aerodynamics: the commanded velocity is tracked under acceleration limits, and when no command
+is active the vehicle brakes to and holds a position (as SimpleFlight does after its API watchdog).
+Motions are single tasks per vehicle: starting one cancels the running one (which then reports False).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from common.pose import Pose, wrap_deg
+from sim_bridge.sim.frames import yaw_rotation_ned
+
+
+@dataclass
+class MultirotorLimits:
+    max_accel_m_s2: float = 4.0
+    max_speed_m_s: float = 6.0  # SimpleFlight's velocity PID limit per axis
+    max_yaw_rate_deg_s: float = 143.0  # SimpleFlight's angle-rate limit, 2.5 rad/s
+    max_yaw_accel_deg_s2: float = 720.0
+    hold_gain_1_s: float = 2.0  # position-hold P gain
+    hold_max_speed_m_s: float = 3.0
+    yaw_hold_gain_1_s: float = 3.0
+    land_speed_m_s: float = 0.5
+    position_accuracy_m: float = 0.1
+
+
+class Task:
+    """One motion: finishes with True (completed) or False (cancelled, timed out or refused)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._done = threading.Event()
+        self.result: bool | None = None
+
+    def finish(self, result: bool) -> None:
+        if not self._done.is_set():
+            self.result = result
+            self._done.set()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """The task's result (False if it has not finished within timeout_s of wall time)."""
+        self._done.wait(timeout_s)
+        return bool(self.result)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+
+@dataclass
+class _Goal:
+    mode: str  # hold | velocity | position | yaw | land
+    task: Task | None = None
+    velocity_ned: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    yaw_is_rate: bool = True
+    yaw_value: float = 0.0
+    end_t_s: float = math.inf
+    target_ned: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    speed_m_s: float = 1.0
+    yaw_margin_deg: float = 5.0
+
+
+class Multirotor:
+    """State and command logic; `World` moves its body, checks collisions and renders its camera."""
+
+    def __init__(self, name: str, spawn: Pose, limits: MultirotorLimits | None = None) -> None:
+        self.name = name
+        self.spawn = spawn
+        self.limits = limits or MultirotorLimits()
+        self.position_ned = np.array([spawn.x_m, spawn.y_m, spawn.z_m], dtype=float)
+        self.velocity_ned = np.zeros(3)
+        self.accel_ned = np.zeros(3)
+        self.yaw_deg = spawn.yaw_deg
+        self.yaw_rate_deg_s = 0.0
+        self.floor_z_m = spawn.z_m  # resting height of the body origin (NED z is down)
+        self.landed = True
+        self.armed = True  # SimpleFlight starts armed
+        self.api_control = False
+        self.collision: dict | None = None
+        self._goal = _Goal("hold", target_ned=self.position_ned.copy(), yaw_value=self.yaw_deg)
+        self._goal.yaw_is_rate = False
+
+    # ---- commands (called under the world lock) ----
+    def pose(self) -> Pose:
+        p = self.position_ned
+        return Pose(float(p[0]), float(p[1]), float(p[2]), wrap_deg(self.yaw_deg))
+
+    def _start(self, goal: _Goal) -> Task:
+        self.cancel()
+        task = Task(goal.mode)
+        goal.task = task
+        self._goal = goal
+        return task
+
+    def cancel(self) -> None:
+        """Cancel the running task (it reports False) and brake to a hold."""
+        if self._goal.task is not None:
+            self._goal.task.finish(False)
+        self._enter_hold()
+
+    def _enter_hold(self) -> None:
+        # Hold where braking at the acceleration limit would stop, so the hold does not overshoot.
+        v = self.velocity_ned
+        stop = self.position_ned + v * np.linalg.norm(v) / (2.0 * self.limits.max_accel_m_s2)
+        if self.landed:
+            stop = self.position_ned.copy()
+        self._goal = _Goal("hold", target_ned=stop, yaw_is_rate=False, yaw_value=self.yaw_deg)
+
+    def move_velocity(
+        self,
+        velocity_ned: np.ndarray,
+        duration_s: float,
+        now_s: float,
+        yaw_is_rate: bool = True,
+        yaw_value: float = 0.0,
+    ) -> Task:
+        self.landed = False
+        return self._start(
+            _Goal(
+                "velocity",
+                velocity_ned=np.asarray(velocity_ned, float),
+                end_t_s=now_s + duration_s,
+                yaw_is_rate=yaw_is_rate,
+                yaw_value=yaw_value,
+            )
+        )
+
+    def move_velocity_body(
+        self,
+        forward_m_s: float,
+        right_m_s: float,
+        down_m_s: float,
+        duration_s: float,
+        now_s: float,
+        yaw_is_rate: bool = True,
+        yaw_value: float = 0.0,
+    ) -> Task:
+        """AirSim's moveByVelocityBodyFrame: (vx, vy) rotated by the yaw at start, vz world-down."""
+        horizontal = yaw_rotation_ned(self.yaw_deg) @ np.array([forward_m_s, right_m_s, 0.0])
+        velocity = np.array([horizontal[0], horizontal[1], down_m_s])
+        return self.move_velocity(velocity, duration_s, now_s, yaw_is_rate, yaw_value)
+
+    def move_to(
+        self,
+        target_ned: np.ndarray,
+        speed_m_s: float,
+        now_s: float,
+        timeout_s: float = math.inf,
+        yaw_is_rate: bool = True,
+        yaw_value: float = 0.0,
+        kind: str = "position",
+    ) -> Task:
+        self.landed = False
+        goal = _Goal(
+            "position",
+            target_ned=np.asarray(target_ned, float),
+            speed_m_s=max(speed_m_s, 0.05),
+            end_t_s=now_s + timeout_s,
+            yaw_is_rate=yaw_is_rate,
+            yaw_value=yaw_value,
+        )
+        task = self._start(goal)
+        task.kind = kind
+        return task
+
+    def rotate_rate(self, yaw_rate_deg_s: float, duration_s: float, now_s: float) -> Task:
+        hold = self.position_ned.copy()
+        return self._start(
+            _Goal(
+                "yaw", target_ned=hold, yaw_is_rate=True, yaw_value=yaw_rate_deg_s, end_t_s=now_s + duration_s
+            )
+        )
+
+    def rotate_to(self, yaw_deg: float, now_s: float, timeout_s: float, margin_deg: float) -> Task:
+        hold = self.position_ned.copy()
+        return self._start(
+            _Goal(
+                "yaw",
+                target_ned=hold,
+                yaw_is_rate=False,
+                yaw_value=yaw_deg,
+                end_t_s=now_s + timeout_s,
+                yaw_margin_deg=margin_deg,
+            )
+        )
+
+    def land(self, now_s: float, timeout_s: float) -> Task:
+        return self._start(
+            _Goal("land", end_t_s=now_s + timeout_s, yaw_is_rate=False, yaw_value=self.yaw_deg)
+        )
+
+    def hover(self) -> None:
+        self.cancel()
+
+    def teleport(self, pose: Pose) -> None:
+        self.cancel()
+        self.position_ned = np.array([pose.x_m, pose.y_m, pose.z_m], float)
+        self.yaw_deg = pose.yaw_deg
+        self.velocity_ned[:] = 0.0
+        self.yaw_rate_deg_s = 0.0
+        self.landed = pose.z_m >= self.floor_z_m - 1e-3
+        self._enter_hold()
+
+    # ---- integration ----
+    def propose(self, dt_s: float, now_s: float) -> tuple[np.ndarray, float]:
+        """Advance velocities by one tick and return the proposed (position, yaw) at now_s + dt_s.
+
+        The caller commits it with `commit` (or `blocked` on a collision).
+        """
+        lim = self.limits
+        g = self._goal
+        t_end = now_s + dt_s
+        if g.task is not None and not g.task.done and t_end >= g.end_t_s and g.mode in ("velocity", "yaw"):
+            g.task.finish(True)
+            self._enter_hold()
+            g = self._goal
+        elif g.task is not None and t_end >= g.end_t_s and g.mode in ("position", "land"):
+            g.task.finish(False)  # timed out
+            self._enter_hold()
+            g = self._goal
+
+        desired_yaw_rate = 0.0
+        if g.mode == "velocity":
+            desired_v = g.velocity_ned.copy()
+        elif g.mode == "land":
+            desired_v = np.array([0.0, 0.0, lim.land_speed_m_s])
+        else:  # hold, yaw, position: track a point
+            error = g.target_ned - self.position_ned
+            dist = float(np.linalg.norm(error))
+            max_speed = lim.hold_max_speed_m_s if g.mode != "position" else g.speed_m_s
+            # braking-distance limited speed so that the vehicle arrives without overshoot
+            speed = min(max_speed, lim.hold_gain_1_s * dist, math.sqrt(2 * lim.max_accel_m_s2 * dist))
+            desired_v = error / dist * speed if dist > 1e-9 else np.zeros(3)
+            if g.mode == "position" and g.task is not None and dist <= lim.position_accuracy_m:
+                g.task.finish(True)
+                self._goal = _Goal(
+                    "hold", target_ned=g.target_ned.copy(), yaw_is_rate=False, yaw_value=self.yaw_deg
+                )
+        if g.yaw_is_rate:
+            desired_yaw_rate = g.yaw_value
+        else:
+            err = wrap_deg(g.yaw_value - self.yaw_deg)
+            desired_yaw_rate = lim.yaw_hold_gain_1_s * err
+            if g.mode == "yaw" and g.task is not None and abs(err) <= g.yaw_margin_deg:
+                g.task.finish(True)
+                self._enter_hold()
+                self._goal.yaw_value = g.yaw_value
+        if self.landed and g.mode == "hold":
+            desired_v = np.zeros(3)
+            desired_yaw_rate = 0.0
+
+        desired_v = np.clip(desired_v, -lim.max_speed_m_s, lim.max_speed_m_s)
+        dv = desired_v - self.velocity_ned
+        max_dv = lim.max_accel_m_s2 * dt_s
+        norm = float(np.linalg.norm(dv))
+        if norm > max_dv:
+            dv *= max_dv / norm
+        self.accel_ned = dv / dt_s
+        self.velocity_ned = self.velocity_ned + dv
+        desired_yaw_rate = max(-lim.max_yaw_rate_deg_s, min(lim.max_yaw_rate_deg_s, desired_yaw_rate))
+        dr = desired_yaw_rate - self.yaw_rate_deg_s
+        max_dr = lim.max_yaw_accel_deg_s2 * dt_s
+        self.yaw_rate_deg_s += max(-max_dr, min(max_dr, dr))
+        new_pos = self.position_ned + self.velocity_ned * dt_s
+        new_yaw = wrap_deg(self.yaw_deg + self.yaw_rate_deg_s * dt_s)
+        if new_pos[2] >= self.floor_z_m:  # the ground: touch down instead of passing through
+            new_pos[2] = self.floor_z_m
+            if self.velocity_ned[2] > 0:
+                self.velocity_ned[2] = 0.0
+            if self._goal.mode == "land":
+                self.landed = True
+                self.velocity_ned[:] = 0.0
+                self.yaw_rate_deg_s = 0.0
+                if self._goal.task is not None:
+                    self._goal.task.finish(True)
+                self._enter_hold()
+        return new_pos, new_yaw
+
+    def commit(self, position_ned: np.ndarray, yaw_deg: float) -> None:
+        self.position_ned = position_ned
+        self.yaw_deg = yaw_deg
+
+    def blocked(self, info: dict) -> None:
+        """A collision at the proposed pose: stay at the last free pose, stop, and drop the task."""
+        self.collision = info
+        self.velocity_ned[:] = 0.0
+        self.yaw_rate_deg_s = 0.0
+        self.cancel()

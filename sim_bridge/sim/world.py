@@ -1,0 +1,733 @@
+"""The built-in simulator's world: PyBullet scene + kinematic multirotors + simulation clock.
+
+This is the in-process API (the episode runner and tests use it directly); `sim_bridge.rpc` is a thin
+AirSim-compatible layer over it. PyBullet is not thread-safe, so every call that touches it holds
+`self.lock`. Time only moves in fixed ticks of `tick_s` (the last tick of an advance may be shorter),
+so a given seed and command sequence in lock-step gives the same trajectory every run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import contextlib
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from common.camera import BUILTIN_CAMERAS, CameraProfile
+from common.clock import SimClock
+from common.errors import ConfigError, VehicleError
+from common.pose import Pose, wrap_deg
+from sim_bridge.sim.assets import AssetSpec, Part, build_asset, tiled
+from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb, yaw_rotation_ned
+from sim_bridge.sim.ground import GroundMap, fill_background
+from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
+from sim_bridge.sim.textures import TextureCache
+
+log = logging.getLogger(__name__)
+
+CAMERA_OFFSET_FRD_M = (0.5, 0.0, 0.1)  # forward camera: 0.5 m ahead, 0.1 m below the body origin
+NEAR_M, FAR_M = 0.05, 300.0
+VISIBLE_RANGE_M = 100.0
+VISIBLE_PIXELS_640x360 = 20
+DRONE_COLLISION_RADIUS_M = 0.3
+TAKEOFF_SPEED_M_S = 1.0
+SCENERY_TILE_M = 25.0
+SCENERY_MAX_LINKS = 100
+
+
+@dataclass
+class MovingPath:
+    """A one-way route through 3-D waypoints (world NED) at a constant speed, started at start_t_s."""
+
+    waypoints_ned: np.ndarray  # (N, 3)
+    speed_m_s: float
+    start_t_s: float
+
+    def at(self, t_s: float) -> tuple[np.ndarray, float | None]:
+        """Position and heading (deg, None when stopped at the end) at sim time t_s."""
+        s = max(0.0, (t_s - self.start_t_s) * self.speed_m_s)
+        pts = self.waypoints_ned
+        for a, b in itertools.pairwise(pts):
+            seg = float(np.linalg.norm(b - a))
+            if s <= seg and seg > 0:
+                d = (b - a) / seg
+                return a + d * s, math.degrees(math.atan2(d[1], d[0]))
+            s -= seg
+        return pts[-1].copy(), None
+
+
+@dataclass
+class SceneObject:
+    name: str
+    cls: str  # class label: car, suv, van, truck, person, cyclist, drone, sign, plate, checkerboard, scenery
+    colour: str
+    asset: str
+    body_id: int
+    pose: Pose  # world NED of the object's origin
+    scale: tuple[float, float, float]
+    bbox_centre_frd: tuple[float, float, float]  # local NED (fwd, right, down) offset of the bbox centre
+    bbox_half_m: tuple[float, float, float]  # half extents along (fwd, right, down)
+    path: MovingPath | None = None
+    arg: str = ""  # plate/sign text, checkerboard spec
+
+    def bbox_centre_ned(self) -> np.ndarray:
+        return np.array([self.pose.x_m, self.pose.y_m, self.pose.z_m]) + yaw_rotation_ned(
+            self.pose.yaw_deg
+        ) @ (np.asarray(self.bbox_centre_frd))
+
+    def bbox_distance_m(self, point_ned: np.ndarray) -> float:
+        """Distance from a world point to the nearest point of this oriented bounding box (0 inside)."""
+        local = yaw_rotation_ned(self.pose.yaw_deg).T @ (np.asarray(point_ned) - self.bbox_centre_ned())
+        half = np.asarray(self.bbox_half_m)
+        return float(np.linalg.norm(local - np.clip(local, -half, half)))
+
+
+@dataclass
+class Render:
+    """One camera image with what the ground truth needs. `seg` holds PyBullet body ids (-1 = sky)."""
+
+    image_bgr: np.ndarray
+    seg: np.ndarray | None
+    depth_planar_m: np.ndarray | None
+    time_s: float
+    vehicle: str
+    vehicle_pose: Pose  # world NED at capture
+    camera_position_ned: tuple[float, float, float]
+    camera_yaw_deg: float
+    camera: CameraProfile
+
+
+@dataclass
+class TargetTruth:
+    """AGENT.md §6 ground truth of one target seen from one vehicle."""
+
+    distance_m: float  # to the bbox centre
+    bbox_distance_m: float
+    visible: bool
+    pixel_count: int
+    min_pixels: int
+    target_pose: Pose
+    box2d_px: tuple[int, int, int, int] | None = None  # (u_min, v_min, u_max, v_max)
+
+
+@dataclass
+class VehicleSlot:
+    model: Multirotor
+    body_id: int
+    camera: CameraProfile
+    detection_filters: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+
+
+def projection_matrix(cam: CameraProfile, near_m: float = NEAR_M, far_m: float = FAR_M) -> list[float]:
+    """OpenGL projection (column-major, as PyBullet wants it) for a pinhole with fx, fy, cx, cy.
+
+    Pixel (u, v) = (fx X/Z + cx, fy Y/Z + cy) with v downwards; distortion is not rendered.
+    """
+    w, h = cam.width_px, cam.height_px
+    m = np.array(
+        [
+            [2 * cam.fx_px / w, 0.0, 1 - 2 * cam.cx_px / w, 0.0],
+            [0.0, 2 * cam.fy_px / h, 2 * cam.cy_px / h - 1, 0.0],
+            [0.0, 0.0, -(far_m + near_m) / (far_m - near_m), -2 * far_m * near_m / (far_m - near_m)],
+            [0.0, 0.0, -1.0, 0.0],
+        ]
+    )
+    return [float(v) for v in m.T.flatten()]
+
+
+class World:
+    """A scene, its objects and its vehicles on one simulation clock."""
+
+    def __init__(
+        self,
+        scene: str = "residential",
+        vehicles: int | list[str] = 1,
+        camera: CameraProfile | None = None,
+        seed: int = 0,
+        tick_s: float = 0.02,
+        clock_speed: float = 1.0,
+        spawns: list[Pose] | None = None,
+    ) -> None:
+        import pybullet as p  # heavy: imported when a world is built, not at import time
+
+        from sim_bridge.sim.scenes import build_scene
+
+        self._p = p
+        self.client = p.connect(p.DIRECT)
+        self.lock = threading.RLock()
+        self.clock = SimClock()
+        self.tick_s = tick_s
+        self.seed = seed
+        self.camera = camera or BUILTIN_CAMERAS["sim"]
+        self.textures = TextureCache()
+        self._texture_ids: dict[str, int] = {}
+        self.objects: dict[str, SceneObject] = {}
+        self.vehicles: dict[str, VehicleSlot] = {}
+        self.ground_ids: set[int] = set()
+        self.ground = GroundMap((90, 128, 77))
+        self._paused = False
+        self._clock_speed = clock_speed
+        self._run_cond = threading.Condition()
+        self._loop: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.scene_name = scene
+        info = build_scene(self, scene, seed)
+        names = vehicles if isinstance(vehicles, list) else [f"Drone{i + 1}" for i in range(vehicles)]
+        spawn_list = spawns or info.spawns
+        if len(spawn_list) < len(names):
+            raise ConfigError(
+                f"scene {scene!r} has {len(spawn_list)} spawn points, {len(names)} vehicles asked"
+            )
+        for name, spawn in zip(names, spawn_list, strict=False):
+            self.add_vehicle(name, spawn)
+
+    # ------------------------------------------------------------------ bodies
+    def _texture_id(self, path: str) -> int:
+        if path not in self._texture_ids:
+            self._texture_ids[path] = self._p.loadTexture(path, physicsClientId=self.client)
+        return self._texture_ids[path]
+
+    def create_body(
+        self,
+        parts: list[Part] | tuple[Part, ...],
+        pose: Pose,
+        mass_kg: float = 0.0,
+        base_collision_radius_m: float = 0.0,
+    ) -> int:
+        """One multi-link body from parts (links on fixed joints), placed at a world NED pose."""
+        p, c = self._p, self.client
+        vis, col, pos, orn = [], [], [], []
+        textured: list[tuple[int, str]] = []
+        for i, part in enumerate(parts):
+            roll = pitch = 0.0
+            if part.shape == "box":
+                half = [s / 2 for s in part.size]
+                v = p.createVisualShape(p.GEOM_BOX, halfExtents=half, rgbaColor=part.rgba, physicsClientId=c)
+                k = (
+                    p.createCollisionShape(p.GEOM_BOX, halfExtents=half, physicsClientId=c)
+                    if part.collide
+                    else -1
+                )
+            elif part.shape == "sphere":
+                r = part.size[0]
+                v = p.createVisualShape(p.GEOM_SPHERE, radius=r, rgbaColor=part.rgba, physicsClientId=c)
+                k = p.createCollisionShape(p.GEOM_SPHERE, radius=r, physicsClientId=c) if part.collide else -1
+            elif part.shape == "cylinder":
+                r, length = part.size
+                v = p.createVisualShape(
+                    p.GEOM_CYLINDER, radius=r, length=length, rgbaColor=part.rgba, physicsClientId=c
+                )
+                k = (
+                    p.createCollisionShape(p.GEOM_CYLINDER, radius=r, height=length, physicsClientId=c)
+                    if part.collide
+                    else -1
+                )
+                if part.axis == "x":
+                    pitch = math.pi / 2
+                elif part.axis == "y":
+                    roll = math.pi / 2
+            elif part.shape == "quad":
+                v = self._quad_visual(part)
+                k = -1
+                if part.texture is not None:
+                    textured.append((i, str(part.texture)))
+            else:
+                raise ConfigError(f"unknown part shape {part.shape!r}")
+            vis.append(v)
+            col.append(k)
+            pos.append(part.pos)
+            orn.append(p.getQuaternionFromEuler((roll, pitch, math.radians(part.yaw_deg))))
+        n = len(parts)
+        base_col = (
+            p.createCollisionShape(p.GEOM_SPHERE, radius=base_collision_radius_m, physicsClientId=c)
+            if base_collision_radius_m > 0
+            else -1
+        )
+        body = p.createMultiBody(
+            baseMass=mass_kg,
+            baseCollisionShapeIndex=base_col,
+            baseVisualShapeIndex=-1,
+            basePosition=ned_to_pb(pose.x_m, pose.y_m, pose.z_m),
+            baseOrientation=yaw_quat_pb(pose.yaw_deg),
+            linkMasses=[0.01 if mass_kg > 0 else 0.0] * n,
+            linkCollisionShapeIndices=col,
+            linkVisualShapeIndices=vis,
+            linkPositions=pos,
+            linkOrientations=orn,
+            linkInertialFramePositions=[(0, 0, 0)] * n,
+            linkInertialFrameOrientations=[(0, 0, 0, 1)] * n,
+            linkParentIndices=[0] * n,
+            linkJointTypes=[p.JOINT_FIXED] * n,
+            linkJointAxis=[(0, 0, 1)] * n,
+            physicsClientId=c,
+        )
+        for link, path in textured:
+            p.changeVisualShape(body, link, textureUniqueId=self._texture_id(path), physicsClientId=c)
+        return int(body)
+
+    def _quad_visual(self, part: Part) -> int:
+        p = self._p
+        w, h = part.size
+        x = 0.0
+        if part.faces_up:
+            verts = [[-w / 2, -h / 2, 0.0], [w / 2, -h / 2, 0.0], [w / 2, h / 2, 0.0], [-w / 2, h / 2, 0.0]]
+            normal = [0.0, 0.0, 1.0]
+        elif part.faces_back:
+            # seen from -X, the viewer's right is -Y
+            verts = [[x, w / 2, -h / 2], [x, -w / 2, -h / 2], [x, -w / 2, h / 2], [x, w / 2, h / 2]]
+            normal = [-1.0, 0.0, 0.0]
+        else:
+            verts = [[x, -w / 2, -h / 2], [x, w / 2, -h / 2], [x, w / 2, h / 2], [x, -w / 2, h / 2]]
+            normal = [1.0, 0.0, 0.0]
+        uvs = [
+            [0.0, 0.0],
+            [1.0, 0.0],
+            [1.0, 1.0],
+            [0.0, 1.0],
+        ]  # bottom-left, bottom-right, top-right, top-left
+        return int(
+            p.createVisualShape(
+                p.GEOM_MESH,
+                vertices=verts,
+                indices=[0, 1, 2, 0, 2, 3],
+                uvs=uvs,
+                normals=[normal] * 4,
+                rgbaColor=part.rgba,
+                physicsClientId=self.client,
+            )
+        )
+
+    def add_scenery(self, name: str, parts: list[Part], ground: bool = False) -> list[SceneObject]:
+        """Static scenery merged into few bodies (few bodies keep the renderer fast).
+
+        Long boxes are tiled (see assets.tiled) and a body holds at most SCENERY_MAX_LINKS links: TinyRenderer
+        silently drops links of bodies with a few hundred of them (measured: 144 render, 256 do not all).
+        """
+        parts = [t for part in parts for t in tiled(part, SCENERY_TILE_M)]
+        objs = []
+        with self.lock:
+            for k in range(0, len(parts), SCENERY_MAX_LINKS):
+                chunk = tuple(parts[k : k + SCENERY_MAX_LINKS])
+                spec = AssetSpec(
+                    kind="scenery", cls="ground" if ground else "scenery", colour="", arg="", parts=chunk
+                )
+                body = self.create_body(chunk, Pose(0, 0, 0, 0))
+                if ground:
+                    self.ground_ids.add(body)
+                obj_name = name if k == 0 else f"{name}_{k // SCENERY_MAX_LINKS + 1}"
+                objs.append(
+                    self._register(obj_name, spec, body, Pose(0, 0, 0, 0), (1.0, 1.0, 1.0), "scenery")
+                )
+        return objs
+
+    def _register(
+        self, name: str, spec: AssetSpec, body: int, pose: Pose, scale: tuple[float, float, float], asset: str
+    ) -> SceneObject:
+        centre_pb, half = spec.local_bbox()
+        obj = SceneObject(
+            name=name,
+            cls=spec.cls,
+            colour=spec.colour,
+            asset=asset,
+            body_id=body,
+            pose=pose,
+            scale=scale,
+            bbox_centre_frd=(centre_pb[0], -centre_pb[1], -centre_pb[2]),
+            bbox_half_m=half,
+            arg=spec.arg,
+        )
+        self.objects[name] = obj
+        return obj
+
+    # ------------------------------------------------------------------ objects
+    def unique_name(self, name: str) -> str:
+        """AirSim appends a number when the name is taken; so do we."""
+        if name not in self.objects and name not in self.vehicles:
+            return name
+        i = 1
+        while f"{name}_{i}" in self.objects or f"{name}_{i}" in self.vehicles:
+            i += 1
+        return f"{name}_{i}"
+
+    def spawn(
+        self, name: str, asset: str, pose: Pose, scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    ) -> SceneObject:
+        """Spawn an asset (sim_bridge.sim.assets) at a world NED pose; the returned name may differ."""
+        spec = build_asset(asset, self.textures, scale)
+        with self.lock:
+            name = self.unique_name(name)
+            body = self.create_body(spec.parts, pose)
+            return self._register(name, spec, body, pose, tuple(float(s) for s in scale), asset)  # type: ignore[arg-type]
+
+    def destroy(self, name: str) -> bool:
+        with self.lock:
+            obj = self.objects.pop(name, None)
+            if obj is None:
+                return False
+            self._p.removeBody(obj.body_id, physicsClientId=self.client)
+            return True
+
+    def get_object(self, name: str) -> SceneObject:
+        try:
+            return self.objects[name]
+        except KeyError:
+            raise ConfigError(f"no scene object named {name!r}") from None
+
+    def set_object_pose(self, name: str, pose: Pose) -> None:
+        with self.lock:
+            obj = self.get_object(name)
+            obj.pose = pose
+            self._p.resetBasePositionAndOrientation(
+                obj.body_id,
+                ned_to_pb(pose.x_m, pose.y_m, pose.z_m),
+                yaw_quat_pb(pose.yaw_deg),
+                physicsClientId=self.client,
+            )
+
+    def set_path(self, name: str, waypoints_ned: list[tuple[float, float, float]], speed_m_s: float) -> None:
+        """Make an object follow 3-D waypoints (world NED) from now at speed_m_s, in simulation time."""
+        if len(waypoints_ned) < 2 or speed_m_s <= 0:
+            raise ConfigError(
+                f"a path needs >= 2 waypoints and speed > 0 (got {len(waypoints_ned)}, {speed_m_s})"
+            )
+        with self.lock:
+            obj = self.get_object(name)
+            obj.path = MovingPath(np.asarray(waypoints_ned, float), float(speed_m_s), self.clock.now())
+            self._move_along_path(obj, self.clock.now())
+
+    def object_pose(self, name: str) -> Pose:
+        with self.lock:
+            if name in self.vehicles:
+                return self.vehicles[name].model.pose()
+            return self.get_object(name).pose
+
+    # ------------------------------------------------------------------ vehicles
+    def add_vehicle(self, name: str, spawn: Pose) -> Multirotor:
+        from sim_bridge.sim.assets import COLOURS, _drone
+
+        with self.lock:
+            if name in self.vehicles or name in self.objects:
+                raise ConfigError(f"vehicle name {name!r} is already used")
+            model = Multirotor(name, spawn, MultirotorLimits())
+            parts = _drone("", COLOURS["black"], self.textures)
+            body = self.create_body(
+                parts, spawn, mass_kg=1.0, base_collision_radius_m=DRONE_COLLISION_RADIUS_M
+            )
+            self.vehicles[name] = VehicleSlot(model=model, body_id=body, camera=self.camera)
+            return model
+
+    def vehicle(self, name: str = "") -> VehicleSlot:
+        if name == "" and self.vehicles:
+            return next(iter(self.vehicles.values()))
+        try:
+            return self.vehicles[name]
+        except KeyError:
+            raise VehicleError(
+                f"Vehicle API for '{name}' is not available. This could either because this is "
+                "simulation-only API or this vehicle does not exist"
+            ) from None
+
+    def vehicle_pose(self, name: str = "") -> Pose:
+        with self.lock:
+            return self.vehicle(name).model.pose()
+
+    def set_vehicle_pose(self, name: str, pose: Pose) -> None:
+        with self.lock:
+            slot = self.vehicle(name)
+            slot.model.teleport(pose)
+            slot.model.collision = None
+            self._place_vehicle(slot)
+
+    def _place_vehicle(self, slot: VehicleSlot) -> None:
+        m = slot.model
+        self._p.resetBasePositionAndOrientation(
+            slot.body_id, ned_to_pb(*m.position_ned), yaw_quat_pb(m.yaw_deg), physicsClientId=self.client
+        )
+
+    def takeoff(self, name: str = "", altitude_m: float = 3.0, timeout_s: float = 20.0) -> Task:
+        """Climb to altitude_m above the vehicle's floor (its spawn height) at 1 m/s."""
+        with self.lock:
+            m = self.vehicle(name).model
+            if np.linalg.norm(m.velocity_ned) > 0.05:
+                raise VehicleError(
+                    "Cannot perform takeoff because vehicle is already moving "
+                    f"({np.linalg.norm(m.velocity_ned):.2f} m/s > 0.05 m/s)"
+                )
+            target = np.array([m.position_ned[0], m.position_ned[1], m.floor_z_m - altitude_m])
+            return m.move_to(
+                target, TAKEOFF_SPEED_M_S, self.clock.now(), timeout_s, False, m.yaw_deg, "takeoff"
+            )
+
+    def command(self, name: str, method: str, *args: Any, **kwargs: Any) -> Task:
+        """Run a Multirotor command (move_velocity_body, move_velocity, move_to, rotate_rate, rotate_to, land)
+        at the current simulation time, under the lock."""
+        with self.lock:
+            m = self.vehicle(name).model
+            return getattr(m, method)(*args, now_s=self.clock.now(), **kwargs)  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ time
+    def step(self, dt_s: float | None = None) -> float:
+        """Advance the world by one tick (or dt_s); returns the new simulation time."""
+        dt = self.tick_s if dt_s is None else dt_s
+        with self.lock:
+            now = self.clock.now()
+            for obj in self.objects.values():
+                if obj.path is not None:
+                    self._move_along_path(obj, now + dt)
+            for slot in self.vehicles.values():
+                m = slot.model
+                new_pos, new_yaw = m.propose(dt, now)
+                old_pos, old_yaw = m.position_ned.copy(), m.yaw_deg
+                m.commit(new_pos, new_yaw)
+                self._place_vehicle(slot)
+                if not m.landed:
+                    hit = self._collision(slot)
+                    if hit is not None:
+                        m.commit(old_pos, old_yaw)
+                        self._place_vehicle(slot)
+                        hit["time_stamp"] = round((now + dt) * 1e9)
+                        m.blocked(hit)
+                        log.info("%s collided with %s at t=%.2f s", m.name, hit["object_name"], now + dt)
+            return self.clock.advance(dt)
+
+    def _move_along_path(self, obj: SceneObject, t_s: float) -> None:
+        assert obj.path is not None
+        pos, heading = obj.path.at(t_s)
+        yaw = obj.pose.yaw_deg if heading is None else heading
+        obj.pose = Pose(float(pos[0]), float(pos[1]), float(pos[2]), wrap_deg(yaw))
+        self._p.resetBasePositionAndOrientation(
+            obj.body_id, ned_to_pb(*pos), yaw_quat_pb(yaw), physicsClientId=self.client
+        )
+
+    def _collision(self, slot: VehicleSlot) -> dict[str, Any] | None:
+        p, c = self._p, self.client
+        lo, hi = p.getAABB(slot.body_id, -1, physicsClientId=c)
+        candidates = {b for b, _ in (p.getOverlappingObjects(lo, hi, physicsClientId=c) or [])}
+        # moved bodies may have stale broadphase boxes: always test other vehicles and moving objects
+        candidates |= {s.body_id for s in self.vehicles.values()}
+        candidates |= {o.body_id for o in self.objects.values() if o.path is not None}
+        candidates -= {slot.body_id} | self.ground_ids
+        for body in sorted(candidates):
+            pts = p.getClosestPoints(slot.body_id, body, 0.0, physicsClientId=c)
+            if pts:
+                pt = min(pts, key=lambda q: q[8])
+                name = self._body_name(body)
+                return {
+                    "has_collided": True,
+                    "penetration_depth": float(-pt[8]),
+                    "normal": pb_to_ned(*pt[7]),
+                    "impact_point": pb_to_ned(*pt[6]),
+                    "position": tuple(float(v) for v in slot.model.position_ned),
+                    "object_name": name,
+                    "object_id": int(body),
+                }
+        return None
+
+    def _body_name(self, body: int) -> str:
+        for obj in self.objects.values():
+            if obj.body_id == body:
+                return obj.name
+        for name, slot in self.vehicles.items():
+            if slot.body_id == body:
+                return name
+        return f"body{body}"
+
+    def advance(self, duration_s: float, pace: bool = False) -> float:
+        """Run the world for duration_s of simulation time in the caller's thread (lock-step use).
+
+        The background loop must be paused (or not started). With pace=True it runs at the clock speed.
+        """
+        if duration_s < 0:
+            raise ValueError(f"cannot advance by a negative duration ({duration_s} s)")
+        if self._loop is not None and not self._paused:
+            raise VehicleError(
+                "advance() needs the simulation paused (World.pause()) or its loop not started"
+            )
+        end = self.clock.now() + duration_s
+        wall0, sim0 = time.monotonic(), self.clock.now()
+        while True:
+            remaining = end - self.clock.now()
+            if remaining <= 1e-9:
+                break
+            self.step(min(self.tick_s, remaining))
+            if pace and self._clock_speed > 0:
+                lag = (self.clock.now() - sim0) / self._clock_speed - (time.monotonic() - wall0)
+                if lag > 0:
+                    time.sleep(lag)
+        return self.clock.now()
+
+    def start(self) -> None:
+        """Run the world in a background thread at the clock speed (until paused or closed)."""
+        if self._loop is None:
+            self._loop = threading.Thread(target=self._run, name="sim-loop", daemon=True)
+            self._loop.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._run_cond:
+                while self._paused and not self._stop.is_set():
+                    self._run_cond.wait(0.5)
+                wall0, sim0 = time.monotonic(), self.clock.now()
+                speed = self._clock_speed
+            while not self._stop.is_set() and not self._paused and speed == self._clock_speed:
+                self.step()
+                ahead_s = (self.clock.now() - sim0) / speed - (time.monotonic() - wall0)
+                if ahead_s > 0:
+                    time.sleep(ahead_s)
+                elif ahead_s < -1.0:  # far behind (slow renders): do not try to catch up in a burst
+                    wall0, sim0 = time.monotonic(), self.clock.now()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def pause(self, paused: bool = True) -> None:
+        with self._run_cond:
+            self._paused = paused
+            self._run_cond.notify_all()
+        if paused:
+            # wait out a tick in progress so that the caller sees a still world
+            with self.lock:
+                pass
+
+    def set_clock_speed(self, speed: float) -> None:
+        if speed <= 0:
+            raise ConfigError(f"clock speed {speed} must be > 0")
+        self._clock_speed = speed
+
+    @property
+    def clock_speed(self) -> float:
+        return self._clock_speed
+
+    def continue_for_time(self, duration_s: float) -> None:
+        """AirSim's simContinueForTime: run duration_s at the clock speed, then stay paused."""
+        self.pause(True)
+        self.advance(duration_s, pace=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._run_cond:
+            self._run_cond.notify_all()
+        if self._loop is not None:
+            self._loop.join(timeout=5)
+        for slot in self.vehicles.values():
+            slot.model.cancel()
+        with self.lock:
+            with contextlib.suppress(Exception):  # already disconnected
+                self._p.disconnect(physicsClientId=self.client)
+        self.textures.close()
+
+    def __enter__(self) -> World:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ rendering & ground truth
+    def camera_pose(self, name: str = "") -> tuple[np.ndarray, float]:
+        m = self.vehicle(name).model
+        pos = m.position_ned + yaw_rotation_ned(m.yaw_deg) @ np.asarray(CAMERA_OFFSET_FRD_M)
+        pos[2] = min(pos[2], m.floor_z_m - 0.02)  # a landed drone's camera stays above the ground
+        return pos, m.yaw_deg
+
+    def render(
+        self,
+        name: str = "",
+        segmentation: bool = True,
+        depth: bool = False,
+        camera: CameraProfile | None = None,
+    ) -> Render:
+        """The forward camera image (BGR) with segmentation (body ids) and planar depth on request."""
+        p, c = self._p, self.client
+        with self.lock:
+            slot = self.vehicle(name)
+            cam = camera or slot.camera
+            eye, yaw = self.camera_pose(name)
+            eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
+            fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
+            view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
+            flags = 0  # the segmentation mask also tells the ground fill which pixels are empty
+            _, _, rgba, zbuf, seg = p.getCameraImage(
+                cam.width_px,
+                cam.height_px,
+                view,
+                projection_matrix(cam),
+                renderer=p.ER_TINY_RENDERER,
+                flags=flags,
+                physicsClientId=c,
+            )
+            t = self.clock.now()
+            pose = slot.model.pose()
+        h, w = cam.height_px, cam.width_px
+        rgba = np.asarray(rgba, np.uint8).reshape(h, w, 4)
+        image = np.ascontiguousarray(rgba[:, :, 2::-1])
+        seg_arr = np.asarray(seg, np.int32).reshape(h, w)
+        depth_arr = None
+        if depth:
+            z = np.asarray(zbuf, np.float32).reshape(h, w)
+            depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
+        fill_background(
+            image,
+            seg_arr,
+            depth_arr,
+            self.ground,
+            eye_t,
+            math.radians(yaw),
+            cam.fx_px,
+            cam.fy_px,
+            cam.cx_px,
+            cam.cy_px,
+        )
+        if not segmentation:
+            seg_arr = None
+        return Render(
+            image, seg_arr, depth_arr, t, slot.model.name, pose, tuple(float(v) for v in eye), yaw, cam
+        )
+
+    def min_visible_pixels(self, cam: CameraProfile) -> int:
+        """20 pixels of a 640x360 frame, scaled with the frame's area (AGENT.md §6)."""
+        return max(1, round(VISIBLE_PIXELS_640x360 * cam.width_px * cam.height_px / (640 * 360)))
+
+    def target_truth(self, vehicle: str, target: str, render: Render | None = None) -> TargetTruth:
+        """Distance, bbox distance and visibility of `target` from `vehicle` (a fresh render unless given)."""
+        if render is None:
+            render = self.render(vehicle, segmentation=True)
+        if render.seg is None:
+            raise ConfigError("target_truth needs a render with segmentation")
+        with self.lock:
+            obj = self.get_object(target)
+            body, target_pose = obj.body_id, obj.pose
+            drone = np.array([render.vehicle_pose.x_m, render.vehicle_pose.y_m, render.vehicle_pose.z_m])
+            dist = float(np.linalg.norm(obj.bbox_centre_ned() - drone))
+            bbox_dist = obj.bbox_distance_m(drone)
+        mask = render.seg == body
+        count = int(mask.sum())
+        need = self.min_visible_pixels(render.camera)
+        box = None
+        if count:
+            vs, us = np.nonzero(mask)
+            box = (int(us.min()), int(vs.min()), int(us.max()), int(vs.max()))
+        return TargetTruth(
+            distance_m=dist,
+            bbox_distance_m=bbox_dist,
+            visible=count >= need and dist <= VISIBLE_RANGE_M,
+            pixel_count=count,
+            min_pixels=need,
+            target_pose=target_pose,
+            box2d_px=box,
+        )
+
+    def point_on_target(self, render: Render, target: str, u: float, v: float) -> bool:
+        """Whether image point (u, v), each 0-1000 in image order, lies on `target` in this render."""
+        if render.seg is None:
+            raise ConfigError("point_on_target needs a render with segmentation")
+        h, w = render.seg.shape
+        col = min(w - 1, max(0, int(u * w / 1000.0)))
+        row = min(h - 1, max(0, int(v * h / 1000.0)))
+        return bool(render.seg[row, col] == self.get_object(target).body_id)
