@@ -43,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-frames", type=int, default=0, help="stop after this many frames (0: no cap)")
     parser.add_argument("--timeout-s", type=float, default=0.0, help="stop a live capture after this long")
     parser.add_argument("--save-views", default=None, help="also save accepted frames as PNGs here")
+    parser.add_argument(
+        "--sim-board",
+        action="store_true",
+        help="with an airsim:// source: spawn the checkerboard in the simulator (simSpawnObject) and move "
+        "the vehicle around it (simSetVehiclePose) instead of waiting for someone to show a board",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,7 +64,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from calibration.pattern import BoardPattern
     from calibration.solve import calibrate_views
-    from calibration.sources import open_source
+    from calibration.sources import FrameSource, open_source
     from calibration.views import CaptureSettings, Verdict, ViewCollector
 
     pattern = BoardPattern.parse(args.pattern, args.square_mm)
@@ -74,7 +80,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     if save_dir is not None:
         save_dir.mkdir(parents=True, exist_ok=True)
     collector = ViewCollector(pattern, settings)
-    source = open_source(args.source)
+    if args.sim_board:
+        from calibration.airsim_source import AirSimTarget
+        from calibration.sim_sweep import SimSweepSource
+
+        source: FrameSource = SimSweepSource(AirSimTarget.parse(args.source), pattern)
+    else:
+        source = open_source(args.source)
     print(
         f"calibrating from {source.description}: pattern {pattern.label} inner corners, {args.square_mm} mm"
     )

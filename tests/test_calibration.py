@@ -254,3 +254,28 @@ def test_hfov_definition_matches_profile() -> None:
     cam = SyntheticCamera.from_hfov(640, 360, 90.0)
     assert cam.fx_px == pytest.approx(320.0)
     assert math.isclose(cam.hfov_deg, 90.0)
+
+
+def test_sim_sweep_plan_puts_the_board_where_planned() -> None:
+    from calibration.sim_sweep import CAMERA_OFFSET_FRD_M, NedPose, _yaw_rot, plan_sweep
+
+    pattern = BoardPattern(9, 6, 100.0)
+    plan = plan_sweep(pattern, NedPose(3.0, -2.0, -8.0, 30.0), 640, 360, plan_hfov_deg=80.0)
+    assert plan.board_asset == "checkerboard:10x7:100"  # the simulator counts squares
+    assert plan.board_pose.yaw_deg == pytest.approx(210.0)  # faces the starting vehicle
+    f_px = 320.0 / math.tan(math.radians(40.0))
+    board = np.array([plan.board_pose.x_m, plan.board_pose.y_m, plan.board_pose.z_m])
+    normal = _yaw_rot(plan.board_pose.yaw_deg) @ np.array([1.0, 0.0, 0.0])
+    spots = set()
+    for pose in plan.vehicle_poses:
+        rot = _yaw_rot(pose.yaw_deg)
+        cam = np.array([pose.x_m, pose.y_m, pose.z_m]) + rot @ np.array(CAMERA_OFFSET_FRD_M)
+        fwd, right, down = rot.T @ (board - cam)  # body frame: forward, right, down
+        assert fwd > 0
+        u, v = 320 + f_px * right / fwd, 180 + f_px * down / fwd
+        spots.add((round(u / 640, 2), round(v / 360, 2)))
+        # The camera is on the board's printed side, seen at most 45° off its normal.
+        to_cam = (cam - board) / np.linalg.norm(cam - board)
+        assert float(to_cam[:2] @ normal[:2]) / np.linalg.norm(to_cam[:2]) > math.cos(math.radians(45))
+    assert {(0.2, 0.25), (0.8, 0.75), (0.5, 0.5), (0.15, 0.2), (0.85, 0.8)} <= spots
+    assert len(plan.vehicle_poses) == len(spots) == 21
