@@ -1,4 +1,5 @@
-"""The episode log format of AGENT.md §6: typed lines, a line writer, and tolerant readers.
+"""The episode log format of AGENT.md §6: typed lines and a line writer (common.logformat), and
+tolerant readers.
 
 One directory per episode run holds episode.json, steps.jsonl, declarations.jsonl and
 trace.jsonl. The field names are the spec's; tools may add fields (readers ignore keys they do not
@@ -15,71 +16,52 @@ truncated.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal, TypeVar
+from typing import TypeVar
 
 import msgspec
 
-from common.actions import Action
+# The line types and the writer live in common so that the onboard flight recorder, which may not
+# import episodes, writes exactly what this module reads. Re-exported here for episode tools.
 from common.errors import RecordError
+from common.logformat import (
+    DECLARATIONS_FILE,
+    EPISODE_FILE,
+    STEPS_FILE,
+    TRACE_FILE,
+    DeclarationLine,
+    JsonlWriter,
+    LogLine,
+    PoseList,
+    StepLine,
+    TraceLine,
+)
 from episodes.records import EpisodeRecord, load_record
+
+__all__ = [
+    "DECLARATIONS_FILE",
+    "EPISODE_FILE",
+    "STEPS_FILE",
+    "TRACE_FILE",
+    "DeclarationLine",
+    "EpisodeLogWriter",
+    "EpisodeLogs",
+    "JsonlWriter",
+    "LineProblem",
+    "LogLine",
+    "PoseList",
+    "StepLine",
+    "TraceLine",
+    "is_episode_dir",
+    "read_episode",
+    "read_jsonl",
+    "write_lines",
+]
 
 log = logging.getLogger(__name__)
 
-PoseList = tuple[float, float, float, float]  # world NED x, y, z in metres, yaw in degrees
-
-EPISODE_FILE = "episode.json"
-STEPS_FILE = "steps.jsonl"
-DECLARATIONS_FILE = "declarations.jsonl"
-TRACE_FILE = "trace.jsonl"
-
-
-class StepLine(msgspec.Struct):
-    """One decision of one drone."""
-
-    t: float
-    drone: str
-    call_id: str | int | None = None  # shared by the N actions of one multi-drone call
-    action: Action | None = None  # None: the reply was malformed (or discarded)
-    raw: str | None = None  # the model's text
-    latency_s: float | None = None
-    distance_m: float | None = None
-    visible: bool | None = None
-    point_on_target: bool | None = None  # a `go` point on the target's pixels; None if not a go / unknown
-    frame: str | None = None  # file name of the saved frame
-    collided: bool | None = None
-
-
-class DeclarationLine(msgspec.Struct):
-    """One executed `finished`, measured when it was executed."""
-
-    t: float
-    drone: str
-    distance_m: float | None = None
-    bbox_distance_m: float | None = None
-    visible: bool | None = None
-    pose: PoseList | None = None
-    judged: Literal["accept", "reject"] | None = None  # real flight: the operator's judgement
-
-
-class TraceLine(msgspec.Struct):
-    """A 2 Hz sample of one drone and the target (target fields None when unknown)."""
-
-    t: float
-    drone: str
-    pose: PoseList | None = None
-    target_pose: PoseList | None = None
-    distance_m: float | None = None
-    bbox_distance_m: float | None = None
-    visible: bool | None = None
-    collided: bool | None = None
-
-
-LogLine = StepLine | DeclarationLine | TraceLine
 L = TypeVar("L", StepLine, DeclarationLine, TraceLine)
 
 
@@ -88,50 +70,6 @@ class LineProblem(msgspec.Struct, frozen=True):
     line: int  # 1-based; 0 for a problem with the whole file
     reason: str
     text: str = ""  # the start of the offending line
-
-
-class JsonlWriter:
-    """Append one JSON object per line and flush it, so a crash loses at most the line in flight.
-
-    With fsync=True every line is also forced to disk (declarations: rare, and each one decides
-    an episode). Thread-safe.
-    """
-
-    def __init__(self, path: str | Path, fsync: bool = False) -> None:
-        self.path = Path(path)
-        self.fsync = fsync
-        self._encoder = msgspec.json.Encoder()
-        self._lock = threading.Lock()
-        self._file: IO[bytes] | None = None
-
-    def open(self) -> JsonlWriter:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "ab")  # noqa: SIM115 - held open across appends, closed in close()
-        return self
-
-    def append(self, line: LogLine) -> None:
-        data = self._encoder.encode(line) + b"\n"
-        with self._lock:
-            if self._file is None:
-                self.open()
-            assert self._file is not None
-            self._file.write(data)
-            self._file.flush()
-            if self.fsync:
-                os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-
-    def __enter__(self) -> JsonlWriter:
-        return self.open()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def read_jsonl(
