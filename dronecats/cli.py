@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("common.cli_keys", "generate and list CURVE keypairs for the drone/ground-station link"),
     "parse": ("models.cli_parse", "parse a model reply into the normalised action (AGENT.md §3)"),
     "serve-pilot": ("models.cli_serve", "OpenAI-compatible server in front of a pilot (baseline, scripted, model)"),
+    "sim": ("sim_bridge.cli", "the built-in simulator with an AirSim-compatible RPC server"),
 }
 
 

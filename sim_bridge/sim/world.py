@@ -8,8 +8,8 @@ so a given seed and command sequence in lock-step gives the same trajectory ever
 
 from __future__ import annotations
 
-import itertools
 import contextlib
+import itertools
 import logging
 import math
 import threading
@@ -618,9 +618,8 @@ class World:
             self._loop.join(timeout=5)
         for slot in self.vehicles.values():
             slot.model.cancel()
-        with self.lock:
-            with contextlib.suppress(Exception):  # already disconnected
-                self._p.disconnect(physicsClientId=self.client)
+        with self.lock, contextlib.suppress(Exception):  # already disconnected
+            self._p.disconnect(physicsClientId=self.client)
         self.textures.close()
 
     def __enter__(self) -> World:

@@ -1,0 +1,53 @@
+"""`dronecats sim`: the built-in simulator behind an AirSim-compatible RPC server."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scene", default="residential", help="residential (default), blocks or indoor")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=41451, help="0 picks a free port (printed when ready)")
+    parser.add_argument("--vehicles", type=int, default=1, help="number of drones, named Drone1..N")
+    parser.add_argument("--clock-speed", type=float, default=1.0, help="simulated seconds per wall second")
+    parser.add_argument(
+        "--paused", action="store_true", help="start paused (advance with simContinueForTime)"
+    )
+    parser.add_argument("--camera", default="sim", help="camera profile name or YAML file (default: sim)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from common.camera import camera_profile
+    from sim_bridge.rpc.airsim_api import AirSimApi
+    from sim_bridge.rpc.server import RpcServer
+    from sim_bridge.sim.world import World
+
+    world = World(
+        args.scene,
+        vehicles=args.vehicles,
+        camera=camera_profile(args.camera),
+        seed=args.seed,
+        clock_speed=args.clock_speed,
+    )
+    world.pause(args.paused)
+    world.start()
+    server = RpcServer(AirSimApi(world).table(), host=args.host, port=args.port)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    server.start()
+    print(f"listening on {server.host}:{server.port}", flush=True)
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+        world.close()
+    return 0

@@ -1,0 +1,1 @@
+"""AirSim-compatible msgpack-rpc server over the built-in simulator (protocols.md §1)."""

@@ -1,0 +1,698 @@
+# ruff: noqa: N802 -- the method names are AirSim wire names
+"""AirSim's RPC method table over a `World` (protocols.md §1.3-1.6), plus built-in-sim extensions.
+
+Vehicle APIs use each vehicle's spawn-relative NED frame (axes aligned with the world's); object and
+camera APIs use the world NED frame, as AirSim does. Struct dicts use exactly the airsim client's
+attribute names. Extensions specific to the built-in simulator are prefixed `dc` (see EXTENSIONS).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import cv2
+import numpy as np
+
+from common.errors import ConfigError, VehicleError
+from common.pose import Pose
+from sim_bridge.sim.frames import yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
+from sim_bridge.sim.world import VISIBLE_RANGE_M, World
+
+log = logging.getLogger(__name__)
+
+SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, SEGMENTATION = 0, 1, 2, 5
+CAMERA_NAMES = {"", "0", "front_center"}
+HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M = 47.641468, -122.140165, 122.0
+EARTH_RADIUS_M = 6378137.0
+WAIT_WALL_S = 24 * 3600.0  # a motion RPC waits for simulation time, which may be paused for long
+
+EXTENSIONS = {
+    "dcGroundTruth": "(vehicle_name, object_name) -> {distance_m, bbox_distance_m, visible, "
+    "pixel_count, min_pixels, box2d, target_pose}: AGENT.md §6 ground truth from a fresh render",
+    "dcPointOnTarget": "(vehicle_name, object_name, u, v) -> bool: image point (0-1000) on the object now",
+    "dcSetObjectPath": "(object_name, [[x, y, z], ...] world NED, speed_m_s) -> True: follow from now",
+    "dcGetObjectInfo": "(object_name) -> {name, cls, colour, asset, text, bbox_centre, bbox_half_m, pose}",
+    "dcGetVehicleSpawn": "(vehicle_name) -> Pose: the vehicle's spawn pose in the world NED frame",
+    "dcGetSimTime": "() -> float: simulation time in seconds",
+    "dcSetClockSpeed": "(speed) -> None: simulated seconds per wall second while running",
+}
+
+
+def vec3(x: float, y: float, z: float) -> dict[str, float]:
+    return {"x_val": float(x), "y_val": float(y), "z_val": float(z)}
+
+
+def quat_yaw(yaw_deg: float) -> dict[str, float]:
+    w, x, y, z = yaw_quat_ned_wxyz(yaw_deg)
+    return {"w_val": w, "x_val": x, "y_val": y, "z_val": z}
+
+
+def pose_msg(x: float, y: float, z: float, yaw_deg: float) -> dict[str, Any]:
+    return {"position": vec3(x, y, z), "orientation": quat_yaw(yaw_deg)}
+
+
+NAN_POSE = {
+    "position": vec3(math.nan, math.nan, math.nan),
+    "orientation": {"w_val": math.nan, "x_val": math.nan, "y_val": math.nan, "z_val": math.nan},
+}
+
+
+def parse_vec3(d: Any, name: str) -> tuple[float, float, float]:
+    try:
+        return float(d["x_val"]), float(d["y_val"]), float(d["z_val"])
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(
+            f"{name}: expected a Vector3r map with x_val, y_val, z_val, got {d!r:.80}"
+        ) from None
+
+
+def parse_pose(d: Any, current: Pose | None = None) -> Pose:
+    """A Pose map -> Pose; NaN components keep the current value (AirSim's simSetVehiclePose rule)."""
+    x, y, z = parse_vec3(d.get("position") if isinstance(d, dict) else None, "pose.position")
+    q = d.get("orientation") or {}
+    try:
+        w, qx, qy, qz = (float(q.get(k, 0.0)) for k in ("w_val", "x_val", "y_val", "z_val"))
+    except (TypeError, ValueError):
+        raise ConfigError(f"pose.orientation: expected a Quaternionr map, got {q!r:.80}") from None
+    yaw = (
+        current.yaw_deg
+        if current and any(map(math.isnan, (w, qx, qy, qz)))
+        else yaw_from_ned_quat(w, qx, qy, qz)
+    )
+    if current is not None:
+        x = current.x_m if math.isnan(x) else x
+        y = current.y_m if math.isnan(y) else y
+        z = current.z_m if math.isnan(z) else z
+    return Pose(x, y, z, yaw)
+
+
+def _yaw_mode(d: Any) -> tuple[bool, float]:
+    if not isinstance(d, dict):
+        return True, 0.0
+    return bool(d.get("is_rate", True)), float(d.get("yaw_or_rate", 0.0))
+
+
+class AirSimApi:
+    """The handlers; `table()` gives name -> callable for the RPC server."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    # ---------------------------------------------------------------- helpers
+    def _slot(self, vehicle_name: str) -> Any:
+        return self.world.vehicle(str(vehicle_name))
+
+    def _local(self, vehicle_name: str, p: Pose) -> dict[str, Any]:
+        s = self._slot(vehicle_name).model.spawn
+        return pose_msg(p.x_m - s.x_m, p.y_m - s.y_m, p.z_m - s.z_m, p.yaw_deg)
+
+    def _to_world(self, vehicle_name: str, x: float, y: float, z: float) -> np.ndarray:
+        s = self._slot(vehicle_name).model.spawn
+        return np.array([x + s.x_m, y + s.y_m, z + s.z_m], float)
+
+    def _need_control(self, vehicle_name: str) -> bool:
+        m = self._slot(vehicle_name).model
+        if not m.api_control:
+            log.warning("%s: requestApiControl() must be called before using API control", m.name)
+            return False
+        return True
+
+    @staticmethod
+    def _wait(task: Any) -> bool:
+        return bool(task.wait(WAIT_WALL_S))
+
+    def _camera(self, camera_name: Any) -> None:
+        if str(camera_name) not in CAMERA_NAMES:
+            raise ConfigError(
+                f"camera '{camera_name}' is not available: the built-in simulator has one forward camera "
+                f"({sorted(CAMERA_NAMES)})"
+            )
+
+    def _time_ns(self) -> int:
+        return round(self.world.clock.now() * 1e9)
+
+    def _geo(self, p: Pose) -> dict[str, float]:
+        lat = HOME_LAT_DEG + math.degrees(p.x_m / EARTH_RADIUS_M)
+        lon = HOME_LON_DEG + math.degrees(p.y_m / (EARTH_RADIUS_M * math.cos(math.radians(HOME_LAT_DEG))))
+        return {"latitude": lat, "longitude": lon, "altitude": HOME_ALT_M - p.z_m}
+
+    # ---------------------------------------------------------------- connection & control
+    def ping(self) -> bool:
+        return True
+
+    def getServerVersion(self) -> int:
+        return 1
+
+    def getMinRequiredClientVersion(self) -> int:
+        return 1
+
+    def reset(self) -> None:
+        w = self.world
+        with w.lock:
+            for slot in w.vehicles.values():
+                w.set_vehicle_pose(slot.model.name, slot.model.spawn)
+                slot.model.api_control = False
+                slot.model.armed = True
+                slot.model.landed = True
+
+    def listVehicles(self) -> list[str]:
+        return list(self.world.vehicles)
+
+    def enableApiControl(self, is_enabled: bool, vehicle_name: str) -> None:
+        self._slot(vehicle_name).model.api_control = bool(is_enabled)
+
+    def isApiControlEnabled(self, vehicle_name: str) -> bool:
+        return bool(self._slot(vehicle_name).model.api_control)
+
+    def armDisarm(self, arm: bool, vehicle_name: str) -> bool:
+        m = self._slot(vehicle_name).model
+        if not m.api_control:
+            return False
+        m.armed = bool(arm)
+        return True
+
+    # ---------------------------------------------------------------- motion (blocking, one task per vehicle)
+    def takeoff(self, timeout_sec: float, vehicle_name: str) -> bool:
+        if not self._need_control(vehicle_name):
+            return False
+        return self._wait(self.world.takeoff(str(vehicle_name), 3.0, float(timeout_sec)))
+
+    def land(self, timeout_sec: float, vehicle_name: str) -> bool:
+        if not self._need_control(vehicle_name):
+            return False
+        return self._wait(self.world.command(str(vehicle_name), "land", timeout_s=float(timeout_sec)))
+
+    def hover(self, vehicle_name: str) -> bool:
+        with self.world.lock:
+            self._slot(vehicle_name).model.hover()
+        return True
+
+    def cancelLastTask(self, vehicle_name: str) -> None:
+        with self.world.lock:
+            self._slot(vehicle_name).model.cancel()
+
+    def moveByVelocityBodyFrame(
+        self,
+        vx: float,
+        vy: float,
+        vz: float,
+        duration: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        vehicle_name: str,
+    ) -> bool:
+        if float(duration) <= 0:
+            return True
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        task = self.world.command(
+            str(vehicle_name),
+            "move_velocity_body",
+            float(vx),
+            float(vy),
+            float(vz),
+            float(duration),
+            yaw_is_rate=is_rate,
+            yaw_value=value,
+        )
+        return self._wait(task)
+
+    def moveByVelocity(
+        self,
+        vx: float,
+        vy: float,
+        vz: float,
+        duration: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        vehicle_name: str,
+    ) -> bool:
+        if float(duration) <= 0:
+            return True
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        task = self.world.command(
+            str(vehicle_name),
+            "move_velocity",
+            np.array([vx, vy, vz], float),
+            float(duration),
+            yaw_is_rate=is_rate,
+            yaw_value=value,
+        )
+        return self._wait(task)
+
+    def moveToPosition(
+        self,
+        x: float,
+        y: float,
+        z: float,
+        velocity: float,
+        timeout_sec: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        lookahead: float,
+        adaptive_lookahead: float,
+        vehicle_name: str,
+    ) -> bool:
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        target = self._to_world(vehicle_name, float(x), float(y), float(z))
+        task = self.world.command(
+            str(vehicle_name),
+            "move_to",
+            target,
+            float(velocity),
+            timeout_s=min(float(timeout_sec), 1e9),
+            yaw_is_rate=is_rate,
+            yaw_value=value,
+        )
+        return self._wait(task)
+
+    def moveToZ(
+        self,
+        z: float,
+        velocity: float,
+        timeout_sec: float,
+        yaw_mode: Any,
+        lookahead: float,
+        adaptive_lookahead: float,
+        vehicle_name: str,
+    ) -> bool:
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        with self.world.lock:
+            here = self._slot(vehicle_name).model.position_ned.copy()
+        target = np.array([here[0], here[1], self._to_world(vehicle_name, 0.0, 0.0, float(z))[2]])
+        task = self.world.command(
+            str(vehicle_name),
+            "move_to",
+            target,
+            float(velocity),
+            timeout_s=min(float(timeout_sec), 1e9),
+            yaw_is_rate=is_rate,
+            yaw_value=value,
+        )
+        return self._wait(task)
+
+    def rotateByYawRate(self, yaw_rate: float, duration: float, vehicle_name: str) -> bool:
+        if float(duration) <= 0:
+            return True
+        if not self._need_control(vehicle_name):
+            return False
+        return self._wait(
+            self.world.command(str(vehicle_name), "rotate_rate", float(yaw_rate), float(duration))
+        )
+
+    def rotateToYaw(self, yaw: float, timeout_sec: float, margin: float, vehicle_name: str) -> bool:
+        if not self._need_control(vehicle_name):
+            return False
+        task = self.world.command(
+            str(vehicle_name),
+            "rotate_to",
+            float(yaw),
+            timeout_s=min(float(timeout_sec), 1e9),
+            margin_deg=float(margin),
+        )
+        return self._wait(task)
+
+    # ---------------------------------------------------------------- state
+    def _kinematics(self, vehicle_name: str) -> dict[str, Any]:
+        with self.world.lock:
+            m = self._slot(vehicle_name).model
+            pose = m.pose()
+            v, a, rate = m.velocity_ned.copy(), m.accel_ned.copy(), m.yaw_rate_deg_s
+        local = self._local(vehicle_name, pose)
+        return {
+            "position": local["position"],
+            "orientation": local["orientation"],
+            "linear_velocity": vec3(*v),
+            "angular_velocity": vec3(0.0, 0.0, math.radians(rate)),
+            "linear_acceleration": vec3(*a),
+            "angular_acceleration": vec3(0.0, 0.0, 0.0),
+        }
+
+    def _collision_msg(self, vehicle_name: str) -> dict[str, Any]:
+        info = self._slot(vehicle_name).model.collision
+        if info is None:
+            return {
+                "has_collided": False,
+                "penetration_depth": 0.0,
+                "time_stamp": 0,
+                "normal": vec3(0, 0, 0),
+                "impact_point": vec3(0, 0, 0),
+                "position": vec3(0, 0, 0),
+                "object_name": "",
+                "object_id": -1,
+            }
+        return {
+            "has_collided": True,
+            "penetration_depth": info["penetration_depth"],
+            "time_stamp": info["time_stamp"],
+            "normal": vec3(*info["normal"]),
+            "impact_point": vec3(*info["impact_point"]),
+            "position": vec3(*info["position"]),
+            "object_name": info["object_name"],
+            "object_id": info["object_id"],
+        }
+
+    def getMultirotorState(self, vehicle_name: str) -> dict[str, Any]:
+        kin = self._kinematics(vehicle_name)
+        m = self._slot(vehicle_name).model
+        return {
+            "collision": self._collision_msg(vehicle_name),
+            "kinematics_estimated": kin,
+            "gps_location": self._geo(m.pose()),
+            "timestamp": self._time_ns(),
+            "landed_state": 0 if m.landed else 1,
+            "rc_data": {
+                "timestamp": 0,
+                "pitch": 0.0,
+                "roll": 0.0,
+                "throttle": 0.0,
+                "yaw": 0.0,
+                "is_initialized": False,
+                "is_valid": False,
+            },
+        }
+
+    def simGetGroundTruthKinematics(self, vehicle_name: str) -> dict[str, Any]:
+        return self._kinematics(vehicle_name)
+
+    def simGetCollisionInfo(self, vehicle_name: str) -> dict[str, Any]:
+        return self._collision_msg(vehicle_name)
+
+    def simGetVehiclePose(self, vehicle_name: str) -> dict[str, Any]:
+        return self._local(vehicle_name, self.world.vehicle_pose(str(vehicle_name)))
+
+    def simSetVehiclePose(self, pose: Any, ignore_collision: bool, vehicle_name: str) -> None:
+        m = self._slot(vehicle_name).model
+        s = m.spawn
+        current_local = Pose(
+            m.position_ned[0] - s.x_m, m.position_ned[1] - s.y_m, m.position_ned[2] - s.z_m, m.yaw_deg
+        )
+        local = parse_pose(pose, current_local)
+        self.world.set_vehicle_pose(
+            m.name, Pose(local.x_m + s.x_m, local.y_m + s.y_m, local.z_m + s.z_m, local.yaw_deg)
+        )
+
+    def getHomeGeoPoint(self, vehicle_name: str) -> dict[str, float]:
+        return self._geo(self._slot(vehicle_name).model.spawn)
+
+    # ---------------------------------------------------------------- time
+    def simPause(self, is_paused: bool) -> None:
+        self.world.pause(bool(is_paused))
+
+    def simIsPaused(self) -> bool:
+        return self.world.paused
+
+    def simContinueForTime(self, seconds: float) -> None:
+        self.world.continue_for_time(float(seconds))
+
+    # ---------------------------------------------------------------- objects
+    def simGetObjectPose(self, object_name: str) -> dict[str, Any]:
+        try:
+            p = self.world.object_pose(str(object_name))
+        except ConfigError:
+            return NAN_POSE
+        return pose_msg(p.x_m, p.y_m, p.z_m, p.yaw_deg)
+
+    def simSetObjectPose(self, object_name: str, pose: Any, teleport: bool) -> bool:
+        name = str(object_name)
+        if name in self.world.vehicles:
+            current = self.world.vehicle_pose(name)
+            self.world.set_vehicle_pose(name, parse_pose(pose, current))
+            return True
+        if name not in self.world.objects:
+            return False
+        self.world.set_object_pose(name, parse_pose(pose, self.world.objects[name].pose))
+        return True
+
+    def simListSceneObjects(self, name_regex: str) -> list[str]:
+        pattern = re.compile(str(name_regex))
+        names = list(self.world.objects) + list(self.world.vehicles)
+        return [n for n in names if pattern.fullmatch(n)]
+
+    def simSpawnObject(
+        self,
+        object_name: str,
+        asset_name: str,
+        pose: Any,
+        scale: Any,
+        physics_enabled: bool,
+        is_blueprint: bool,
+    ) -> str:
+        sx, sy, sz = parse_vec3(scale, "scale")
+        obj = self.world.spawn(str(object_name), str(asset_name), parse_pose(pose), (sx, sy, sz))
+        return obj.name
+
+    def simDestroyObject(self, object_name: str) -> bool:
+        return self.world.destroy(str(object_name))
+
+    def simListAssets(self) -> list[str]:
+        from sim_bridge.sim.assets import ASSET_KINDS
+
+        return sorted(ASSET_KINDS)
+
+    # ---------------------------------------------------------------- cameras & images
+    def _camera_pose_msg(self, vehicle_name: str) -> dict[str, Any]:
+        with self.world.lock:
+            eye, yaw = self.world.camera_pose(str(vehicle_name))
+        return pose_msg(eye[0], eye[1], eye[2], yaw)
+
+    def simGetImages(self, requests: Any, vehicle_name: str, external: bool) -> list[dict[str, Any]]:
+        if not isinstance(requests, list | tuple):
+            raise ConfigError(f"requests must be a list of ImageRequest, got {type(requests).__name__}")
+        parsed = []
+        for req in requests:
+            if not isinstance(req, dict):
+                raise ConfigError(f"ImageRequest must be a map, got {type(req).__name__}")
+            self._camera(req.get("camera_name", "0"))
+            image_type = int(req.get("image_type", SCENE))
+            if image_type not in (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, SEGMENTATION):
+                raise ConfigError(
+                    f"image_type {image_type} is not rendered by the built-in simulator "
+                    "(Scene 0, DepthPlanar 1, DepthPerspective 2, Segmentation 5)"
+                )
+            parsed.append((req, image_type))
+        need_depth = any(t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE) for _, t in parsed)
+        render = self.world.render(str(vehicle_name), segmentation=True, depth=need_depth)
+        cam_pose = pose_msg(*render.camera_position_ned, render.camera_yaw_deg)
+        out = []
+        for req, image_type in parsed:
+            as_float = bool(req.get("pixels_as_float", False))
+            compress = bool(req.get("compress", True))
+            data_u8: bytes = b""
+            data_f: list[float] = []
+            h, w = render.image_bgr.shape[:2]
+            if image_type == SCENE:
+                img = render.image_bgr
+            elif image_type == SEGMENTATION:
+                img = segmentation_colours(render.seg)  # type: ignore[arg-type]
+            else:
+                depth = render.depth_planar_m
+                assert depth is not None
+                if image_type == DEPTH_PERSPECTIVE:
+                    cam = render.camera
+                    u = (np.arange(w) - cam.cx_px) / cam.fx_px
+                    v = (np.arange(h) - cam.cy_px) / cam.fy_px
+                    depth = depth * np.sqrt(1 + u[None, :] ** 2 + v[:, None] ** 2)
+                img = None
+                if as_float:
+                    data_f = depth.astype(np.float32).ravel().tolist()
+                else:
+                    img = np.clip(depth * 255.0 / 100.0, 0, 255).astype(np.uint8)
+                    img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
+            if img is not None:
+                if as_float:
+                    raise ConfigError(
+                        f"pixels_as_float is only available for depth images (image_type {image_type})"
+                    )
+                if compress:
+                    ok, buf = cv2.imencode(".png", img)
+                    if not ok:
+                        raise ConfigError("PNG encoding failed")
+                    data_u8 = buf.tobytes()
+                else:
+                    data_u8 = np.ascontiguousarray(img).tobytes()
+            out.append(
+                {
+                    "image_data_uint8": data_u8,
+                    "image_data_float": data_f,
+                    "camera_name": str(req.get("camera_name", "0")),
+                    "camera_position": cam_pose["position"],
+                    "camera_orientation": cam_pose["orientation"],
+                    "time_stamp": round(render.time_s * 1e9),
+                    "message": "",
+                    "pixels_as_float": as_float,
+                    "compress": compress,
+                    "width": w,
+                    "height": h,
+                    "image_type": image_type,
+                }
+            )
+        return out
+
+    def simGetImage(self, camera_name: str, image_type: int, vehicle_name: str, external: bool) -> bytes:
+        resp = self.simGetImages(
+            [
+                {
+                    "camera_name": camera_name,
+                    "image_type": image_type,
+                    "pixels_as_float": False,
+                    "compress": True,
+                }
+            ],
+            vehicle_name,
+            external,
+        )
+        return bytes(resp[0]["image_data_uint8"])
+
+    def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: bool) -> dict[str, Any]:
+        self._camera(camera_name)
+        from sim_bridge.sim.world import projection_matrix
+
+        cam = self._slot(vehicle_name).camera
+        m = np.asarray(projection_matrix(cam)).reshape(4, 4).T
+        return {
+            "pose": self._camera_pose_msg(vehicle_name),
+            "fov": cam.hfov_deg,
+            "proj_mat": {"matrix": m.tolist()},
+        }
+
+    # ---------------------------------------------------------------- detections
+    def _filters(self, camera_name: str, image_type: int, vehicle_name: str) -> dict[str, Any]:
+        self._camera(camera_name)
+        slot = self._slot(vehicle_name)
+        key = ("0", int(image_type))
+        return slot.detection_filters.setdefault(key, {"meshes": set(), "radius_cm": VISIBLE_RANGE_M * 100})
+
+    def simAddDetectionFilterMeshName(
+        self, camera_name: str, image_type: int, mesh_name: str, vehicle_name: str, external: bool
+    ) -> None:
+        self._filters(camera_name, image_type, vehicle_name)["meshes"].add(str(mesh_name))
+
+    def simSetDetectionFilterRadius(
+        self, camera_name: str, image_type: int, radius_cm: float, vehicle_name: str, external: bool
+    ) -> None:
+        self._filters(camera_name, image_type, vehicle_name)["radius_cm"] = float(radius_cm)
+
+    def simClearDetectionMeshNames(
+        self, camera_name: str, image_type: int, vehicle_name: str, external: bool
+    ) -> None:
+        self._filters(camera_name, image_type, vehicle_name)["meshes"].clear()
+
+    def simGetDetections(
+        self, camera_name: str, image_type: int, vehicle_name: str, external: bool
+    ) -> list[dict[str, Any]]:
+        filt = self._filters(camera_name, image_type, vehicle_name)
+        if not filt["meshes"]:
+            return []
+        w = self.world
+        names = [n for n in list(w.objects) if any(fnmatch.fnmatchcase(n, pat) for pat in filt["meshes"])]
+        if not names:
+            return []
+        render = w.render(str(vehicle_name), segmentation=True)
+        cam = np.asarray(render.camera_position_ned)
+        rot = yaw_rotation_ned(render.camera_yaw_deg)
+        out = []
+        for name in names:
+            truth = w.target_truth(str(vehicle_name), name, render)
+            obj = w.objects.get(name)
+            if obj is None or truth.box2d_px is None or truth.pixel_count < truth.min_pixels:
+                continue
+            centre = obj.bbox_centre_ned()
+            if np.linalg.norm(centre - cam) * 100.0 > filt["radius_cm"]:
+                continue
+            rel = rot.T @ (centre - cam)
+            half = np.asarray(obj.bbox_half_m)
+            u0, v0, u1, v1 = truth.box2d_px
+            out.append(
+                {
+                    "name": name,
+                    "geo_point": self._geo(obj.pose),
+                    "box2D": {
+                        "min": {"x_val": float(u0), "y_val": float(v0)},
+                        "max": {"x_val": float(u1), "y_val": float(v1)},
+                    },
+                    "box3D": {"min": vec3(*(rel - half)), "max": vec3(*(rel + half))},
+                    "relative_pose": pose_msg(*rel, obj.pose.yaw_deg - render.camera_yaw_deg),
+                }
+            )
+        return out
+
+    # ---------------------------------------------------------------- built-in-sim extensions (dc*)
+    def dcGroundTruth(self, vehicle_name: str, object_name: str) -> dict[str, Any]:
+        t = self.world.target_truth(str(vehicle_name), str(object_name))
+        p = t.target_pose
+        return {
+            "distance_m": t.distance_m,
+            "bbox_distance_m": t.bbox_distance_m,
+            "visible": t.visible,
+            "pixel_count": t.pixel_count,
+            "min_pixels": t.min_pixels,
+            "box2d": list(t.box2d_px) if t.box2d_px else None,
+            "target_pose": p.as_list(),
+            "time_s": self.world.clock.now(),
+        }
+
+    def dcPointOnTarget(self, vehicle_name: str, object_name: str, u: float, v: float) -> bool:
+        render = self.world.render(str(vehicle_name), segmentation=True)
+        return self.world.point_on_target(render, str(object_name), float(u), float(v))
+
+    def dcSetObjectPath(self, object_name: str, waypoints: Any, speed_m_s: float) -> bool:
+        pts = [(float(a), float(b), float(c)) for a, b, c in waypoints]
+        self.world.set_path(str(object_name), pts, float(speed_m_s))
+        return True
+
+    def dcGetObjectInfo(self, object_name: str) -> dict[str, Any]:
+        o = self.world.get_object(str(object_name))
+        return {
+            "name": o.name,
+            "cls": o.cls,
+            "colour": o.colour,
+            "asset": o.asset,
+            "text": o.arg,
+            "bbox_centre": o.bbox_centre_ned().tolist(),
+            "bbox_half_m": list(o.bbox_half_m),
+            "pose": o.pose.as_list(),
+        }
+
+    def dcGetVehicleSpawn(self, vehicle_name: str) -> dict[str, Any]:
+        s = self._slot(vehicle_name).model.spawn
+        return pose_msg(s.x_m, s.y_m, s.z_m, s.yaw_deg)
+
+    def dcGetSimTime(self) -> float:
+        return self.world.clock.now()
+
+    def dcSetClockSpeed(self, speed: float) -> None:
+        self.world.set_clock_speed(float(speed))
+
+    def table(self) -> dict[str, Callable[..., Any]]:
+        return {
+            name: getattr(self, name)
+            for name in dir(self)
+            if not name.startswith("_") and name not in ("world", "table") and callable(getattr(self, name))
+        }
+
+
+def segmentation_colours(seg: np.ndarray) -> np.ndarray:
+    """Body ids -> a stable BGR colour per id (sky black), like AirSim's segmentation view."""
+    ids = seg.astype(np.int64) + 3
+    b = (ids * 97) % 256
+    g = (ids * 57) % 256
+    r = (ids * 173) % 256
+    out = np.stack([b, g, r], axis=-1).astype(np.uint8)
+    out[seg == -1] = 0
+    return out
+
+
+__all__ = ["EXTENSIONS", "AirSimApi", "VehicleError"]
