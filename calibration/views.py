@@ -20,6 +20,9 @@ from calibration.pattern import BoardPattern
 
 log = logging.getLogger(__name__)
 
+# Below this many views a lens fit is too loose to beat the HFOV guess for measuring tilt.
+_REFINE_FROM_VIEWS = 6
+
 
 class Verdict(str, enum.Enum):
     ACCEPTED = "accepted"
@@ -42,7 +45,7 @@ class CaptureSettings:
     duplicate_fraction: float = 0.03
     # Beyond this tilt of the board away from facing the camera, corners are too foreshortened.
     max_tilt_deg: float = 60.0
-    # The tilt is measured with a provisional lens of this HFOV until enough views give a real one.
+    # The tilt is measured with a lens of this HFOV until enough views allow a provisional fit.
     approx_hfov_deg: float = 70.0
     grid_cols: int = 8
     grid_rows: int = 6
@@ -122,6 +125,8 @@ class ViewCollector:
     _covered: np.ndarray | None = field(default=None, repr=False)
     # A few frames with no board at the requested size, kept to explain the failure later.
     _missed: list[np.ndarray] = field(default_factory=list, repr=False)
+    # Camera matrix from the views so far, once there are enough of them; until then a guess.
+    _provisional_k: np.ndarray | None = field(default=None, repr=False)
 
     def feed(self, image: np.ndarray) -> ViewVerdict:
         index = self.frames_seen
@@ -179,6 +184,8 @@ class ViewCollector:
             )
         self.views.append(CornerView(index, corners, sharpness, tilt))
         self._mark_covered(corners)
+        if len(self.views) >= _REFINE_FROM_VIEWS and len(self.views) % 3 == 0:
+            self._refine_provisional_k()
         return ViewVerdict(
             index,
             Verdict.ACCEPTED,
@@ -257,14 +264,33 @@ class ViewCollector:
     def _tilt_deg(self, corners: np.ndarray) -> float:
         """Angle between the board normal and the optical axis, from a PnP solve."""
         assert self.image_size is not None
-        width, height = self.image_size
-        f_px = (width / 2.0) / math.tan(math.radians(self.settings.approx_hfov_deg) / 2.0)
-        k = np.array([[f_px, 0, width / 2.0], [0, f_px, height / 2.0], [0, 0, 1]], np.float64)
+        k = self._provisional_k
+        if k is None:
+            width, height = self.image_size
+            f_px = (width / 2.0) / math.tan(math.radians(self.settings.approx_hfov_deg) / 2.0)
+            k = np.array([[f_px, 0, width / 2.0], [0, f_px, height / 2.0], [0, 0, 1]], np.float64)
         ok, rvec, _tvec = cv2.solvePnP(self.pattern.object_points_m(), corners, k, None)
         if not ok:
             return 90.0
         rmat, _ = cv2.Rodrigues(rvec)
         return math.degrees(math.acos(min(1.0, abs(float(rmat[2, 2])))))
+
+    def _refine_provisional_k(self) -> None:
+        """A quick pinhole fit (no distortion) of the views so far, for better tilt estimates."""
+        assert self.image_size is not None
+        objects = [self.pattern.object_points_m() for _ in self.views]
+        images = [v.corners_px.reshape(-1, 1, 2) for v in self.views]
+        flags = cv2.CALIB_FIX_K1 | cv2.CALIB_FIX_K2 | cv2.CALIB_FIX_K3 | cv2.CALIB_ZERO_TANGENT_DIST
+        try:
+            _rms, k, *_ = cv2.calibrateCamera(
+                objects, images, self.image_size, np.eye(3), np.zeros(5), flags=flags
+            )
+        except cv2.error as exc:
+            log.debug("provisional calibration failed, keeping the previous guess: %s", exc)
+            return
+        width = self.image_size[0]
+        if 0 < k[0, 0] < 20 * width and 0 < k[1, 1] < 20 * width:
+            self._provisional_k = np.asarray(k, np.float64)
 
     def _nearest_view(self, corners: np.ndarray) -> tuple[CornerView, float] | None:
         assert self.image_size is not None
