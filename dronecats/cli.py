@@ -15,11 +15,16 @@ from dronecats import __version__
 # name -> (module, one-line help). Keep sorted by name.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("calibration.cli", "checkerboard camera calibration to a camera profile YAML"),
+    "demo": ("dronecats.demo", "fly one approach episode on the built-in simulator and print the verdict"),
     "episodes": ("episodes.cli", "episode tools: verify (AGENT.md §6)"),
     "explain": ("onboard.cli_explain", "print the controller's plan for one action (AGENT.md §3)"),
     "keys": ("common.cli_keys", "generate and list CURVE keypairs for the drone/ground-station link"),
+    "onboard": ("onboard.cli", "fly one drone: vehicle URL + pilot URL (+ ground-station link)"),
     "parse": ("models.cli_parse", "parse a model reply into the normalised action (AGENT.md §3)"),
-    "serve-pilot": ("models.cli_serve", "OpenAI-compatible server in front of a pilot (baseline, scripted, model)"),
+    "serve-pilot": (
+        "models.cli_serve",
+        "OpenAI-compatible server in front of a pilot (baseline, scripted, model)",
+    ),
     "sim": ("sim_bridge.cli", "the built-in simulator with an AirSim-compatible RPC server"),
 }
 

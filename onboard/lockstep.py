@@ -38,11 +38,13 @@ class LockstepDriver:
         stepper: Stepper,
         latency: LatencyModel = measured_latency,
         takeoff_timeout_s: float = 30.0,
+        on_step: Callable[[OnboardRuntime], None] | None = None,
     ) -> None:
         self.runtime = runtime
         self.stepper = stepper
         self.latency = latency
         self.takeoff_timeout_s = takeoff_timeout_s
+        self.on_step = on_step
         self.period_s = 1.0 / runtime.config.rate_hz
         self._next_tick_s: float | None = None
         self.injected_latencies_s: list[float] = []
@@ -96,6 +98,8 @@ class LockstepDriver:
                 self.injected_latencies_s.append(latency_s)
                 self.advance(latency_s)
                 plan = rt.apply_decision(pending)
+                if self.on_step is not None:
+                    self.on_step(rt)
                 # A step always costs at least one tick, so a 0 ms pilot cannot stall time.
                 wait_s = max(self.period_s, started_s + rt.config.min_decision_period_s - rt.clock.now())
                 if plan is not None and rt.config.loop == "naive":

@@ -22,7 +22,7 @@ import cv2
 import msgspec
 
 from common.actions import Action, Finished, Go, Think, action_name, action_to_dict
-from common.camera import camera_profile
+from common.camera import CameraProfile, camera_profile
 from common.clock import Clock
 from common.errors import SafetyError
 from common.interfaces import Camera, Telemetry, Vehicle
@@ -86,6 +86,14 @@ def _builtins(value: Any) -> Any:
         return str(value)
 
 
+def _canonical_focal_px(pilot: Pilot, camera: CameraProfile) -> float | None:
+    """f_c at the controller camera's width when the model profile declares canonical depth."""
+    depth = getattr(getattr(pilot, "profile", None), "depth", None)
+    if depth is None or getattr(depth, "convention", "metric") != "canonical":
+        return None
+    return float(depth.canonical_focal_px * camera.width_px / depth.canonical_width_px)
+
+
 def _pilot_identity(pilot: Pilot) -> Any:
     """A model pilot's prompt identity (prompt file hashes + profile), None for the baseline."""
     profile, switches = getattr(pilot, "profile", None), getattr(pilot, "switches", None)
@@ -121,7 +129,7 @@ class Publisher(Protocol):
 
     def publish_step(self, step: dict[str, Any]) -> None: ...
 
-    def publish_frame(self, jpeg: bytes, meta: dict[str, Any]) -> None: ...
+    def publish_frame(self, frame: Frame) -> None: ...
 
     def publish_telemetry(self, telemetry: dict[str, Any]) -> None: ...
 
@@ -175,6 +183,7 @@ class OnboardRuntime:
         self.publisher = publisher
         self.profile = flight_profile(config.flight_profile)
         self.camera_profile = camera_profile(config.camera or self.profile.camera)
+        self.canonical_focal_px = config.canonical_focal_px or _canonical_focal_px(pilot, self.camera_profile)
         self.governor = SafetyGovernor(config.safety, home=Pose(0.0, 0.0, 0.0, 0.0))
         self.actuator = Actuator(vehicle, self.governor, self._on_clamp, self._on_telemetry)
         self.actuation = ActuationThread(self.actuator, clock, config.rate_hz)
@@ -398,7 +407,7 @@ class OnboardRuntime:
             current.pose if current is not None else None,
             self.camera_profile,
             self.profile,
-            self.config.canonical_focal_px,
+            self.canonical_focal_px,
             compensate,
         )
         if self.governor.mode == Mode.FLYING:
@@ -449,7 +458,7 @@ class OnboardRuntime:
             on_target = self.truth.point_on_target(frame, action.point)
         frame_name = None
         jpeg = b""
-        if self.config.save_frames or self.publisher is not None:
+        if self.config.save_frames:
             ok, buf = cv2.imencode(".jpg", frame.image, [cv2.IMWRITE_JPEG_QUALITY, 85])
             jpeg = buf.tobytes() if ok else b""
         if self.config.save_frames and jpeg:
@@ -475,16 +484,8 @@ class OnboardRuntime:
         if self.publisher is not None:
             step = msgspec.to_builtins(line)
             self.publisher.publish_step(step)
-            if jpeg:
-                self.publisher.publish_frame(
-                    jpeg,
-                    {
-                        "capture_t": frame.capture_time_s,
-                        "pose": frame.pose.as_list(),
-                        "step": self.steps,
-                        "action": step.get("action"),
-                    },
-                )
+            if frame.image is not None:
+                self.publisher.publish_frame(frame)
 
     # ---- commands (from the ground station or a script) ----------------------------------------
     def set_instruction(self, text: str) -> None:

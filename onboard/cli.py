@@ -1,0 +1,115 @@
+"""`dronecats onboard`: fly one drone with a pilot, from URLs, until the instruction is done.
+
+    dronecats onboard --vehicle airsim://127.0.0.1:41451/Drone1 --pilot baseline \\
+        --instruction "go to the red car" --log-dir runs/flight1 [--config onboard.yaml] [--set k=v ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vehicle", required=True, help="vehicle URL, e.g. airsim://127.0.0.1:41451/Drone1")
+    parser.add_argument(
+        "--pilot",
+        default="baseline",
+        help="baseline, scripted:FILE, or a model URL (openai://HOST:PORT/v1?model=M&profile=P)",
+    )
+    parser.add_argument(
+        "--instruction", default="", help="the operator's instruction (or send one from the gs)"
+    )
+    parser.add_argument(
+        "--gs",
+        default=None,
+        help="ground-station link: bind address for this drone, e.g. tcp://127.0.0.1:5600",
+    )
+    parser.add_argument("--log-dir", default=None, help="episode log directory (default runs/onboard-TIME)")
+    parser.add_argument("--config", default=None, help="YAML/TOML file of RuntimeConfig fields")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field (dotted), e.g. --set safety.geofence_radius_m=80",
+    )
+    parser.add_argument("--camera", default=None, help="camera profile (name or calibrate's YAML)")
+    parser.add_argument("--profile", default=None, help="flight profile: outdoor, indoor, tello or FILE")
+    parser.add_argument(
+        "--truth-target",
+        default=None,
+        help="simulator object to measure distance/visibility against (logs only)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from common.clock import WallClock
+    from common.config import load_config
+    from common.errors import DroneCatsError
+    from common.interfaces import open_vehicle
+    from models.serve import make_pilot
+    from onboard.recorder import FlightRecorder
+    from onboard.runtime import OnboardRuntime, RuntimeConfig
+
+    overrides = list(args.set)
+    if args.instruction:
+        overrides.append(f"instruction={json.dumps(args.instruction)}")
+    if args.camera:
+        overrides.append(f"camera={args.camera}")
+    if args.profile:
+        overrides.append(f"flight_profile={args.profile}")
+    try:
+        config = load_config(RuntimeConfig, args.config, overrides)
+        log_dir = Path(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}")
+        vehicle = open_vehicle(args.vehicle)
+        camera: Any = vehicle.camera() if hasattr(vehicle, "camera") else vehicle
+        pilot = make_pilot(args.pilot, delta_m=config.delta_m, camera=config.camera)
+        truth = None
+        if args.truth_target:
+            truth = _remote_truth(args.vehicle, args.truth_target, config.drone)
+        recorder = FlightRecorder(log_dir, config.recorder)
+        runtime = OnboardRuntime(config, vehicle, camera, pilot, WallClock(), recorder, truth=truth)
+        link = None
+        if args.gs:
+            from onboard.link import attach_link
+
+            link = attach_link(runtime, args.gs)
+        signal.signal(signal.SIGTERM, lambda *_: runtime.stop())
+        runtime.start()
+        result = runtime.run()
+    except DroneCatsError as exc:
+        print(f"dronecats onboard: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        pass
+    if link is not None:
+        link.close()
+    print(
+        json.dumps(
+            {
+                "log_dir": str(log_dir),
+                "reason": result.reason,
+                "steps": result.steps,
+                "declarations": result.declarations,
+                "qualifying_t": result.qualifying_declaration_t,
+                "served_rate_hz": round(result.served_rate_hz, 2),
+                "mode": result.mode,
+            }
+        )
+    )
+    return 0
+
+
+def _remote_truth(vehicle_url: str, target: str, drone: str) -> Any:
+    from sim_bridge.remote_truth import RemoteTruth
+
+    return RemoteTruth(vehicle_url, target)

@@ -1,0 +1,165 @@
+"""The onboard side of the ground-station link: publishes what the runtime does, obeys commands.
+
+Commands arrive on the link's I/O thread; each handler only updates the runtime's state (mode,
+instruction, schedule) and returns at once, so acks stay fast. Link loss feeds the safety governor,
+which holds and then lands (RuntimeConfig.safety.link_lost_*).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from common.actions import action_from_dict
+from common.link.drone import CommandOutcome, DroneLink, DroneLinkConfig, ReceivedCommand
+from common.link.liveness import LinkEvent
+from common.link.security import CurveServer, Insecure
+from common.messages import (
+    Declaration,
+    EStop,
+    Hold,
+    Instruction,
+    Judgement,
+    Land,
+    Order,
+    RemoteAction,
+    ReturnHome,
+    Step,
+    Telemetry,
+)
+from common.pose import Frame, Pose
+from onboard.runtime import OnboardRuntime
+
+log = logging.getLogger(__name__)
+
+
+def endpoints(base: str) -> tuple[str, str, str]:
+    """tcp://HOST:PORT -> telemetry PORT, frames PORT+1, commands PORT+2."""
+    parts = urlsplit(base)
+    if parts.scheme != "tcp" or parts.port is None:
+        raise ValueError(f"ground-station address {base!r} must look like tcp://HOST:PORT")
+    host = parts.hostname
+    return (f"tcp://{host}:{parts.port}", f"tcp://{host}:{parts.port + 1}", f"tcp://{host}:{parts.port + 2}")
+
+
+class RuntimeLink:
+    """Implements the runtime's Publisher over a DroneLink and routes commands to the runtime."""
+
+    def __init__(self, runtime: OnboardRuntime, link: DroneLink) -> None:
+        self.runtime = runtime
+        self.link = link
+        self.frame_seq = -1
+
+    # ---- Publisher ------------------------------------------------------------------------------
+    def publish_telemetry(self, data: dict[str, Any]) -> None:
+        stages = data.get("stages") or {}
+        battery = data.get("battery_fraction")
+        self.link.publish_telemetry(
+            Telemetry(
+                time_s=self.runtime.clock.now(),
+                pose_ned=Pose.from_list(data["pose"]),
+                velocity_ned_m_s=tuple(data["velocity_ned_m_s"]),
+                battery_pct=None if battery is None else 100.0 * battery,
+                mode=data["mode"],
+                armed=data["armed"],
+                link_state=self.link.ground_link_state,  # type: ignore[arg-type]
+                control_rate_hz=float(data.get("served_rate_hz") or 0.0),
+                latencies_s={k: float(v) for k, v in stages.items() if isinstance(v, (int, float))},
+                safety_state=data.get("mode_reason") or "ok",
+            )
+        )
+
+    def publish_frame(self, frame: Frame) -> None:
+        decision = self.link.publish_frame(frame.image, frame.capture_time_s, frame.pose)
+        if decision.send:
+            self.frame_seq += 1
+
+    def publish_step(self, step: dict[str, Any]) -> None:
+        action = step.get("action")
+        self.link.publish_step(
+            Step(
+                t_s=step["t"],
+                call_id=str(step.get("call_id")),
+                frame_seq=self.frame_seq,
+                action=None if action is None else action_from_dict(action),
+                raw=step.get("raw") or "",
+                latencies_s={k: float(v) for k, v in (step.get("stages") or {}).items()},
+                malformed_reason=step.get("error") if step.get("discarded") == "malformed" else None,
+                executed=step.get("discarded") is None,
+            )
+        )
+
+    def publish_declaration(self, declaration: dict[str, Any]) -> None:
+        self.link.publish_declaration(
+            Declaration(
+                declaration_id=f"{self.runtime.config.drone}-{declaration['t']:.3f}",
+                t_s=declaration["t"],
+                pose_ned=Pose.from_list(declaration["pose"]),
+                frame_seq=self.frame_seq,
+            )
+        )
+
+    # ---- commands -------------------------------------------------------------------------------
+    def handle(self, command: ReceivedCommand) -> CommandOutcome:
+        rt, body = self.runtime, command.body
+        if isinstance(body, Instruction):
+            rt.set_instruction(body.text)
+        elif isinstance(body, Order):
+            rt.set_instruction(
+                body.text
+            )  # a sub-agent is the single-drone agent with the order as instruction
+        elif isinstance(body, EStop):
+            rt.estop(body.reason or "ground-station e-stop")
+        elif isinstance(body, Hold):
+            rt.hold(body.reason or "ground-station hold")
+        elif isinstance(body, Land):
+            rt.land(body.reason or "ground-station land")
+        elif isinstance(body, ReturnHome):
+            rt.return_home()
+        elif isinstance(body, Judgement):
+            rt.judge(body.verdict == "accept")
+        elif isinstance(body, RemoteAction):
+            age_s = rt.clock.now() - body.capture_time_s
+            if not rt.remote_action(body.action, body.frame_pose_ned, age_s):
+                return CommandOutcome(False, f"stale: frame {age_s:.2f} s old")
+        else:
+            return CommandOutcome(False, f"unsupported command {type(body).__name__}")
+        return CommandOutcome(True)
+
+    def on_link(self, event: LinkEvent) -> None:
+        self.runtime.governor.link_state(event.state != "lost", self.runtime.clock.now())
+        self.runtime.event("link", state=event.state, silence_s=event.silence_s)
+
+    def close(self) -> None:
+        self.link.close()
+
+
+def attach_link(
+    runtime: OnboardRuntime,
+    gs_address: str,
+    secret_file: str | None = None,
+    allowed_keys: list[str] | None = None,
+) -> RuntimeLink:
+    """Bind the drone's link at gs_address (CURVE when a secret file is given) and wire it in."""
+    telemetry, frames, commands = endpoints(gs_address)
+    security: CurveServer | Insecure
+    if secret_file:
+        security = CurveServer.from_files(secret_file, allowed_keys or [])
+    else:
+        log.warning("ground-station link without CURVE keys: any ground station on the network can command")
+        security = Insecure()
+    config = DroneLinkConfig(runtime.config.drone, telemetry, frames, commands)
+    holder: dict[str, RuntimeLink] = {}
+    link = DroneLink(
+        config,
+        security,
+        handler=lambda cmd: holder["link"].handle(cmd),
+        on_link=lambda ev: holder["link"].on_link(ev),
+        clock=runtime.clock,
+    )
+    bridge = RuntimeLink(runtime, link)
+    holder["link"] = bridge
+    link.start()
+    runtime.publisher = bridge
+    return bridge

@@ -1,0 +1,101 @@
+"""The safety governor on its own: plain code, plain tests (a clamp returns what it actually sent)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from common.interfaces import Telemetry
+from common.pose import Pose
+from onboard.safety import Mode, SafetyConfig, SafetyGovernor
+from onboard.setpoints import HOLD, Setpoint
+
+
+def telemetry(x=0.0, y=0.0, alt=5.0, yaw=0.0, collided=False, battery=None) -> Telemetry:
+    return Telemetry(0.0, Pose(x, y, -alt, yaw), (0.0, 0.0, 0.0), battery, True, True, False, collided)
+
+
+def governor(**kw) -> SafetyGovernor:
+    return SafetyGovernor(SafetyConfig(**kw), home=Pose(0.0, 0.0, 0.0, 0.0))
+
+
+def test_inside_limits_passes_unchanged() -> None:
+    g = governor()
+    sp = Setpoint(1.2, 0.0, 0.0, 0.0)
+    sent, clamps = g.filter(sp, telemetry())
+    assert sent == sp and clamps == []
+
+
+def test_speed_caps_keep_direction() -> None:
+    g = governor(max_horizontal_m_s=2.0, max_vertical_m_s=1.0, max_yaw_rate_deg_s=45)
+    sent, clamps = g.filter(Setpoint(3.0, 4.0, -2.0, 100.0), telemetry())
+    assert math.hypot(sent.forward_m_s, sent.right_m_s) == pytest.approx(2.0)
+    assert sent.forward_m_s / sent.right_m_s == pytest.approx(0.75)
+    assert sent.up_m_s == -1.0 and sent.yaw_rate_deg_s == 45
+    assert clamps[0].rule == "speed" and clamps[0].asked == Setpoint(3.0, 4.0, -2.0, 100.0)
+
+
+def test_geofence_cuts_outward_motion_only() -> None:
+    g = governor(geofence_radius_m=50.0)
+    # At 49.8 m north of home facing north: forward is outward, right (east) is tangential.
+    sent, clamps = g.filter(Setpoint(1.2, 0.5, 0.0, 0.0), telemetry(x=49.8))
+    assert sent.forward_m_s == pytest.approx(0.0, abs=1e-9)
+    assert sent.right_m_s == pytest.approx(0.5)
+    assert clamps and clamps[0].rule == "fence" and "geofence" in clamps[0].detail
+    # Flying back toward home is always allowed.
+    sent, clamps = g.filter(Setpoint(-1.2, 0.0, 0.0, 0.0), telemetry(x=49.8))
+    assert sent.forward_m_s == pytest.approx(-1.2) and clamps == []
+    # Facing east at the same spot, the same fence cuts the body-frame "left" motion.
+    sent, _ = g.filter(Setpoint(0.0, -1.0, 0.0, 0.0), telemetry(x=49.8, yaw=90.0))
+    assert sent.right_m_s == pytest.approx(0.0, abs=1e-9)
+
+
+def test_altitude_floor_and_ceiling() -> None:
+    g = governor(altitude_floor_m=1.0, altitude_ceiling_m=10.0)
+    sent, clamps = g.filter(Setpoint(0.0, 0.0, -1.0, 0.0), telemetry(alt=1.2))
+    assert sent.up_m_s == 0.0 and "floor" in clamps[0].detail
+    sent, clamps = g.filter(Setpoint(0.0, 0.0, 1.0, 0.0), telemetry(alt=9.9))
+    assert sent.up_m_s == 0.0 and "ceiling" in clamps[0].detail
+    sent, clamps = g.filter(Setpoint(0.0, 0.0, 1.0, 0.0), telemetry(alt=5.0))
+    assert sent.up_m_s == 1.0 and clamps == []
+
+
+def test_collision_holds_and_reports() -> None:
+    g = governor()
+    sent, clamps = g.filter(Setpoint(1.0, 0, 0, 0), telemetry(collided=True))
+    assert sent == HOLD and g.mode == Mode.HOLD and g.reason == "collision"
+    assert clamps[0].rule == "mode"
+
+
+def test_consecutive_failures_hold_and_reset() -> None:
+    g = governor(max_consecutive_failures=3)
+    g.pilot_failed("malformed")
+    g.pilot_failed("malformed")
+    g.pilot_ok()
+    g.pilot_failed("malformed")
+    g.pilot_failed("malformed")
+    assert g.mode == Mode.FLYING
+    g.pilot_failed("stale")
+    assert g.mode == Mode.HOLD and "3 consecutive" in g.reason
+    assert g.resume("new instruction") and g.mode == Mode.FLYING
+
+
+def test_link_loss_holds_then_lands() -> None:
+    g = governor(link_lost_hold_s=2.0, link_lost_land_s=10.0)
+    g.link_state(False, 100.0)
+    assert g.mode == Mode.FLYING
+    g.link_state(False, 102.5)
+    assert g.mode == Mode.HOLD and "link lost" in g.reason
+    g.link_state(False, 110.5)
+    assert g.mode == Mode.LANDING
+    assert g.land_requested() and not g.land_requested()  # asked once
+
+
+def test_battery_low_lands_and_estop_wins() -> None:
+    g = governor(battery_land_fraction=0.2)
+    g.filter(Setpoint(1, 0, 0, 0), telemetry(battery=0.19))
+    assert g.mode == Mode.LANDING
+    assert g.estop("button") and g.mode == Mode.ESTOP
+    assert not g.resume("cannot resume from e-stop") and g.mode == Mode.ESTOP
+    assert not g.hold("lower modes never override") and g.mode == Mode.ESTOP
