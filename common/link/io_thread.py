@@ -85,10 +85,15 @@ class IoThread:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def call_soon(self, fn: Callable[[], None]) -> None:
-        """Run fn on the I/O thread (thread-safe)."""
+    def call_soon(self, fn: Callable[[], None]) -> bool:
+        """Run fn on the I/O thread (thread-safe). After close() nothing runs and this returns False:
+        a flight loop that publishes into a closed link must not fail or grow a queue forever."""
+        if self._stop.is_set():
+            self.stats.add("calls_after_close")
+            return False
         self._tasks.put(fn)
         self._wake()
+        return True
 
     def call_and_wait(self, fn: Callable[[], Any], timeout_s: float = 5.0) -> Any:
         """Run fn on the I/O thread and return its result (thread-safe; not from the I/O thread)."""
@@ -102,7 +107,8 @@ class IoThread:
                 box["error"] = exc
             done.set()
 
-        self.call_soon(task)
+        if not self.call_soon(task):
+            raise LinkError(f"{self.name} is closed")
         if not done.wait(timeout_s):
             raise LinkError(f"{self.name}: I/O thread did not answer within {timeout_s} s")
         if "error" in box:
