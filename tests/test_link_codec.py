@@ -247,3 +247,32 @@ def test_keys_cli(tmp_path):
     assert [k.name for k in list_keys(tmp_path)] == ["drone1", "gs1"]
     with pytest.raises(ConfigError):
         parse_public_key("not-a-key")
+
+
+def test_link_configs_load_from_yaml(tmp_path):
+    from common.config import load_config
+    from common.link import CurveServer, DroneLinkConfig, Insecure, SecurityConfig
+
+    generate_keypair(tmp_path, "drone1")
+    public_gs, _ = generate_keypair(tmp_path, "gs1")
+    path = tmp_path / "link.yaml"
+    path.write_text(
+        "drone_id: drone1\ncommand_endpoint: tcp://0.0.0.0:5557\n"
+        "budget:\n  max_fps: 3\n  bandwidth_bytes_s: 200000\n"
+    )
+    cfg = load_config(DroneLinkConfig, path, ["budget.quality_min=40"])
+    assert cfg.command_endpoint == "tcp://0.0.0.0:5557"
+    assert cfg.budget == FrameBudgetConfig(max_fps=3.0, bandwidth_bytes_s=200000.0, quality_min=40)
+
+    security = load_config(
+        SecurityConfig,
+        None,
+        ["mode=curve", f"secret_key_file={tmp_path / 'drone1.key_secret'}", f"allowed_keys=[{public_gs}]"],
+    ).for_drone()
+    assert isinstance(security, CurveServer)
+    assert security.allowed_client_keys == {load_keypair(public_gs).public_key}
+    with pytest.raises(ConfigError, match="mode"):
+        load_config(SecurityConfig, None, [])  # no silent default to "no security"
+    with pytest.raises(ConfigError, match="allowed"):
+        SecurityConfig("curve", str(tmp_path / "drone1.key_secret")).for_drone()
+    assert isinstance(SecurityConfig("none").for_drone(), Insecure)

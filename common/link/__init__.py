@@ -17,7 +17,7 @@ from common.link.clock_sync import ClockOffsetEstimator
 from common.link.drone import CommandOutcome, DroneLink, DroneLinkConfig, ReceivedCommand
 from common.link.ground import DroneEndpoint, GroundLink, GroundLinkConfig
 from common.link.liveness import LinkEvent
-from common.link.security import CurveClient, CurveServer, Insecure
+from common.link.security import CurveClient, CurveServer, Insecure, SecurityConfig
 from common.link.stats import LinkStats
 
 __all__ = [
@@ -37,4 +37,5 @@ __all__ = [
     "LinkEvent",
     "LinkStats",
     "ReceivedCommand",
+    "SecurityConfig",
 ]

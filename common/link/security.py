@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from common.errors import ConfigError
 from common.keys import KeyPair, load_secret_keypair, parse_public_key
@@ -60,6 +60,37 @@ class CurveClient:
 Security = Insecure | CurveServer | CurveClient
 
 
+@dataclass(frozen=True)
+class SecurityConfig:
+    """The config-file form. `mode` has no default on purpose: running without CURVE is a choice.
+
+    Drone:  mode: curve, secret_key_file: keys/drone1.key_secret, allowed_keys: [keys/gs1.key]
+    Ground: mode: curve, secret_key_file: keys/gs1.key_secret (drone keys go in each DroneEndpoint)
+    """
+
+    mode: Literal["curve", "none"]
+    secret_key_file: str = ""
+    allowed_keys: list[str] = field(default_factory=list)  # Z85 public keys or certificate files
+
+    def _check(self) -> None:
+        if self.mode == "curve" and not self.secret_key_file:
+            raise ConfigError("security.mode is curve but security.secret_key_file is empty")
+
+    def for_drone(self) -> CurveServer | Insecure:
+        if self.mode == "none":
+            log.warning("drone link runs WITHOUT CURVE: any host that reaches its ports can command it")
+            return Insecure()
+        self._check()
+        return CurveServer.from_files(self.secret_key_file, self.allowed_keys)
+
+    def for_ground(self) -> CurveClient | Insecure:
+        if self.mode == "none":
+            log.warning("ground link runs WITHOUT CURVE")
+            return Insecure()
+        self._check()
+        return CurveClient.from_file(self.secret_key_file)
+
+
 def apply_server(socket: Any, security: Insecure | CurveServer) -> None:
     if isinstance(security, CurveServer):
         if security.keypair.secret_key is None:
@@ -96,6 +127,7 @@ class ZapHandler:
         self.socket = context.socket(zmq.REP)
         self.socket.linger = 0
         self.socket.bind(ZAP_ENDPOINT)
+        self._denials = 0
 
     def handle(self) -> None:
         import zmq
@@ -111,12 +143,17 @@ class ZapHandler:
             if client_key in self.allowed:
                 status, text, user_id = b"200", b"OK", client_key
             else:
-                self.stats.reject("unauthenticated")
-                log.warning("refused connection from %s: CURVE key %s is not allowed", request[3], client_key)
+                self._deny(f"refused connection from {request[3]!r}: CURVE key {client_key!r} is not allowed")
         else:
-            self.stats.reject("unauthenticated")
-            log.warning("refused a malformed or non-CURVE ZAP request (%d parts)", len(request))
+            self._deny(f"refused a malformed or non-CURVE ZAP request ({len(request)} parts)")
         self.socket.send_multipart([b"1.0", request_id, status, text, user_id, b""])
+
+    def _deny(self, text: str) -> None:
+        self.stats.reject("unauthenticated")
+        self._denials += 1
+        # A refused client keeps reconnecting: log the first denials and then one in a hundred.
+        if self._denials <= 5 or self._denials % 100 == 0:
+            log.warning("%s (%d refusals so far)", text, self._denials)
 
     def close(self) -> None:
         self.socket.close(linger=0)
