@@ -175,16 +175,28 @@ class AirSimVehicle:
         if getattr(f, "error", None):
             raise VehicleError(f"{self.name}: landing failed: {f.error}")
 
+    def _send_now(self, future: Any) -> None:
+        """Push a fire-and-forget request onto the wire without waiting for its reply.
+
+        rpc-msgpack's call_async only schedules an asyncio task that writes the request; it runs when the
+        client's loop next spins (the next blocking call), so an unjoined setpoint would otherwise sit in
+        the client until the following telemetry poll. Running the loop until that write task is done
+        sends it now. (msgpack-rpc-python on Tornado 4 writes synchronously and has no task: nothing to do.)
+        """
+        task = getattr(future, "task", None)
+        if task is not None and not task.done():
+            self._client().client._loop._asyncio_loop.run_until_complete(task)
+
     def hold(self) -> None:
-        # hover preempts the running motion; the reply is not awaited (it may only come when preempted)
-        self._client().hoverAsync(vehicle_name=self.name)
+        # hover preempts the running motion; the reply is not awaited
+        self._send_now(self._client().hoverAsync(vehicle_name=self.name))
 
     def send_velocity_body(
         self, forward_m_s: float, right_m_s: float, up_m_s: float, yaw_rate_deg_s: float
     ) -> None:
         import airsim
 
-        self._client().moveByVelocityBodyFrameAsync(
+        future = self._client().moveByVelocityBodyFrameAsync(
             float(forward_m_s),
             float(right_m_s),
             -float(up_m_s),
@@ -193,6 +205,7 @@ class AirSimVehicle:
             airsim.YawMode(True, float(yaw_rate_deg_s)),
             vehicle_name=self.name,
         )
+        self._send_now(future)
 
     def telemetry(self) -> Telemetry:
         try:
