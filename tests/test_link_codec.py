@@ -276,3 +276,14 @@ def test_link_configs_load_from_yaml(tmp_path):
     with pytest.raises(ConfigError, match="allowed"):
         SecurityConfig("curve", str(tmp_path / "drone1.key_secret")).for_drone()
     assert isinstance(SecurityConfig("none").for_drone(), Insecure)
+
+
+def test_link_config_limits():
+    from common.link import DroneLinkConfig, GroundLinkConfig
+
+    with pytest.raises(ValueError, match="heartbeat_interval_s"):
+        DroneLinkConfig("d1", heartbeat_interval_s=3.0, link_timeout_s=2.0)
+    with pytest.raises(ValueError, match="drone_id"):
+        DroneLinkConfig("")
+    with pytest.raises(ValueError, match="backoff"):
+        GroundLinkConfig(backoff=0.5)

@@ -71,11 +71,13 @@ class DroneOptions:
 def drone_main(conn: Any, options: DroneOptions) -> None:
     """The drone process: a DroneLink whose handler records every execution."""
     executions: list[tuple[str, int, str]] = []
+    client_keys: set[str | None] = set()
     events: list[tuple[str, float]] = []
     link_box: dict[str, DroneLink] = {}
 
     def handler(command):
         executions.append((command.envelope.session_id, command.envelope.seq, command.body.text))
+        client_keys.add(command.client_key)
         if len(executions) == 1 and options.slow_first_command_s:
             time.sleep(options.slow_first_command_s)  # the ack of attempt 1 comes late
         if command.body.text.startswith("restart"):
@@ -109,7 +111,12 @@ def drone_main(conn: Any, options: DroneOptions) -> None:
                 break
             if request == "report":
                 conn.send(
-                    {"stats": link.stats.snapshot(), "executions": list(executions), "events": list(events)}
+                    {
+                        "stats": link.stats.snapshot(),
+                        "executions": list(executions),
+                        "events": list(events),
+                        "client_keys": client_keys,
+                    }
                 )
             elif request == "flood":
                 conn.send(flood(link, arg))
@@ -260,6 +267,7 @@ def test_commands_execute_exactly_once_across_reconnects(drones, grounds):
     assert report["stats"]["duplicates"] >= 1 + 4  # the reconnect and at least one per restart
     assert report["stats"]["command_socket_restarts"] == 4
     assert ground.stats.get("reconnects") == 1
+    assert report["client_keys"] == {ground_keys.public_key.decode()}  # the CURVE identity of the sender
 
 
 def test_unknown_keys_cannot_command_and_are_counted(drones, grounds):
@@ -372,3 +380,23 @@ def test_frames_never_starve_telemetry(drones):
     assert counts["telemetry"] == sent["telemetry"]  # every telemetry message, however many frames
     stats = drone.ask("report")["stats"]
     assert stats.get("frames_sent", 0) >= counts["frames"]
+
+
+def test_unreachable_drone_times_out_and_removal_fails_pending(grounds):
+    ground = grounds(Insecure())
+    with zmq.Context() as ctx, ctx.socket(zmq.ROUTER) as silent:
+        # A port that accepts connections but never answers.
+        port = silent.bind_to_random_port("tcp://127.0.0.1")
+        address = f"tcp://127.0.0.1:{port}"
+        ground.add_drone(DroneEndpoint("d9", address, address, address))
+        started = time.monotonic()
+        with pytest.raises(
+            LinkError, match=r"no ack from drone 'd9' for instruction seq \d+ after 3 attempts"
+        ):
+            ground.send_command("d9", Instruction("hello"), timeout_s=0.1, retries=2)
+        assert 0.1 + 0.15 + 0.225 - 0.05 <= time.monotonic() - started < 2.0  # backoff 1.5
+        pending = ground.send_command_async("d9", Instruction("bye"), timeout_s=5.0, retries=0)
+        ground.remove_drone("d9")
+        with pytest.raises(LinkError, match="removed"):
+            pending.result(timeout=2)
+        silent.close(linger=0)

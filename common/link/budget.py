@@ -3,9 +3,9 @@
 Three limits, checked in this order for each candidate frame:
 1. rate: at most `max_fps` frames per second;
 2. backlog: at most `max_in_flight` frames sent but not yet acknowledged by a ground station (its
-   heartbeats carry the newest frame seq it received), and none while the socket reports that a
-   subscriber's queue is full (`record_backlog`); a backlog also lowers the quality cap one step,
-   which recovers one step per `recover_s` without backlog;
+   heartbeats carry the newest frame seq it received); a backlog (that, or the socket reporting a
+   full subscriber queue through `record_backlog`) also lowers the quality cap one step, at most
+   once per frame sent, and the cap recovers one step per `recover_s` without backlog;
 3. bandwidth: a token bucket of `bandwidth_bytes_s`, `burst_s` deep.
 
 The quality is the highest step (from `quality_max` down to `quality_min`) whose estimated JPEG size
@@ -66,7 +66,7 @@ class FrameBudget:
             self._qualities.append(cfg.quality_min)
         self._size_by_quality: dict[int, float] = {}
         self._cap_index = 0  # index into _qualities of the highest quality allowed after backlog
-        self._last_backlog_s: float | None = None
+        self._lowered_since_sent = False
         self._last_recover_s: float | None = None
         self._last_sent_s: float | None = None
         self._in_flight: deque[tuple[int, float]] = deque()  # (frame_seq, sent_s)
@@ -84,6 +84,7 @@ class FrameBudget:
         self._size_by_quality[quality] = size_bytes if old is None else old + self._EMA * (size_bytes - old)
         self._tokens -= size_bytes
         self._last_sent_s = now_s
+        self._lowered_since_sent = False
         self._in_flight.append((frame_seq, now_s))
 
     def record_acked(self, frame_seq: int) -> None:
@@ -91,10 +92,13 @@ class FrameBudget:
         self._acked_seq = max(self._acked_seq, frame_seq)
 
     def record_backlog(self, now_s: float) -> None:
-        """The socket could not take a frame (a subscriber's queue is full)."""
-        self._last_backlog_s = now_s
+        """The socket could not take a frame (a subscriber's queue is full), or too many are in flight.
+        Lowers the quality cap one step, at most once per frame sent (a stalled subscriber would
+        otherwise drive it to the floor at the camera's rate), and restarts the recovery timer."""
         self._last_recover_s = now_s
-        self._cap_index = min(self._cap_index + 1, len(self._qualities) - 1)
+        if not self._lowered_since_sent:
+            self._lowered_since_sent = True
+            self._cap_index = min(self._cap_index + 1, len(self._qualities) - 1)
 
     # -- decision ---------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from common.clock import Clock, WallClock
 from common.link.budget import FrameBudget, FrameBudgetConfig, FrameDecision
 from common.link.dedup import DedupWindow
 from common.link.io_thread import IoThread
-from common.link.liveness import LinkEvent, Liveness
+from common.link.liveness import LinkEvent, Liveness, check_timing
 from common.link.security import CurveServer, Insecure, ZapHandler, apply_server
 from common.link.stats import LinkStats
 from common.messages import (
@@ -67,6 +67,11 @@ class DroneLinkConfig:
     dedup_per_session: int = 1024
     command_queue_size: int = 256
     budget: FrameBudgetConfig = field(default_factory=FrameBudgetConfig)
+
+    def __post_init__(self) -> None:
+        check_timing(self.heartbeat_interval_s, self.link_timeout_s)
+        if not 0 < len(self.drone_id) <= wire.MAX_STRING_CHARS:
+            raise ValueError(f"drone_id {self.drone_id!r} must have 1 to {wire.MAX_STRING_CHARS} characters")
 
 
 @dataclass(frozen=True)
@@ -347,7 +352,15 @@ class DroneLink(IoThread):
             log.warning("rejected a %s on the command socket (not a command)", envelope.type)
             return
         self._heard(now_s)
-        status, cached = self._dedup.lookup(envelope.session_id, envelope.seq)
+        client_key = None
+        if isinstance(self.security, CurveServer):
+            try:
+                client_key = frames[-1].get("User-Id")
+            except (zmq.ZMQError, KeyError):
+                client_key = None
+        # Keyed by the authenticated key too, so one ground station cannot collide with another's session.
+        dedup_key = f"{client_key}/{envelope.session_id}"
+        status, cached = self._dedup.lookup(dedup_key, envelope.seq)
         if status == "duplicate" and cached is not None:
             self.stats.add("duplicates")
             self._reply(
@@ -361,14 +374,8 @@ class DroneLink(IoThread):
             )
             self._reply(identity, ack)
             return
-        client_key = None
-        if isinstance(self.security, CurveServer):
-            try:
-                client_key = frames[-1].get("User-Id")
-            except (zmq.ZMQError, KeyError):
-                client_key = None
         ack = self._execute(ReceivedCommand(envelope, body, client_key))
-        self._dedup.remember(envelope.session_id, envelope.seq, ack)
+        self._dedup.remember(dedup_key, envelope.seq, ack)
         self._reply(identity, ack)
 
     def _execute(self, command: ReceivedCommand) -> Ack:

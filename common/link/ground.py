@@ -34,7 +34,7 @@ from common.clock import Clock, WallClock
 from common.errors import LinkError
 from common.link.clock_sync import ClockOffsetEstimator
 from common.link.io_thread import IoThread
-from common.link.liveness import LinkEvent, Liveness
+from common.link.liveness import LinkEvent, Liveness, check_timing
 from common.link.security import CurveClient, Insecure, apply_client
 from common.link.stats import LinkStats
 from common.messages import (
@@ -73,6 +73,14 @@ class GroundLinkConfig:
     backoff: float = 1.5
     telemetry_rcvhwm: int = 100
     frame_rcvhwm: int = 2
+
+    def __post_init__(self) -> None:
+        check_timing(self.heartbeat_interval_s, self.link_timeout_s)
+        if self.command_timeout_s <= 0 or self.command_retries < 0 or self.backoff < 1.0:
+            raise ValueError(
+                f"need command_timeout_s > 0 ({self.command_timeout_s}), command_retries >= 0 "
+                f"({self.command_retries}) and backoff >= 1 ({self.backoff})"
+            )
 
 
 @dataclass
@@ -235,6 +243,10 @@ class GroundLink(IoThread):
         drone = self._drones.pop(drone_id, None)
         if drone is not None:
             self._close_sockets(drone)
+        for key, pending in list(self._pending.items()):
+            if pending.drone_id == drone_id:
+                del self._pending[key]
+                pending.future.set_exception(LinkError(f"drone {drone_id!r} was removed before it acked"))
 
     def _socket(self, kind: int, endpoint: DroneEndpoint, address: str, label: str) -> Any:
         assert self.context is not None

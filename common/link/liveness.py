@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from common.messages import LinkStateName
 
 
+def check_timing(heartbeat_interval_s: float, link_timeout_s: float) -> None:
+    if not 0 < heartbeat_interval_s < link_timeout_s:
+        raise ValueError(
+            f"need 0 < heartbeat_interval_s ({heartbeat_interval_s}) < link_timeout_s ({link_timeout_s}): "
+            "a link must hear at least one heartbeat per timeout"
+        )
+
+
 @dataclass(frozen=True)
 class LinkEvent:
     peer: str  # the drone id (ground side) or the ground session id / "ground" (drone side)
