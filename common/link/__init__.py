@@ -10,6 +10,28 @@ public methods are thread-safe and hand work to that thread through a queue. Cal
 I/O thread and must return quickly (hand the work to your own queue or a Qt signal).
 
 Importing this package imports pyzmq; `common.messages` and `common.wire` do not.
+
+Drone (onboard)::
+
+    security = SecurityConfig("curve", "keys/drone1.key_secret", ["keys/gs1.key"]).for_drone()
+    link = DroneLink(DroneLinkConfig("drone1", command_endpoint="tcp://0.0.0.0:5557", ...), security,
+                     handler=lambda cmd: (flight_queue.put(cmd), CommandOutcome(True))[1],
+                     on_link=lambda event: flight_queue.put(event))
+    link.start()
+    link.publish_telemetry(Telemetry(...)); link.publish_frame(image_bgr, capture_time_s, pose)
+
+Ground station::
+
+    ground = GroundLink(GroundLinkConfig(), CurveClient.from_file("keys/gs1.key_secret"),
+                        on_telemetry=..., on_frame=..., on_link=...)
+    ground.start()
+    ground.add_drone(DroneEndpoint("drone1", "tcp://10.0.0.5:5555", "tcp://10.0.0.5:5556",
+                                   "tcp://10.0.0.5:5557", server_public_key=drone1_public_key))
+    ack = ground.send_command("drone1", Instruction("fly to the red car"))
+
+Exactly-once holds across reconnects and command-socket restarts (the drone's de-duplication window
+lives in its DroneLink); a restarted drone process starts with an empty window, so a command retried
+across a drone *process* restart can run again there.
 """
 
 from common.link.budget import FrameBudget, FrameBudgetConfig, FrameDecision
