@@ -64,7 +64,7 @@ def test_wrong_pattern_exits_2_with_a_hint(view_folder: Path, tmp_path: Path) ->
     out = tmp_path / "cam.yaml"
     proc = _calibrate(
         "--source", str(view_folder), "--pattern", "10x7", "--square-mm", "30", "--out", str(out),
-        "--max-frames", "3",
+        "--max-frames", "1",
     )  # fmt: skip
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
