@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import cv2
 import numpy as np
 
 from common.camera import BUILTIN_CAMERAS, CameraProfile
@@ -664,15 +665,14 @@ class World:
             t = self.clock.now()
             pose = slot.model.pose()
         h, w = cam.height_px, cam.width_px
-        rgba = np.asarray(rgba, np.uint8).reshape(h, w, 4)
-        image = np.ascontiguousarray(rgba[:, :, 2::-1])
+        rgba = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
         seg_arr = np.asarray(seg, np.int32).reshape(h, w)
         depth_arr = None
         if depth:
             z = np.asarray(zbuf, np.float32).reshape(h, w)
             depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
         fill_background(
-            image,
+            rgba,
             seg_arr,
             depth_arr,
             self.ground,
@@ -683,6 +683,7 @@ class World:
             cam.cx_px,
             cam.cy_px,
         )
+        image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
         if not segmentation:
             seg_arr = None
         return Render(
