@@ -45,8 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     # Parse once to find the subcommand, then let its module add its own arguments.
-    pre, _ = parser.parse_known_args(argv)
+    # (-h is held back from this first pass, so that a subcommand's help lists its own arguments)
+    pre, _ = parser.parse_known_args([a for a in argv if a not in ("-h", "--help")])
     if pre.command is None:
+        if "-h" in argv or "--help" in argv:
+            parser.print_help()
+            return 0
         parser.print_help()
         return 2
     module = importlib.import_module(SUBCOMMANDS[pre.command][0])
