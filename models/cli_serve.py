@@ -23,9 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--camera", default=None, help="baseline: camera profile name or YAML (default: 90° HFOV)"
     )
-    parser.add_argument(
-        "--point-order", choices=("xy", "yx"), default="xy", help="baseline: point order it writes"
-    )
     parser.add_argument("--latency-s", type=float, default=0.0, help="inject this delay before every reply")
 
 
@@ -34,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from models.serve import make_pilot, start_server
 
     try:
-        pilot = make_pilot(args.pilot, delta_m=args.delta_m, point_order=args.point_order, camera=args.camera)
+        pilot = make_pilot(args.pilot, delta_m=args.delta_m, camera=args.camera)
     except ConfigError as exc:
         print(f"serve-pilot: {exc}", flush=True)
         return 2

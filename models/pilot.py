@@ -12,24 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from common.actions import Action, Think
+from common.actions import Action, Go, Rotate, Think, action_name
 from common.camera import CameraProfile
 from common.errors import BackendError, MalformedReply
 from models.backends.base import CallStats, ModelBackend
 from models.frames import encode_frame, encode_history_view
-from models.history import HISTORY_LENGTH, compact, render_history
+from models.pilot_prompt import CommanderPrompt, MultiDronePrompt, PilotPrompt
 from models.profile import ModelProfile
-from models.request import ChatRequest, ContentPart, ImagePart, ReplySpec, TextPart, build_request
-from models.schemas import SchemaKind
-from models.templates import (
-    PromptSwitches,
-    commander_system,
-    commander_user,
-    multi_system,
-    multi_user,
-    single_system,
-    single_user,
-)
+from models.request import ChatRequest
+from models.templates import PromptSwitches
 
 
 @dataclass(frozen=True)
@@ -80,15 +71,37 @@ class Pilot(Protocol):
     def close(self) -> None: ...
 
 
+def reply_object(action: Action, point_order: str = "xy") -> dict[str, Any]:
+    """The strict-schema JSON object of `action`: plan fields first when present, unused fields null."""
+    out: dict[str, Any] = {}
+    if action.plan is not None:
+        plan = action.plan
+        out.update(
+            target_in_view=plan.target_in_view,
+            target_match=plan.target_match,
+            closing_in=plan.closing_in,
+            current_frame=plan.current_frame,
+            action_planning=plan.action_planning,
+        )
+    point = None
+    depth = None
+    angle = None
+    if isinstance(action, Go):
+        x, y = action.point
+        point = [x, y] if point_order == "xy" else [y, x]
+        depth = action.depth_m
+    elif isinstance(action, Rotate):
+        angle = action.angle_deg
+    out.update(action=action_name(action), point=point, depth_m=depth, angle_deg=angle)
+    return out
+
+
 # ---- the prompt-based model pilot ----------------------------------------------------------------
 
 
-def _image_part(image_bgr: Any) -> ImagePart:
-    return ImagePart(encode_frame(image_bgr).data_url())
-
-
 class ModelPilot:
-    """prompt + backend + parser. The system message is built once (byte-identical every call)."""
+    """prompt + backend + parser: models.pilot_prompt builds the request (its system message is
+    built once, byte-identical every call), the backend answers, the request's ReplySpec parses."""
 
     def __init__(
         self,
@@ -98,31 +111,25 @@ class ModelPilot:
         name: str | None = None,
     ) -> None:
         self.backend = backend
-        self.profile = profile
-        self.switches = switches or PromptSwitches()
-        self.system = single_system(profile.point_fmt, self.switches)
+        self.prompt = PilotPrompt(profile, switches)
         self.name = name or f"model:{profile.name}"
 
+    @property
+    def profile(self) -> ModelProfile:
+        return self.prompt.profile
+
     def build_request(self, observation: Observation) -> ChatRequest:
-        history = render_history(observation.history, self.profile.point_order)
-        parts: list[ContentPart] = [TextPart(single_user(observation.instruction, history, self.switches))]
-        if self.switches.visual_history:
-            views = list(observation.history_images)[-HISTORY_LENGTH:]
-            first = len(list(observation.history)[-HISTORY_LENGTH:]) - len(views) + 1
-            for number, view in enumerate(views, start=first):
-                parts.append(TextPart(f"View before action {number}:"))
-                parts.append(ImagePart(encode_history_view(view).data_url()))
-            parts.append(TextPart("Current view:"))
-        parts.append(_image_part(observation.image))
-        plan = (
-            self.switches.uses_plan
-            and bool(observation.history)
-            and isinstance(observation.history[-1], Think)
+        history = list(observation.history)
+        views: list[bytes | None] = []
+        if self.prompt.switches.visual_history:
+            views = [encode_history_view(image).jpeg for image in observation.history_images]
+        return self.prompt.request(
+            observation.instruction,
+            history,
+            encode_frame(observation.image),
+            previous_was_think=observation.plan if observation.plan is not None else None,
+            history_views=views,
         )
-        reply = ReplySpec(
-            SchemaKind.PLAN if plan else SchemaKind.ACTION, self.profile.point_order, self.switches.think
-        )
-        return build_request(self.profile, self.system, tuple(parts), reply)
 
     def decide(self, observation: Observation) -> Decision:
         request = self.build_request(observation)
@@ -131,7 +138,7 @@ class ModelPilot:
         except BackendError as exc:
             return Decision(action=None, raw="", error=f"backend: {exc}")
         try:
-            action = request.reply.parse_action(completion.text)
+            action = self.prompt.parse(completion.text, request)
         except MalformedReply as exc:
             return Decision(action=None, raw=completion.text, stats=completion.stats, error=exc.reason)
         return Decision(action=action, raw=completion.text, stats=completion.stats)
@@ -163,92 +170,46 @@ class CommanderDecision:
     error: str | None = None
 
 
-def multi_request(
-    profile: ModelProfile,
-    instruction: str,
-    images: Sequence[Any],
-    histories: Sequence[Sequence[Action]],
-    switches: PromptSwitches | None = None,
-) -> ChatRequest:
-    """One request for N drones: the frames in drone order, each labelled, after the text."""
-    switches = switches or PromptSwitches()
-    n = len(images)
-    if n < 1 or len(histories) != n:
-        raise ValueError(
-            f"multi-drone call needs one history per image: {n} images, {len(histories)} histories"
-        )
-    system = multi_system(profile.point_fmt, n, switches)
-    text = multi_user(instruction, [render_history(h, profile.point_order) for h in histories])
-    parts: list[ContentPart] = [TextPart(text)]
-    for i, image in enumerate(images, start=1):
-        parts += [TextPart(f"Drone {i}:"), _image_part(image)]
-    reply = ReplySpec(SchemaKind.MULTI, profile.point_order, switches.think, n_drones=n)
-    return build_request(profile, system, tuple(parts), reply)
-
-
 def decide_multi(
     backend: ModelBackend,
-    profile: ModelProfile,
+    prompt: MultiDronePrompt,
     instruction: str,
     images: Sequence[Any],
     histories: Sequence[Sequence[Action]],
-    switches: PromptSwitches | None = None,
 ) -> MultiDecision:
-    request = multi_request(profile, instruction, images, histories, switches)
-    holds: tuple[Action | None, ...] = (None,) * len(images)
+    """One call for N drones: the frames in drone order, N actions back (all holds if malformed)."""
+    request = prompt.request(instruction, histories, [encode_frame(image) for image in images])
+    holds: tuple[Action | None, ...] = (None,) * prompt.n_drones
     try:
         completion = backend.complete(request)
     except BackendError as exc:
         return MultiDecision(holds, "", error=f"backend: {exc}")
     try:
-        actions = request.reply.parse_multi(completion.text)
+        actions = prompt.parse(completion.text, request)
     except MalformedReply as exc:
         return MultiDecision(holds, completion.text, completion.stats, exc.reason)
     return MultiDecision(tuple(actions), completion.text, completion.stats)
 
 
-def last_action_text(action: Action | None) -> str:
-    return "none yet" if action is None else compact(action)
-
-
-def commander_request(
-    profile: ModelProfile,
-    instruction: str,
-    images: Sequence[Any],
-    last_actions: Sequence[Action | None],
-    map_image: Any | None = None,
-) -> ChatRequest:
-    """The commander's request: N labelled frames in drone order, then the optional map."""
-    n = len(images)
-    if n < 1 or len(last_actions) != n:
-        raise ValueError(
-            f"commander call needs one last action per image: {n} images, {len(last_actions)} actions"
-        )
-    system = commander_system(n)
-    text = commander_user(instruction, [last_action_text(a) for a in last_actions], map_image is not None)
-    parts: list[ContentPart] = [TextPart(text)]
-    for i, image in enumerate(images, start=1):
-        parts += [TextPart(f"Drone {i}:"), _image_part(image)]
-    if map_image is not None:
-        parts += [TextPart("Top-down map:"), _image_part(map_image)]
-    return build_request(profile, system, tuple(parts), ReplySpec(SchemaKind.COMMANDER, n_drones=n))
-
-
 def command(
     backend: ModelBackend,
-    profile: ModelProfile,
+    prompt: CommanderPrompt,
     instruction: str,
     images: Sequence[Any],
     last_actions: Sequence[Action | None],
     map_image: Any | None = None,
 ) -> CommanderDecision:
-    request = commander_request(profile, instruction, images, last_actions, map_image)
+    """The commander call: N frames, each sub-agent's last action, optional map -> one order each."""
+    frames = [encode_frame(image) for image in images]
+    request = prompt.request(
+        instruction, last_actions, frames, encode_frame(map_image) if map_image is not None else None
+    )
     try:
         completion = backend.complete(request)
     except BackendError as exc:
         return CommanderDecision(None, "", error=f"backend: {exc}")
     try:
-        orders = request.reply.parse_orders(completion.text)
+        orders = prompt.parse(completion.text, request)
     except MalformedReply as exc:
         return CommanderDecision(None, completion.text, completion.stats, exc.reason)
     return CommanderDecision(tuple(o.order for o in orders), completion.text, completion.stats)

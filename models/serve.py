@@ -24,7 +24,7 @@ from typing import Any
 
 from common.errors import BackendError, ConfigError, DroneCatsError, ProtocolError
 from models.chat_decode import DecodedChat, decode_chat
-from models.pilot import Observation, Pilot
+from models.pilot import Observation, Pilot, reply_object
 
 logger = logging.getLogger(__name__)
 
@@ -76,15 +76,13 @@ class ScriptedPilot:
         pass
 
 
-def make_pilot(spec: str, delta_m: float = 5.0, point_order: str = "xy", camera: str | None = None) -> Any:
+def make_pilot(spec: str, delta_m: float = 5.0, camera: str | None = None) -> Any:
     """`baseline`, `scripted:FILE`, or a backend URL with `profile=` (a model pilot)."""
     if spec == "baseline":
         from common.camera import camera_profile
         from models.baseline import BaselinePilot
 
-        return BaselinePilot(
-            camera_profile(camera) if camera else None, delta_m=delta_m, point_order=point_order
-        )
+        return BaselinePilot(camera_profile(camera) if camera else None, delta_m=delta_m)
     if spec.startswith("scripted:"):
         return ScriptedPilot(spec.partition(":")[2])
     if "://" in spec:
@@ -131,7 +129,11 @@ class PilotService:
                         chat.images[i], chat.instruction, chat.histories[i], think=chat.think, plan=False
                     )
                 )
-                actions.append(_reply_json(decision.raw, decision.error))
+                if decision.action is None:
+                    raise BackendError(
+                        f"pilot {pilot.name} gave no action for drone {i + 1}: {decision.error}"
+                    )
+                actions.append(reply_object(decision.action, chat.point_order))
             return json.dumps({"drones": actions})
         images = chat.images
         observation = Observation(
@@ -145,14 +147,9 @@ class PilotService:
         decision = pilot.decide(observation)
         if decision.action is None:
             raise BackendError(f"pilot {pilot.name} gave no action: {decision.error}")
-        return decision.raw
-
-
-def _reply_json(raw: str, error: str | None) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        raise BackendError(f"pilot reply is not JSON ({error or raw[:80]!r})") from None
+        # Re-written in the request's point order (the system prompt's {point_fmt}), whatever the
+        # pilot's own convention.
+        return json.dumps(reply_object(decision.action, chat.point_order))
 
 
 def validate_reply(text: str, schema: dict[str, Any] | None) -> str | None:

@@ -24,6 +24,7 @@ from models.pilot import (
     model_pilot_from_url,
     profile_for_url,
 )
+from models.pilot_prompt import CommanderPrompt, MultiDronePrompt
 from models.profile import load_profile
 
 
@@ -67,10 +68,12 @@ def test_multi_and_commander_calls_over_http(baseline_server: str) -> None:
     profile = profile_for_url(url)
     try:
         frames = [car_frame(), scene()]
-        multi = decide_multi(backend, profile, "go to the red car", frames, [(), (Rotate(angle_deg=45),)])
+        multi = decide_multi(
+            backend, MultiDronePrompt(profile, 2), "go to the red car", frames, [(), (Rotate(angle_deg=45),)]
+        )
         assert multi.error is None
         assert isinstance(multi.actions[0], Go) and multi.actions[1] == Rotate(angle_deg=60.0)
-        orders = command(backend, profile, "find the red car", frames, [None, Finished()])
+        orders = command(backend, CommanderPrompt(profile, 2), "find the red car", frames, [None, Finished()])
         assert orders.error is None and orders.orders == ("find the red car", "find the red car")
     finally:
         backend.close()

@@ -10,17 +10,19 @@ import numpy as np
 
 # name -> list of (h_lo, h_hi, s_lo, s_hi, v_lo, v_hi); a pixel matches if it is in any box.
 COLOURS: dict[str, list[tuple[int, int, int, int, int, int]]] = {
-    "red": [(0, 7, 110, 255, 50, 255), (170, 179, 110, 255, 50, 255)],
-    "orange": [(8, 19, 130, 255, 120, 255)],
-    "yellow": [(20, 34, 110, 255, 90, 255)],
-    "green": [(35, 85, 90, 255, 40, 255)],
-    "cyan": [(86, 99, 90, 255, 60, 255)],
-    "blue": [(100, 128, 110, 255, 40, 255)],
-    "purple": [(129, 152, 70, 255, 40, 255)],
-    "pink": [(153, 169, 60, 255, 90, 255), (0, 179, 40, 109, 190, 255)],
-    "brown": [(5, 20, 80, 255, 35, 119)],
-    "white": [(0, 179, 0, 30, 200, 255)],
-    "gray": [(0, 179, 0, 30, 70, 199)],
+    # Saturation floors sit above the muted scenery colours (brick roofs, foliage, grass, dark
+    # clothing, painted walls: S < 185) and below painted vehicles and garments (S > 195).
+    "red": [(0, 6, 190, 255, 50, 255), (172, 179, 190, 255, 50, 255)],
+    "orange": [(7, 18, 190, 255, 120, 255)],
+    "yellow": [(19, 34, 170, 255, 90, 255)],
+    "green": [(35, 85, 190, 255, 40, 255)],
+    "cyan": [(86, 99, 170, 255, 60, 255)],
+    "blue": [(100, 128, 190, 255, 40, 255)],
+    "purple": [(129, 155, 160, 255, 40, 255)],
+    "pink": [(156, 179, 70, 185, 170, 255), (0, 5, 70, 150, 170, 255)],
+    "brown": [(7, 20, 160, 255, 35, 119)],
+    "white": [(0, 179, 0, 30, 165, 255)],
+    "gray": [(0, 179, 0, 30, 70, 164)],
     "black": [(0, 179, 0, 255, 0, 45)],
 }
 COLOUR_SYNONYMS: dict[str, str] = {

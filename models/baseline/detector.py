@@ -20,8 +20,11 @@ from models.baseline.classes import OBJECT_CLASSES, ObjectClass
 from models.baseline.colours import COLOURS, colour_mask
 from models.baseline.instruction import TargetSpec
 
-WORK_WIDTH_PX = 320  # segmentation resolution: small enough for < 20 ms, big enough for 12 px targets
-MIN_AREA_PX = 10  # at WORK_WIDTH_PX; below this the silhouette carries no shape information
+WORK_WIDTH_PX = 640  # segmentation resolution: the model's frame width; a few ms per colour
+MIN_AREA_PX = 12  # in full-image pixels at 640 wide; below this a silhouette carries no shape
+MIN_DEPTH_M = 1.5  # nothing real is closer: the controller stops the drone 1-2 m short
+MAX_DEPTH_M = 60.0  # beyond this a vehicle is a few pixels tall: a blob, not a silhouette
+ALTITUDE_RANGE_M = (0.3, 6.0)  # the camera heights a low-flying drone pilot is used at
 MAX_SPAN = 0.85  # a region wider or taller than this share of the frame is background (sky, ground, wall)
 
 
@@ -42,6 +45,10 @@ class Detection:
     cut_right: bool = False
     cut_top: bool = False
     cut_bottom: bool = False
+    aspect: float = 0.0  # metric width/height of the silhouette
+    aspect_range: tuple[float, float] = (0.0, 0.0)  # what the class allows from this viewpoint
+    fill: float = 0.0
+    altitude_m: float | None = None  # the camera altitude this candidate implies (ground classes)
 
     @property
     def cut(self) -> bool:
@@ -67,9 +74,15 @@ class Rejection:
 
 
 class Detector:
-    def __init__(self, camera: CameraProfile | None = None, work_width_px: int = WORK_WIDTH_PX) -> None:
+    def __init__(
+        self,
+        camera: CameraProfile | None = None,
+        work_width_px: int = WORK_WIDTH_PX,
+        altitude_range_m: tuple[float, float] | None = ALTITUDE_RANGE_M,
+    ) -> None:
         self.camera = camera
         self.work_width_px = work_width_px
+        self.altitude_range_m = altitude_range_m
         self.last_rejections: list[Rejection] = []
 
     def detect(self, image_bgr: np.ndarray, target: TargetSpec) -> list[Detection]:
@@ -129,17 +142,20 @@ class Detector:
         def reject(reason: str) -> None:
             self.last_rejections.append(Rejection(*full, reason=f"{colour}: {reason}"))
 
-        if area < MIN_AREA_PX:
+        if area < MIN_AREA_PX * scale * scale:
             return None
         if w > MAX_SPAN * sw or h > MAX_SPAN * sh:
             reject(f"spans {w}x{h} of {sw}x{sh}: background")
             return None
         cut_left, cut_top = x <= 0, y <= 0
         cut_right, cut_bottom = x + w >= sw, y + h >= sh
-        aspect = (w / h) * (camera.fy_px / camera.fx_px)  # in metric units for non-square pixels
-        lo, hi = cls.aspect_range()
-        # A cut side only shrinks that dimension: check only the bound the cut cannot explain.
         width_cut, height_cut = cut_left or cut_right, cut_top or cut_bottom
+        fx, fy = camera.fx_px * scale, camera.fy_px * scale
+        cy = camera.cy_px * scale
+        tan_below = ((y + 0.5 * h) - cy) / fy
+        aspect = (w / fx) / (h / fy)  # metric width over height at equal depth
+        lo, hi = cls.aspect_range(tan_below)
+        # A cut side only shrinks that dimension: check only the bound the cut cannot explain.
         if aspect < lo and not width_cut:
             reject(f"aspect {aspect:.2f} < {lo:.2f} for {cls.name}")
             return None
@@ -150,26 +166,42 @@ class Detector:
         if not (width_cut or height_cut) and not cls.fill[0] <= fill <= cls.fill[1]:
             reject(f"fill {fill:.2f} outside {cls.fill[0]:.2f}-{cls.fill[1]:.2f} for {cls.name}")
             return None
-        fy_small = camera.fy_px * scale
-        fx_small = camera.fx_px * scale
         if not height_cut:
-            depth_m = fy_small * cls.nominal_height_m / h
+            depth_m = fy * cls.apparent_height_m(tan_below, aspect) / h
         else:
-            # Height unknown: the widest plausible extent bounds the depth from above, the narrowest
-            # from below; the geometric mean keeps the error factor symmetric.
-            depth_m = fx_small * math.sqrt(cls.extent_m[0] * cls.extent_m[1]) / max(w, 1)
+            # Height cut by the border: the width with the class's typical extent gives one estimate
+            # (the heading is unknown), the visible height an upper bound; take their geometric mean.
+            depth_m = fx * cls.nominal_extent_m / w
             if not width_cut:
-                depth_m = min(depth_m, fy_small * cls.nominal_height_m / h)
+                depth_m = math.sqrt(depth_m * max(depth_m, fy * cls.apparent_height_m(tan_below, aspect) / h))
+        # Even at its widest, an object of this class showing this wide would be this close:
+        if not width_cut:
+            farthest_m = fx * cls.extent_m[1] / w
+            if farthest_m < MIN_DEPTH_M:
+                reject(f"as a {cls.name} it would be at most {farthest_m:.2f} m away: too wide")
+                return None
+        if not MIN_DEPTH_M <= depth_m <= MAX_DEPTH_M:
+            reject(f"as a {cls.name} it would be {depth_m:.2f} m away, outside {MIN_DEPTH_M}-{MAX_DEPTH_M} m")
+            return None
+        altitude_m = None
+        if cls.bottom_m is not None and not cut_bottom and self.altitude_range_m is not None:
+            # Standing on the ground at this depth, the silhouette's bottom row puts the camera at
+            # this altitude: a same-colour object of another size implies an implausible one.
+            altitude_m = cls.bottom_m + ((y + h) - cy) * depth_m / fy
+            low, high = self.altitude_range_m
+            if not low <= altitude_m <= high:
+                reject(f"as a {cls.name} it puts the camera at {altitude_m:.1f} m, outside {low}-{high} m")
+                return None
         # The point: the region pixel nearest the box centre, so it always lies on the target.
         region = labels[y : y + h, x : x + w] == label
         ys, xs = np.nonzero(region)
-        cx, cy = xs.mean(), ys.mean()
-        nearest = int(np.argmin((xs - cx) ** 2 + (ys - cy) ** 2))
+        mx, my = xs.mean(), ys.mean()
+        nearest = int(np.argmin((xs - mx) ** 2 + (ys - my) ** 2))
         px, py = (xs[nearest] + x + 0.5) / scale, (ys[nearest] + y + 0.5) / scale
         # Score: typical silhouette and size; larger regions are likelier real (and closer).
         mid = math.sqrt(lo * hi)
         shape_fit = 1.0 / (1.0 + abs(math.log(max(aspect, 1e-3) / mid)))
-        score = shape_fit * math.log1p(area) * (0.6 + 0.4 * min(fill, 1.0))
+        score = shape_fit * math.log1p(area / (scale * scale)) * (0.6 + 0.4 * min(fill, 1.0))
         return Detection(
             *full,
             area_px=area / (scale * scale),
@@ -181,4 +213,8 @@ class Detector:
             cut_right=cut_right,
             cut_top=cut_top,
             cut_bottom=cut_bottom,
+            aspect=aspect,
+            aspect_range=(lo, hi),
+            fill=fill,
+            altitude_m=altitude_m,
         )

@@ -21,7 +21,7 @@ from common.camera import CameraProfile
 from common.errors import ConfigError
 from models.baseline.detector import Detection, Detector
 from models.baseline.instruction import TargetSpec, parse_instruction
-from models.pilot import Decision, Observation
+from models.pilot import Decision, Observation, reply_object
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +69,11 @@ class BaselinePilot:
         action: Action
         if chosen is None:
             action = Rotate(angle_deg=self._search_turn(observation))
-        elif self._arrived(chosen, width, height, delta_m):
+        elif self._arrived(chosen, width, height, delta_m) and not isinstance(_last(observation), Finished):
             action = Finished()
         else:
+            # Farther than δ, or just declared (a declaration ends nothing: if it was early, the next
+            # one, a little closer, may qualify; the controller's stop band keeps the drone off it).
             x = min(1000, max(0, round(chosen.point_px[0] / width * 1000)))
             y = min(1000, max(0, round(chosen.point_px[1] / height * 1000)))
             action = Go(point=(x, y), depth_m=round(max(chosen.depth_m, 0.1), 1))
@@ -139,6 +141,10 @@ class BaselinePilot:
         return Decision(action=action, raw=raw, error=error, extra=extra)
 
 
+def _last(observation: Observation) -> Action | None:
+    return observation.history[-1] if observation.history else None
+
+
 def _last_go(history: Any) -> Go | None:
     for action in reversed(list(history)):
         if isinstance(action, Go):
@@ -173,28 +179,3 @@ def _with_plan(
             "declare arrival" if isinstance(action, Finished) else "fly toward it",
         )
     return msgspec.structs.replace(action, plan=plan)
-
-
-def reply_object(action: Action, point_order: str = "xy") -> dict[str, Any]:
-    """The strict-schema JSON object of `action`: plan fields first when present, unused fields null."""
-    out: dict[str, Any] = {}
-    if action.plan is not None:
-        plan = action.plan
-        out.update(
-            target_in_view=plan.target_in_view,
-            target_match=plan.target_match,
-            closing_in=plan.closing_in,
-            current_frame=plan.current_frame,
-            action_planning=plan.action_planning,
-        )
-    point = None
-    depth = None
-    angle = None
-    if isinstance(action, Go):
-        x, y = action.point
-        point = [x, y] if point_order == "xy" else [y, x]
-        depth = action.depth_m
-    elif isinstance(action, Rotate):
-        angle = action.angle_deg
-    out.update(action=type(action).__struct_config__.tag, point=point, depth_m=depth, angle_deg=angle)
-    return out

@@ -1,0 +1,160 @@
+"""Baseline pilot logic on drawn frames: instruction reading, search turns, re-acquisition,
+arrival, plan fields and the reply text. (Accuracy on simulator frames: test_baseline_sim.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_pilots_support import draw_box, scene
+
+from common.actions import Finished, Go, Rotate, Think
+from common.camera import BUILTIN_CAMERAS
+from common.errors import ConfigError
+from models.baseline import BaselinePilot
+from models.baseline.instruction import TargetSpec, parse_instruction
+from models.parser import parse_action
+from models.pilot import Observation, reply_object
+
+RED = (20, 20, 204)
+BLUE = (217, 64, 26)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("go to the red car", TargetSpec("car", "red")),
+        ("Fly to the blue SUV.", TargetSpec("suv", "blue")),
+        ("find the grey van", TargetSpec("van", "gray")),
+        ("follow the person in red", TargetSpec("person", None, follow=True)),
+        ("Follow the orange pedestrian", TargetSpec("person", "orange", follow=True)),
+        ("track the yellow cyclist", TargetSpec("cyclist", "yellow", follow=True)),
+        ("approach the traffic cone", TargetSpec("cone", None)),
+        ("search for the purple drone", TargetSpec("drone", "purple")),
+        ("go to the cars", TargetSpec("car", None)),
+    ],
+)
+def test_instruction_reading(text: str, expected: TargetSpec) -> None:
+    assert parse_instruction(text) == expected
+
+
+def test_unknown_target_is_a_config_error_and_the_pilot_searches() -> None:
+    with pytest.raises(ConfigError, match="known classes"):
+        parse_instruction("go to the lighthouse")
+    decision = BaselinePilot().decide(Observation(scene(), "go to the lighthouse"))
+    assert isinstance(decision.action, Rotate) and "lighthouse" in (decision.error or "")
+
+
+def car_at_8m(image=None, colour=RED, x=400):
+    # 640x360 at 90°: f = 320 px; a 1.2 m tall, 4.4 m long car broadside 8 m away, camera 2 m up,
+    # so its 1.8 m deep top shows too, about 0.2 (tan of the view angle) x 1.8 m.
+    image = scene() if image is None else image
+    h = round(320 * (1.2 + 0.2 * 1.8) / 8)
+    w = round(320 * 4.4 / 8)
+    bottom = 180 + round(320 * (2.0 - 0.3) / 8)
+    draw_box(image, x, bottom - h, w, h, colour)
+    return image
+
+
+def test_go_points_at_the_target_with_a_pinhole_depth() -> None:
+    decision = BaselinePilot().decide(Observation(car_at_8m(), "go to the red car"))
+    action = decision.action
+    assert isinstance(action, Go)
+    x, _ = action.point
+    assert 400 / 640 * 1000 <= x <= (400 + 176) / 640 * 1000
+    assert 7.0 <= action.depth_m <= 9.5
+    assert parse_action(decision.raw) == action  # the raw text is what a model would have written
+
+
+def test_wrong_colour_and_wrong_class_are_not_taken() -> None:
+    pilot = BaselinePilot()
+    assert isinstance(pilot.decide(Observation(car_at_8m(colour=BLUE), "go to the red car")).action, Rotate)
+    person = scene()
+    draw_box(person, 300, 200, 18, 24, RED)  # a red shirt 0.46 x 0.6 m, 8 m away
+    assert isinstance(pilot.decide(Observation(person, "go to the red car")).action, Rotate)
+    assert isinstance(pilot.decide(Observation(person, "follow the red person")).action, Go)
+
+
+def test_search_turns_keep_their_direction_and_reacquire_toward_the_last_sighting() -> None:
+    pilot = BaselinePilot()
+    empty = scene()
+    assert pilot.decide(Observation(empty, "find the red car")).action == Rotate(angle_deg=60.0)
+    left = (Rotate(angle_deg=-60.0), Rotate(angle_deg=-60.0))
+    assert pilot.decide(Observation(empty, "find the red car", left)).action == Rotate(angle_deg=-60.0)
+    # Lost right after a go to the left of the frame: turn left, a smaller step.
+    lost_left = (Go(point=(150, 600), depth_m=9.0),)
+    assert pilot.decide(Observation(empty, "follow the red car", lost_left)).action == Rotate(angle_deg=-35.0)
+    lost_right = (Go(point=(800, 600), depth_m=9.0),)
+    assert pilot.decide(Observation(empty, "follow the red car", lost_right)).action == Rotate(angle_deg=35.0)
+    # Still lost after that turn: keep turning the same way.
+    still = (Go(point=(800, 600), depth_m=9.0), Rotate(angle_deg=35.0))
+    assert pilot.decide(Observation(empty, "follow the red car", still)).action == Rotate(angle_deg=60.0)
+
+
+def test_prefers_the_candidate_where_the_last_go_pointed() -> None:
+    image = car_at_8m(x=40)
+    car_at_8m(image, x=420)
+    pilot = BaselinePilot()
+    history = (Go(point=(780, 600), depth_m=9.0),)
+    action = pilot.decide(Observation(image, "follow the red car", history)).action
+    assert isinstance(action, Go) and action.point[0] > 600
+
+
+def close_car():
+    # The car broadside 3 m away, camera 2 m up: large, and cut by the bottom of the frame.
+    image = scene()
+    draw_box(image, 85, 190, round(320 * 4.4 / 3), 170, RED)
+    return image
+
+
+def test_finished_when_close_large_and_low_then_creeps_closer() -> None:
+    pilot = BaselinePilot(delta_m=5.0)
+    assert isinstance(pilot.decide(Observation(close_car(), "go to the red car")).action, Finished)
+    # Just declared: a declaration ends nothing, so it closes in a little and may declare again.
+    after = pilot.decide(Observation(close_car(), "go to the red car", (Finished(),))).action
+    assert isinstance(after, Go)
+    # With a smaller δ (indoors) the same view is not an arrival.
+    assert isinstance(
+        BaselinePilot(delta_m=2.5).decide(Observation(close_car(), "go to the red car")).action, Go
+    )
+
+
+def test_after_think_the_reply_carries_the_plan_fields() -> None:
+    decision = BaselinePilot().decide(Observation(car_at_8m(), "go to the red car", (Think(),)))
+    assert isinstance(decision.action, Go) and decision.action.plan is not None
+    reply = json.loads(decision.raw)
+    assert list(reply)[:5] == [
+        "target_in_view",
+        "target_match",
+        "closing_in",
+        "current_frame",
+        "action_planning",
+    ]
+    assert parse_action(decision.raw, plan=True) == decision.action
+    lost = BaselinePilot().decide(Observation(scene(), "go to the red car", (Think(),)))
+    assert (
+        lost.action is not None and lost.action.plan is not None and lost.action.plan.target_in_view == "no"
+    )
+
+
+def test_yx_point_order_and_the_strict_reply_form() -> None:
+    go = Go(point=(700, 550), depth_m=8.5)
+    assert reply_object(go, "yx") == {"action": "go", "point": [550, 700], "depth_m": 8.5, "angle_deg": None}
+    assert reply_object(Rotate(angle_deg=-30.0)) == {
+        "action": "rotate",
+        "point": None,
+        "depth_m": None,
+        "angle_deg": -30.0,
+    }
+    pilot = BaselinePilot(point_order="yx")
+    decision = pilot.decide(Observation(car_at_8m(), "go to the red car"))
+    assert parse_action(decision.raw, point_order="yx") == decision.action
+
+
+def test_camera_profile_scales_the_depth() -> None:
+    # The same pixels through a narrower lens (larger focal length) mean a farther object.
+    wide = BaselinePilot().decide(Observation(car_at_8m(), "go to the red car")).action
+    tello = (
+        BaselinePilot(BUILTIN_CAMERAS["tello"]).decide(Observation(car_at_8m(), "go to the red car")).action
+    )
+    assert isinstance(wide, Go) and isinstance(tello, Go) and tello.depth_m > wide.depth_m * 1.2
