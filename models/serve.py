@@ -12,8 +12,10 @@ keep per-call state.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import socket
 import threading
 import time
 import uuid
@@ -152,28 +154,38 @@ class PilotService:
         return json.dumps(reply_object(decision.action, chat.point_order))
 
 
-def validate_reply(text: str, schema: dict[str, Any] | None) -> str | None:
-    """None when `text` is one JSON value satisfying `schema`, else what is wrong."""
+@functools.lru_cache(maxsize=64)
+def _validator(schema_text: str) -> Any:
+    """A checked validator per distinct schema: clients send the same few schemas every call, and
+    checking a schema costs far more than validating a reply against it."""
     import jsonschema
 
+    schema = json.loads(schema_text)
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ProtocolError(f"response_format schema is not a valid JSON schema: {exc.message}") from None
+    return cls(schema)
+
+
+def validate_reply(text: str, schema: dict[str, Any] | None) -> str | None:
+    """None when `text` is one JSON value satisfying `schema`, else what is wrong."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         return f"reply is not JSON: {exc}"
     if schema is None:
         return None
-    try:
-        jsonschema.validate(value, schema)
-    except jsonschema.ValidationError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        return f"reply violates the requested schema at {path}: {exc.message}"
+    error = next(iter(_validator(json.dumps(schema, sort_keys=True)).iter_errors(value)), None)
+    if error is not None:
+        path = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        return f"reply violates the requested schema at {path}: {error.message}"
     return None
 
 
 def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     """The json_schema of `response_format` (None when the request constrains nothing)."""
-    import jsonschema
-
     fmt = body.get("response_format")
     if fmt is None:
         return None
@@ -188,10 +200,7 @@ def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     schema = spec.get("schema") if isinstance(spec, dict) else None
     if not isinstance(schema, dict):
         raise ProtocolError("response_format.json_schema.schema must be an object")
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ProtocolError(f"response_format schema is not a valid JSON schema: {exc.message}") from None
+    _validator(json.dumps(schema, sort_keys=True))  # raises ProtocolError for an invalid schema
     return schema
 
 
@@ -202,6 +211,12 @@ def _error_body(message: str, kind: str, code: int) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server: PilotHTTPServer
     protocol_version = "HTTP/1.1"  # keep-alive, as clients expect
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in two writes; without this, Nagle's algorithm holds the body
+        # back until the client's delayed ACK (40 ms on Linux) on every keep-alive request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s - %s", self.address_string(), format % args)

@@ -91,7 +91,9 @@ class Detector:
 
         height, width = image_bgr.shape[:2]
         camera = self._camera_for(width, height)
-        scale = min(1.0, self.work_width_px / width)
+        # With no colour named every colour is segmented: half the resolution keeps it fast.
+        work_width = self.work_width_px if target.colour else self.work_width_px // 2
+        scale = min(1.0, work_width / width)
         small = (
             image_bgr
             if scale == 1.0
