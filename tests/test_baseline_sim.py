@@ -86,3 +86,57 @@ def test_depth_estimates_follow_the_true_distance(cases) -> None:
     # Planar depth to the visible face versus distance to the centre: a little short, never wild.
     assert 0.7 <= median <= 1.1
     assert sum(0.5 <= r <= 1.5 for r in ratios) >= 0.9 * len(ratios)
+
+
+def fly_episode(world, instruction: str, target: str, start, max_steps: int = 40, moving: bool = False):
+    """Closed loop: render -> baseline -> the real controller's plan -> its end pose (kinematic: the
+    drone is placed where the plan ends; with a moving target, sim time advances by the plan's
+    duration). Returns (steps, first qualifying declaration's distance or None, actions)."""
+    from onboard.controller import go_world_goal, plan_action
+    from onboard.profiles import flight_profile
+
+    profile = flight_profile("outdoor")
+    camera = world.camera
+    pilot = BaselinePilot(camera, delta_m=DELTA_M)
+    world.set_vehicle_pose("Drone1", start)
+    history: list = []
+    for step in range(1, max_steps + 1):
+        render = world.render("Drone1", segmentation=True)
+        decision = pilot.decide(Observation(render.image_bgr, instruction, tuple(history[-5:])))
+        action = decision.action
+        if isinstance(action, Finished):
+            truth = world.target_truth("Drone1", target, render)
+            if truth.visible and truth.distance_m <= DELTA_M:
+                return step, truth.distance_m, [*history, action]
+        plan = plan_action(action, camera, profile)
+        pose = world.vehicle_pose("Drone1")
+        world.set_vehicle_pose("Drone1", go_world_goal(plan, pose))
+        if moving:
+            world.advance(plan.yaw_duration_s + plan.duration_s + 0.5)
+        history.append(action)
+    return max_steps, None, history
+
+
+@pytest.mark.parametrize(
+    ("start_yaw_deg", "moving"),
+    [(0.0, False), (180.0, False), (0.0, True)],
+    ids=["approach", "search", "track"],
+)
+def test_closed_loop_reaches_and_declares(start_yaw_deg: float, moving: bool) -> None:
+    from common.pose import Pose
+    from sim_bridge.sim.world import World
+
+    with World("residential", vehicles=1, seed=3) as world:
+        world.spawn("goal", "car@purple", Pose(30.0, 1.0, 0.0, 20.0))
+        world.spawn("decoy", "person@purple", Pose(20.0, -4.5, 0.0, 0.0))
+        if moving:
+            world.set_path("goal", [(30.0, 1.0, 0.0), (90.0, 1.0, 0.0)], 0.3)
+        steps, distance, actions = fly_episode(
+            world, "go to the purple car", "goal", Pose(0.0, 0.0, -3.0, start_yaw_deg), moving=moving
+        )
+    names = [type(a).__name__ for a in actions]
+    print(f"{'moving' if moving else 'static'} start yaw {start_yaw_deg}: {steps} steps, {names}")
+    assert distance is not None, names
+    assert distance <= DELTA_M
+    if start_yaw_deg == 180.0:
+        assert isinstance(actions[0], Rotate)  # it had to search first

@@ -25,7 +25,8 @@ MIN_AREA_PX = 12  # in full-image pixels at 640 wide; below this a silhouette ca
 MIN_DEPTH_M = 1.5  # nothing real is closer: the controller stops the drone 1-2 m short
 MAX_DEPTH_M = 60.0  # beyond this a vehicle is a few pixels tall: a blob, not a silhouette
 ALTITUDE_RANGE_M = (0.3, 6.0)  # the camera heights a low-flying drone pilot is used at
-MAX_SPAN = 0.85  # a region wider or taller than this share of the frame is background (sky, ground, wall)
+MAX_SPAN = 0.85  # an achromatic region wider or taller than this share of the frame is background
+ACHROMATIC = frozenset({"white", "gray", "black"})
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,9 @@ class Detector:
 
         if area < MIN_AREA_PX * scale * scale:
             return None
-        if w > MAX_SPAN * sw or h > MAX_SPAN * sh:
+        if colour in ACHROMATIC and (w > MAX_SPAN * sw or h > MAX_SPAN * sh):
+            # Sky, ground, walls and roads are white, grey or black; saturated colours this large
+            # are the target right in front of the camera.
             reject(f"spans {w}x{h} of {sw}x{sh}: background")
             return None
         cut_left, cut_top = x <= 0, y <= 0
@@ -176,6 +179,9 @@ class Detector:
             depth_m = fx * cls.nominal_extent_m / w
             if not width_cut:
                 depth_m = math.sqrt(depth_m * max(depth_m, fy * cls.apparent_height_m(tan_below, aspect) / h))
+        if cut_left and cut_right:
+            # Wider than the view: right in front of the camera (the closest it can tell).
+            depth_m = MIN_DEPTH_M
         # Even at its widest, an object of this class showing this wide would be this close:
         if not width_cut:
             farthest_m = fx * cls.extent_m[1] / w
