@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from common.errors import ConfigError
-from sim_bridge.sim.textures import TextureCache, checkerboard_image, text_image
+from sim_bridge.sim.textures import TextureCache, checkerboard_image, text_image, text_width_px
 
 RGBA = tuple[float, float, float, float]
 
@@ -273,12 +273,7 @@ def _drone(arg: str, rgba: RGBA, textures: TextureCache) -> list[Part]:
 def _sign(arg: str, rgba: RGBA, textures: TextureCache) -> list[Part]:
     text = arg.upper() or "SIGN"
     glyph_px = round(SIGN_GLYPH_M / TEXEL_M)
-    import cv2
-
-    from sim_bridge.sim.textures import FONT
-
-    (w1, h1), _ = cv2.getTextSize(text, FONT, 1.0, 1)
-    width_m = max(0.5, (w1 * glyph_px / h1) * TEXEL_M + 0.2)
+    width_m = max(0.5, text_width_px(text, glyph_px) * TEXEL_M + 0.2)
     height_m = 0.32
     dark = sum(rgba[:3]) < 1.6
     fg, bg = ((255, 255, 255) if dark else (0, 0, 0)), tuple(int(255 * c) for c in rgba[2::-1])
