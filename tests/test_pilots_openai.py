@@ -345,3 +345,66 @@ def test_backend_url_errors_are_config_errors() -> None:
     assert isinstance(backend, OpenAIBackend) and backend.base_url == "https://api.example.com/v1"
     backend.close()
     assert msgspec.to_builtins(profile_for_url("openai://h:1/v1?model=abc"))["served_model"] == "abc"
+
+
+def test_think_off_and_visual_history_switches_over_http(baseline_server: str) -> None:
+    from models.templates import PromptSwitches
+
+    switches = PromptSwitches(think=False, visual_history=True)
+    pilot = model_pilot_from_url(f"openai://{baseline_server}/v1?profile=qwen3.5-2b", switches)
+    try:
+        request = pilot.build_request(
+            Observation(
+                car_frame(), "go to the red car", (Rotate(angle_deg=60.0),), history_images=(scene(),)
+            )
+        )
+        body = request.to_body()
+        assert "think" not in body["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"]
+        images = [p for p in body["messages"][1]["content"] if p["type"] == "image_url"]
+        assert len(images) == 2  # the view before the rotate, then the current frame
+        decision = pilot.decide(
+            Observation(
+                car_frame(), "go to the red car", (Rotate(angle_deg=60.0),), history_images=(scene(),)
+            )
+        )
+        assert isinstance(decision.action, Go) and decision.error is None
+    finally:
+        pilot.close()
+
+
+def test_serve_pilot_in_front_of_a_model_pilot(baseline_server: str) -> None:
+    from models.serve import make_pilot, start_server
+
+    proxy, thread = start_server(make_pilot(f"openai://{baseline_server}/v1?model=baseline"))
+    try:
+        pilot = model_pilot_from_url(f"openai://127.0.0.1:{proxy.port}/v1?profile=qwen3.5-2b")
+        decision = pilot.decide(Observation(car_frame(), "go to the red car"))
+        pilot.close()
+        assert isinstance(decision.action, Go)
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join(timeout=5)
+
+
+def test_scripted_fleet_replies_through_serve_pilot(tmp_path) -> None:
+    script = tmp_path / "fleet.json"
+    go = {"action": "go", "point": [500, 600], "depth_m": 7, "angle_deg": None}
+    turn = {"action": "rotate", "point": None, "depth_m": None, "angle_deg": -90}
+    orders = {"orders": [{"drone": 1, "order": "look left"}, {"drone": 2, "order": "go to the red car"}]}
+    script.write_text(json.dumps([{"drones": [go, turn]}, orders, {"drones": [go]}]))
+    with serve_pilot_process("--pilot", f"scripted:{script}") as hostport:
+        url = f"openai://{hostport}/v1?profile=qwen3.5-2b&retries=0"
+        backend = open_backend(url)
+        profile = profile_for_url(url)
+        frames = [scene(), scene()]
+        try:
+            multi = decide_multi(backend, MultiDronePrompt(profile, 2), "find the red car", frames, [(), ()])
+            assert multi.actions == (Go(point=(500, 600), depth_m=7.0), Rotate(angle_deg=-90.0))
+            told = command(backend, CommanderPrompt(profile, 2), "find the red car", frames, [None, None])
+            assert told.orders == ("look left", "go to the red car")
+            # A reply with the wrong count violates the 2-drone schema: the server refuses it.
+            wrong = decide_multi(backend, MultiDronePrompt(profile, 2), "find the red car", frames, [(), ()])
+            assert wrong.actions == (None, None) and "cannot satisfy" in (wrong.error or "")
+        finally:
+            backend.close()
