@@ -109,6 +109,14 @@ class PilotService:
         self.latency_s = latency_s  # injected model latency, to reproduce slow models without one
         self.stats = ServeStats()
         self._lock = threading.Lock()
+        self._stats_lock = threading.Lock()
+
+    def count(self, error: bool = False) -> None:
+        with self._stats_lock:
+            if error:
+                self.stats.errors += 1
+            else:
+                self.stats.requests += 1
 
     def answer(self, chat: DecodedChat) -> str:
         if self.latency_s > 0:
@@ -246,13 +254,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, _error_body(f"no route {self.path}", "not_found_error", 404))
             return
         service = self.server.service
-        service.stats.requests += 1
+        service.count()
         try:
             length = int(self.headers.get("Content-Length", "0"))
         except ValueError:
             length = -1
         if not 0 < length <= MAX_BODY_BYTES:
-            service.stats.errors += 1
+            service.count(error=True)
             self.close_connection = True
             self._send(
                 400,
@@ -264,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length)
         status, payload = self.server.handle_completion(raw)
         if status != 200:
-            service.stats.errors += 1
+            service.count(error=True)
         self._send(status, payload)
 
 

@@ -302,6 +302,12 @@ def test_plan_call_uses_the_plan_cap_and_a_named_key_variable(monkeypatch) -> No
     headers, body = peer.requests[0]
     sent = json.loads(body)
     assert headers["Authorization"] == "Bearer sk-named"
+    # Without api_key_env, the profile's own variable comes before OPENAI_API_KEY.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-generic")
+    monkeypatch.setenv("QWEN3_5_2B_API_KEY", "sk-profile")
+    backend = open_backend("openai://127.0.0.1:9/v1?profile=qwen3.5-2b")
+    assert backend._api_key == "sk-profile"  # type: ignore[attr-defined]
+    backend.close()
     assert sent["max_tokens"] == 768 and sent["model"] == "served"
     assert "target_in_view" in sent["response_format"]["json_schema"]["schema"]["properties"]
 

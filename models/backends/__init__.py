@@ -51,6 +51,7 @@ def _open_openai(url: BackendURL) -> ModelBackend:
         backoff_s=url.get_float("backoff_s", 0.25),
         retry_on_timeout=retry_on_timeout in ("1", "true"),
         api_key_env=url.get_str("api_key_env"),
+        profile_name=url.get_str("profile"),
     )
 
 

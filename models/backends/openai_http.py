@@ -41,6 +41,7 @@ class OpenAIBackend:
         retry_on_timeout: bool = False,
         api_key: str | None = None,
         api_key_env: str | None = None,
+        profile_name: str | None = None,
     ) -> None:
         if timeout_s <= 0:
             raise ConfigError(f"openai backend: timeout_s={timeout_s} must be > 0")
@@ -55,6 +56,7 @@ class OpenAIBackend:
         self.retry_on_timeout = retry_on_timeout
         self.name = f"openai:{self.base_url}"
         self.api_key_env = api_key_env
+        self.profile_name = profile_name
         self._api_key = api_key if api_key is not None else self._key_from_env()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
@@ -67,8 +69,10 @@ class OpenAIBackend:
         )
 
     def _key_from_env(self) -> str | None:
-        # A named variable first (several providers side by side), then the usual one.
-        for name in (self.api_key_env, "OPENAI_API_KEY"):
+        # The variable the URL names, then the profile's own (several providers side by side:
+        # profile "openai-hosted" reads OPENAI_HOSTED_API_KEY), then the usual one.
+        profile_env = profile_key_env(self.profile_name) if self.profile_name else None
+        for name in (self.api_key_env, profile_env, "OPENAI_API_KEY"):
             if name and os.environ.get(name):
                 return os.environ[name]
         return None
@@ -159,6 +163,12 @@ class OpenAIBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def profile_key_env(profile_name: str) -> str:
+    """The API-key variable named after a model profile: "openai-hosted" -> OPENAI_HOSTED_API_KEY."""
+    stem = "".join(ch if ch.isalnum() else "_" for ch in profile_name.upper())
+    return f"{stem}_API_KEY"
 
 
 def _int_or_none(value: Any) -> int | None:
