@@ -1,0 +1,77 @@
+"""The onboard process end to end: `dronecats sim` (AirSim-compatible server) in one process,
+`dronecats onboard` flying it through the real airsim client in another, the verifier on its logs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+from conftest import dronecats_cmd, subprocess_env
+
+from episodes.logs import read_episode
+from episodes.verifier import VerifierSettings, verify
+
+
+@pytest.mark.slow
+def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_path) -> None:
+    import airsim
+
+    sim = subprocess.Popen(
+        dronecats_cmd("sim", "--scene", "residential", "--port", "0"),
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert sim.stdout is not None
+        deadline = time.monotonic() + 60
+        line = ""
+        while time.monotonic() < deadline:
+            line = sim.stdout.readline()
+            if "listening on" in line or not line:
+                break
+        assert "listening on" in line, line
+        port = int(line.rsplit(":", 1)[1])
+        client = airsim.MultirotorClient(port=port)
+        client.confirmConnection()
+        pose = airsim.Pose(airsim.Vector3r(25.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
+        assert client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1)) == "target"
+        out = tmp_path / "flight"
+        result = subprocess.run(
+            dronecats_cmd(
+                "onboard",
+                "--vehicle",
+                f"airsim://127.0.0.1:{port}/Drone1",
+                "--pilot",
+                "baseline",
+                "--instruction",
+                "go to the red car",
+                "--truth-target",
+                "target",
+                "--log-dir",
+                str(out),
+                "--set",
+                "t_max_s=90",
+                "--set",
+                "min_decision_period_s=0.5",
+            ),
+            env=subprocess_env(),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        summary = json.loads(result.stdout.strip().splitlines()[-1])
+        assert summary["reason"] == "declared"
+        verdict = verify(read_episode(out), VerifierSettings(delta_m=5.0, t_max_s=90.0))
+        assert verdict.success and verdict.ne_m is not None and verdict.ne_m <= 5.0
+    finally:
+        sim.terminate()
+        try:
+            sim.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+            sim.wait()
