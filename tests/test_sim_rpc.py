@@ -280,3 +280,29 @@ def test_vehicle_adapter_over_the_real_client(sim_port) -> None:
         assert frame.capture_time_s > 0
     finally:
         vehicle.close()
+
+
+def test_remote_truth_for_an_onboard_process(client, sim_port) -> None:
+    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
+    from sim_bridge.remote_truth import RemoteTruth
+
+    set_pose(client, "Drone2", 5.0, -2.0, -2.0, 90.0)  # world (5, 0, -2) facing east
+    name = client.simSpawnObject(
+        "rt_car", "car@blue", airsim.Pose(airsim.Vector3r(5.0, 7.0, 0.0)), airsim.Vector3r(1, 1, 1)
+    )
+    try:
+        url = f"airsim://127.0.0.1:{sim_port}/Drone2"
+        truth = RemoteTruth(url, name)
+        sample = truth.sample("Drone2")
+        assert sample.visible is True
+        assert sample.distance_m == pytest.approx(7.1, abs=0.2)
+        assert sample.target_pose[:2] == pytest.approx([5.0, 7.0])
+        frame = AirSimVehicle(parse_airsim_url(url)).camera().read()
+        info = client.client.call("dcGroundTruth", "Drone2", name)
+        u0, v0, u1, v1 = info["box2d"]
+        centre = (round((u0 + u1) / 2 * 1000 / 640), round((v0 + v1) / 2 * 1000 / 360))
+        set_pose(client, "Drone2", 5.0, -2.0, -2.0, 0.0)  # turned away since the frame was taken
+        assert truth.point_on_target(frame, centre) is True
+        assert truth.point_on_target(frame, (20, 20)) is False
+    finally:
+        client.simDestroyObject(name)

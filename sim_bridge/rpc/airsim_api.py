@@ -35,6 +35,8 @@ EXTENSIONS = {
     "dcGroundTruth": "(vehicle_name, object_name) -> {distance_m, bbox_distance_m, visible, "
     "pixel_count, min_pixels, box2d, target_pose}: AGENT.md §6 ground truth from a fresh render",
     "dcPointOnTarget": "(vehicle_name, object_name, u, v) -> bool: image point (0-1000) on the object now",
+    "dcPointOnTargetAt": "(vehicle_name, object_name, u, v, [x, y, z, yaw_deg]) -> bool: the same for "
+    "a frame taken at that world vehicle pose (re-rendered with the scene as it is now)",
     "dcSetObjectPath": "(object_name, [[x, y, z], ...] world NED, speed_m_s) -> True: follow from now",
     "dcGetObjectInfo": "(object_name) -> {name, cls, colour, asset, text, bbox_centre, bbox_half_m, pose}",
     "dcGetVehicleSpawn": "(vehicle_name) -> Pose: the vehicle's spawn pose in the world NED frame",
@@ -646,6 +648,15 @@ class AirSimApi:
 
     def dcPointOnTarget(self, vehicle_name: str, object_name: str, u: float, v: float) -> bool:
         render = self.world.render(str(vehicle_name), segmentation=True)
+        return self.world.point_on_target(render, str(object_name), float(u), float(v))
+
+    def dcPointOnTargetAt(
+        self, vehicle_name: str, object_name: str, u: float, v: float, vehicle_pose_world: Any
+    ) -> bool:
+        """point_on_target for a frame taken earlier: re-render from the frame's vehicle pose
+        ([x, y, z, yaw_deg] world NED) with the scene as it is now."""
+        x, y, z, yaw = (float(a) for a in vehicle_pose_world)
+        render = self.world.render(str(vehicle_name), segmentation=True, vehicle_pose=Pose(x, y, z, yaw))
         return self.world.point_on_target(render, str(object_name), float(u), float(v))
 
     def dcSetObjectPath(self, object_name: str, waypoints: Any, speed_m_s: float) -> bool:

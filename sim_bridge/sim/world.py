@@ -630,11 +630,13 @@ class World:
         self.close()
 
     # ------------------------------------------------------------------ rendering & ground truth
-    def camera_pose(self, name: str = "") -> tuple[np.ndarray, float]:
+    def camera_pose(self, name: str = "", vehicle_pose: Pose | None = None) -> tuple[np.ndarray, float]:
+        """World NED position and yaw of the vehicle's camera (at `vehicle_pose` when given)."""
         m = self.vehicle(name).model
-        pos = m.position_ned + yaw_rotation_ned(m.yaw_deg) @ np.asarray(CAMERA_OFFSET_FRD_M)
+        p = vehicle_pose or m.pose()
+        pos = np.array([p.x_m, p.y_m, p.z_m]) + yaw_rotation_ned(p.yaw_deg) @ np.asarray(CAMERA_OFFSET_FRD_M)
         pos[2] = min(pos[2], m.floor_z_m - 0.02)  # a landed drone's camera stays above the ground
-        return pos, m.yaw_deg
+        return pos, p.yaw_deg
 
     def render(
         self,
@@ -642,13 +644,22 @@ class World:
         segmentation: bool = True,
         depth: bool = False,
         camera: CameraProfile | None = None,
+        vehicle_pose: Pose | None = None,
     ) -> Render:
-        """The forward camera image (BGR) with segmentation (body ids) and planar depth on request."""
+        """The forward camera image (BGR) with segmentation (body ids) and planar depth on request.
+
+        With `vehicle_pose`, the camera is placed as if the vehicle were there (the scene as it is now;
+        the vehicle's own body is moved out of the way meanwhile): a frame's view re-rendered later.
+        """
         p, c = self._p, self.client
         with self.lock:
             slot = self.vehicle(name)
             cam = camera or slot.camera
-            eye, yaw = self.camera_pose(name)
+            eye, yaw = self.camera_pose(name, vehicle_pose)
+            if vehicle_pose is not None:
+                p.resetBasePositionAndOrientation(
+                    slot.body_id, (0.0, 0.0, -1000.0), (0, 0, 0, 1), physicsClientId=c
+                )
             eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
             fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
             view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
@@ -663,7 +674,9 @@ class World:
                 physicsClientId=c,
             )
             t = self.clock.now()
-            pose = slot.model.pose()
+            pose = vehicle_pose or slot.model.pose()
+            if vehicle_pose is not None:
+                self._place_vehicle(slot)
         h, w = cam.height_px, cam.width_px
         rgba = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
         seg_arr = np.asarray(seg, np.int32).reshape(h, w)
