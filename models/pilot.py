@@ -30,7 +30,9 @@ class Observation:
     `image` is the current frame (BGR uint8, any size); `history` the executed actions, oldest
     first; `history_images` the views those actions were chosen from (visual history, optional).
     `delta_m` is the episode's arrival radius δ for pilots that judge arrival by a number; a model
-    pilot judges it from the prompt and ignores it.
+    pilot judges it from the prompt and ignores it. `think` and `plan` tell a pilot without prompt
+    switches of its own (the baseline, or any pilot behind serve-pilot) whether `think` is allowed
+    and whether this reply must carry the plan fields; a ModelPilot follows its PromptSwitches.
     """
 
     image: Any
@@ -127,7 +129,7 @@ class ModelPilot:
             observation.instruction,
             history,
             encode_frame(observation.image),
-            previous_was_think=observation.plan if observation.plan is not None else None,
+            previous_was_think=observation.plan,
             history_views=views,
         )
 

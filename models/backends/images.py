@@ -1,4 +1,4 @@
-"""Images inside OpenAI chat messages: `data:image/jpeg;base64,...` URLs in both directions."""
+"""Images inside OpenAI chat messages: reading `data:image/...;base64,...` URLs back into frames."""
 
 from __future__ import annotations
 
@@ -9,17 +9,6 @@ from typing import Any
 import numpy as np
 
 from common.errors import BackendError
-
-JPEG_QUALITY = 85  # AGENT.md §1
-
-
-def encode_data_url(image_bgr: np.ndarray, quality: int = JPEG_QUALITY) -> str:
-    import cv2
-
-    ok, buf = cv2.imencode(".jpg", image_bgr, [cv2.IMWRITE_JPEG_QUALITY, quality])
-    if not ok:
-        raise BackendError(f"could not JPEG-encode an image of shape {image_bgr.shape}")
-    return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode("ascii")
 
 
 def decode_data_url(url: str) -> np.ndarray:
