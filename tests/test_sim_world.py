@@ -204,3 +204,16 @@ def test_scenes_build_and_render() -> None:
             assert np.unique(r.image_bgr.reshape(-1, 3), axis=0).shape[0] > 5
     with pytest.raises(ConfigError, match="unknown scene"):
         World("moon")
+
+
+def test_scene_layout_follows_the_seed() -> None:
+    def layout(seed: int) -> tuple[list[tuple[str, str, str]], np.ndarray]:
+        with World("residential", vehicles=1, seed=seed) as w:
+            w.set_vehicle_pose("Drone1", Pose(10.0, 0.0, -3.0, 0.0))
+            return sorted((o.name, o.colour, o.arg) for o in w.objects.values()), w.render("Drone1").image_bgr
+
+    a_objects, a_image = layout(1)
+    b_objects, b_image = layout(1)
+    c_objects, _ = layout(2)
+    assert a_objects == b_objects and np.array_equal(a_image, b_image)
+    assert a_objects != c_objects

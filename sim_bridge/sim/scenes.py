@@ -175,8 +175,8 @@ def indoor(world: World, seed: int) -> SceneInfo:
         _box((0.7, 0.7, 1.8), (7.5, -4.5, 0.9), (0.8, 0.8, 0.82, 1.0)),  # fridge
     ]
     world.add_scenery("furniture", furniture)
-    world.spawn("chair_red", "person@red", Pose(-2.0, -1.8, 0.0, 180.0), scale=(0.5, 0.5, 0.5))
-    world.spawn("door_sign", "sign:KITCHEN@white", Pose(1.8, 1.2, -0.2, 180.0), scale=(0.6, 0.6, 0.6))
+    world.spawn("person_1", "person@red", Pose(-2.0, -1.8, 0.0, 180.0))
+    world.spawn("sign_kitchen", "sign:KITCHEN@white", Pose(1.8, 1.2, 0.0, 180.0), scale=(0.6, 0.6, 0.6))
     return SceneInfo(
         "indoor",
         _spawn_grid([(-5.5, 0.0), (-5.5, 1.0), (-5.5, -1.0), (-6.5, 0.0)]),
