@@ -262,19 +262,33 @@ def test_sim_sweep_plan_puts_the_board_where_planned() -> None:
     plan = plan_sweep(pattern, NedPose(3.0, -2.0, -8.0, 30.0), 640, 360, plan_hfov_deg=80.0)
     assert plan.board_asset == "checkerboard:10x7:100"  # the simulator counts squares
     assert plan.board_pose.yaw_deg == pytest.approx(210.0)  # faces the starting vehicle
+    assert len(plan.vehicle_poses) == len(plan.targets_px) >= 20
     f_px = 320.0 / math.tan(math.radians(40.0))
     board = np.array([plan.board_pose.x_m, plan.board_pose.y_m, plan.board_pose.z_m])
-    normal = _yaw_rot(plan.board_pose.yaw_deg) @ np.array([1.0, 0.0, 0.0])
-    spots = set()
-    for pose in plan.vehicle_poses:
+    board_rot = _yaw_rot(plan.board_pose.yaw_deg)
+    normal = board_rot @ np.array([1.0, 0.0, 0.0])
+    # The outline of the squares, board frame: left, up.
+    half_w, half_h = (pattern.cols + 1) * 0.05, (pattern.rows + 1) * 0.05
+    outline = [
+        board + board_rot @ np.array([0.0, sy * half_w, -sz * half_h]) for sy in (-1, 1) for sz in (-1, 1)
+    ]
+    for pose, (u_target, v_target) in zip(plan.vehicle_poses, plan.targets_px, strict=True):
         rot = _yaw_rot(pose.yaw_deg)
         cam = np.array([pose.x_m, pose.y_m, pose.z_m]) + rot @ np.array(CAMERA_OFFSET_FRD_M)
-        fwd, right, down = rot.T @ (board - cam)  # body frame: forward, right, down
-        assert fwd > 0
-        u, v = 320 + f_px * right / fwd, 180 + f_px * down / fwd
-        spots.add((round(u / 640, 2), round(v / 360, 2)))
-        # The camera is on the board's printed side, seen at most 45° off its normal.
+
+        def project(point: np.ndarray, rot: np.ndarray = rot, cam: np.ndarray = cam) -> tuple[float, float]:
+            fwd, right, down = rot.T @ (point - cam)  # body frame: forward, right, down
+            assert fwd > 0
+            return 320 + f_px * right / fwd, 180 + f_px * down / fwd
+
+        u, v = project(board)
+        assert (u, v) == (pytest.approx(u_target, abs=0.5), pytest.approx(v_target, abs=0.5))
+        for corner in outline:
+            cu, cv = project(corner)
+            assert 0 <= cu <= 640 and 0 <= cv <= 360, "the whole board must stay in frame"
+        # The camera is on the board's printed side, at most 50° off its normal.
         to_cam = (cam - board) / np.linalg.norm(cam - board)
-        assert float(to_cam[:2] @ normal[:2]) / np.linalg.norm(to_cam[:2]) > math.cos(math.radians(45))
-    assert {(0.2, 0.25), (0.8, 0.75), (0.5, 0.5), (0.15, 0.2), (0.85, 0.8)} <= spots
-    assert len(plan.vehicle_poses) == len(spots) == 21
+        assert float(to_cam[:2] @ normal[:2]) / np.linalg.norm(to_cam[:2]) > math.cos(math.radians(50.5))
+    us = [t[0] for t in plan.targets_px]
+    vs = [t[1] for t in plan.targets_px]
+    assert min(us) < 0.3 * 640 and max(us) > 0.7 * 640 and min(vs) < 0.35 * 360 and max(vs) > 0.65 * 360
