@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import subprocess
 from pathlib import Path
 
@@ -88,3 +90,28 @@ def test_tello_source_not_available_yet(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert "not available yet" in proc.stderr
+
+
+def test_profile_drives_the_controller(view_folder: Path, tmp_path: Path) -> None:
+    """The written YAML is what `--camera` takes: the controller turns toward the undistorted pixel."""
+    out = tmp_path / "cam.yaml"
+    proc = _calibrate(
+        "--source", str(view_folder), "--pattern", "9x6", "--square-mm", "30", "--out", str(out),
+        "--min-views", "8",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    action = '{"action":"go","point":[100,100],"depth_m":5}'
+    explained = subprocess.run(
+        dronecats_cmd("explain", "--camera", str(out), action),
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=60,
+    )
+    assert explained.returncode == 0, explained.stderr
+    plan = json.loads(explained.stdout)
+    profile = camera_profile(str(out))
+    k = np.array([[profile.fx_px, 0, profile.cx_px], [0, profile.fy_px, profile.cy_px], [0, 0, 1]])
+    # Point 100/1000 of a 640x480 frame = pixel (64, 48), seen through the calibrated barrel lens.
+    x, _y = cv2.undistortPoints(np.array([[[64.0, 48.0]]]), k, np.array(profile.distortion)).ravel()
+    assert plan["yaw_deg"] == pytest.approx(math.degrees(math.atan(x)), abs=0.05)
