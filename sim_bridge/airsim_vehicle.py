@@ -58,7 +58,7 @@ def parse_airsim_url(url: str) -> AirSimTarget:
             ) from None
         if len(values) not in (3, 4):
             raise ConfigError(f"{url!r}: spawn needs 3 or 4 numbers, got {len(values)}")
-        spawn = Pose(*values[:3], values[3] if len(values) == 4 else 0.0)
+        spawn = Pose(values[0], values[1], values[2], values[3] if len(values) == 4 else 0.0)
     watchdog_s = float(query.get("watchdog_s", ["0.25"])[0])
     if not 0.02 <= watchdog_s <= 2.0:
         raise ConfigError(f"{url!r}: watchdog_s={watchdog_s} outside 0.02-2.0 s")

@@ -626,7 +626,9 @@ class AirSimApi:
                         "max": {"x_val": float(u1), "y_val": float(v1)},
                     },
                     "box3D": {"min": vec3(*(rel - half)), "max": vec3(*(rel + half))},
-                    "relative_pose": pose_msg(*rel, obj.pose.yaw_deg - render.camera_yaw_deg),
+                    "relative_pose": pose_msg(
+                        rel[0], rel[1], rel[2], obj.pose.yaw_deg - render.camera_yaw_deg
+                    ),
                 }
             )
         return out

@@ -470,7 +470,8 @@ class World:
         at the current simulation time, under the lock."""
         with self.lock:
             m = self.vehicle(name).model
-            return getattr(m, method)(*args, now_s=self.clock.now(), **kwargs)  # type: ignore[no-any-return]
+            task: Task = getattr(m, method)(*args, now_s=self.clock.now(), **kwargs)
+            return task
 
     # ------------------------------------------------------------------ time
     def step(self, dt_s: float | None = None) -> float:
@@ -697,10 +698,8 @@ class World:
             cam.cy_px,
         )
         image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
-        if not segmentation:
-            seg_arr = None
         return Render(
-            image, seg_arr, depth_arr, t, slot.model.name, pose, tuple(float(v) for v in eye), yaw, cam
+            image, seg_arr if segmentation else None, depth_arr, t, slot.model.name, pose, eye_t, yaw, cam
         )
 
     def min_visible_pixels(self, cam: CameraProfile) -> int:
