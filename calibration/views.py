@@ -123,7 +123,7 @@ class ViewCollector:
     image_size: tuple[int, int] | None = None  # (width, height)
     frames_seen: int = 0
     _covered: np.ndarray | None = field(default=None, repr=False)
-    # A few frames with no board at the requested size, kept to explain the failure later.
+    # The last frames with no board at the requested size, kept to explain a failure later.
     _missed: list[np.ndarray] = field(default_factory=list, repr=False)
     # Camera matrix from the views so far, once there are enough of them; until then a guess.
     _provisional_k: np.ndarray | None = field(default=None, repr=False)
@@ -145,8 +145,8 @@ class ViewCollector:
             return ViewVerdict(index, Verdict.FULL, f"already {len(self.views)} views (max_views)")
         corners = find_corners(gray, self.pattern)
         if corners is None:
-            if len(self._missed) < 3:
-                self._missed.append(gray)
+            # The latest few: whatever was shown last is most likely the board the user means.
+            self._missed = [*self._missed[-2:], gray]
             return ViewVerdict(index, Verdict.NO_BOARD, f"no {self.pattern.label} board found")
         sharpness = board_sharpness(gray, corners)
         tilt = self._tilt_deg(corners)
