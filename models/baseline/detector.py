@@ -27,6 +27,8 @@ MAX_DEPTH_M = 60.0  # beyond this a vehicle is a few pixels tall: a blob, not a 
 ALTITUDE_RANGE_M = (0.3, 6.0)  # the camera heights a low-flying drone pilot is used at
 MAX_SPAN = 0.85  # an achromatic region wider or taller than this share of the frame is background
 ACHROMATIC = frozenset({"white", "gray", "black"})
+CUT_MIN_FILL_ACHROMATIC = 0.5
+ACHROMATIC_BAND = 40  # brightness band width that splits achromatic masks into flat faces
 
 
 @dataclass(frozen=True)
@@ -108,17 +110,37 @@ class Detector:
         self.last_rejections = []
         found: list[Detection] = []
         for colour in colours:
-            mask = colour_mask(hsv, colour)
-            # Closing joins a silhouette split by thin edges or shading seams; opening drops speckle.
-            mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-            mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
-            count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-            for label in range(1, count):
-                det = self._candidate(labels, stats[label], label, scale, camera, cls, colour, small.shape)
-                if det is not None:
-                    found.append(det)
+            for mask in self._masks(hsv, colour):
+                # Closing joins a silhouette split by thin edges or shading seams; opening drops speckle.
+                mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+                mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+                count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+                for label in range(1, count):
+                    det = self._candidate(
+                        labels, stats[label], label, scale, camera, cls, colour, small.shape
+                    )
+                    if det is not None:
+                        found.append(det)
         found.sort(key=lambda d: d.score, reverse=True)
         return found
+
+    @staticmethod
+    def _masks(hsv: np.ndarray, colour: str) -> list[np.ndarray]:
+        """The colour's mask; achromatic colours split by brightness band, so that a grey car does
+        not merge with the pavement around it (a hue cannot tell them apart, a shade can)."""
+        import cv2
+
+        mask = colour_mask(hsv, colour)
+        if colour not in ACHROMATIC or not mask.any():
+            return [mask]
+        value = hsv[:, :, 2]
+        masks = []
+        for lo in range(0, 256, ACHROMATIC_BAND // 2):  # overlapping bands: no edge splits a flat face
+            band = cv2.inRange(value, lo, min(255, lo + ACHROMATIC_BAND - 1))
+            sub = cv2.bitwise_and(mask, band)
+            if cv2.countNonZero(sub) >= MIN_AREA_PX:
+                masks.append(sub)
+        return masks
 
     def _camera_for(self, width: int, height: int) -> CameraProfile:
         if self.camera is None:
@@ -170,6 +192,12 @@ class Detector:
         fill = area / float(w * h)
         if not (width_cut or height_cut) and not cls.fill[0] <= fill <= cls.fill[1]:
             reject(f"fill {fill:.2f} outside {cls.fill[0]:.2f}-{cls.fill[1]:.2f} for {cls.name}")
+            return None
+        # The visible part of a solid object cut by the border is still solid; wedges of kerb,
+        # road or pavement running out of the frame are not.
+        min_cut_fill = max(cls.fill[0], CUT_MIN_FILL_ACHROMATIC if colour in ACHROMATIC else 0.0)
+        if (width_cut or height_cut) and fill < min_cut_fill:
+            reject(f"cut by the border with fill {fill:.2f} < {min_cut_fill:.2f}: not a solid {cls.name}")
             return None
         if not height_cut:
             depth_m = fy * cls.apparent_height_m(tan_below, aspect) / h
