@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 from pathlib import Path
 
@@ -115,3 +116,60 @@ def test_profile_drives_the_controller(view_folder: Path, tmp_path: Path) -> Non
     # Point 100/1000 of a 640x480 frame = pixel (64, 48), seen through the calibrated barrel lens.
     x, _y = cv2.undistortPoints(np.array([[[64.0, 48.0]]]), k, np.array(profile.distortion)).ravel()
     assert plan["yaw_deg"] == pytest.approx(math.degrees(math.atan(x)), abs=0.05)
+
+
+def test_live_source_stops_once_enough(monkeypatch, capsys, tmp_path: Path) -> None:
+    """A live camera never ends: capture stops as soon as views and coverage suffice."""
+    import argparse
+
+    from calibration import cli, sources
+
+    renderer = BoardRenderer(PATTERN, CAMERA)
+    poses = spread_poses(PATTERN, CAMERA, 30, seed=9)
+    rng = np.random.default_rng(9)
+
+    class RehearsalCamera:
+        """Stands in for a webcam (none exists in CI): endless frames of a board moved around."""
+
+        description = "rehearsal camera"
+        live = True
+
+        def __init__(self, src: str) -> None:
+            self.count = 0
+
+        def read(self) -> np.ndarray:
+            pose = poses[self.count % len(poses)]
+            self.count += 1
+            if self.count % 3 == 0:  # between poses the board is out of view
+                return np.full((CAMERA.height_px, CAMERA.width_px, 3), 90, np.uint8)
+            return renderer.render(pose, rng)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setitem(sources._REGISTRY, "rehearsal", RehearsalCamera)
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    out = tmp_path / "live.yaml"
+    args = parser.parse_args(
+        [
+            "--source",
+            "rehearsal://0",
+            "--pattern",
+            "9x6",
+            "--square-mm",
+            "30",
+            "--out",
+            str(out),
+            "--min-views",
+            "8",
+        ]
+    )
+    assert cli.run(args) == 0
+    printed = capsys.readouterr().out
+    stop = re.search(r"enough views: views (\d+)/8 .*coverage (\d+)% .*frames (\d+)", printed)
+    assert stop is not None, printed
+    accepted, coverage, frames = (int(g) for g in stop.groups())
+    assert accepted >= 8 and coverage >= 60 and frames < len(poses)
+    assert "no 9x6 board found" in printed  # the empty frames are reported, at most once a second
+    assert camera_profile(str(out)).fx_px == pytest.approx(CAMERA.fx_px, rel=0.02)
