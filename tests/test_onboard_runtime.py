@@ -159,7 +159,9 @@ def test_estop_mid_move_lands_and_logs(world, tmp_path) -> None:
 
 
 def test_geofence_breach_attempt_is_clamped(world, tmp_path) -> None:
-    rt = make_runtime(world, tmp_path, target_x_m=40.0, t_max_s=25.0, safety=SafetyConfig(geofence_radius_m=8.0))
+    rt = make_runtime(
+        world, tmp_path, target_x_m=40.0, t_max_s=25.0, safety=SafetyConfig(geofence_radius_m=8.0)
+    )
     LockstepDriver(rt, world).run()
     pose = world.vehicle_pose("Drone1")
     assert abs(pose.x_m) <= 8.0 + 0.6  # the look-ahead and braking keep it at the fence

@@ -1,0 +1,228 @@
+"""Rate-jitter benchmark (issue 7): the tolerant loop vs the naive loop under injected model latency.
+
+Track episodes on the built-in simulator in lock-step time with the baseline pilot: a red car
+starts 14 m ahead and drives a zig-zag route at 0.3 m/s (AGENT.md §6's outdoor target speed). Each
+seed is flown under every (latency, loop) condition with the same scene and the same latency draws
+(paired seeds). Latency models:
+  fixed      0.44 s every call (the paper's Cosmos3-Edge-2B decode on a datacentre GPU)
+  jittered   lognormal, median 0.6 s, p95 2.0 s
+  slow       lognormal, median 1.5 s, p95 3.0 s
+Per episode: success (AGENT.md verdict, δ 5 m), mean distance to the target while tracking (trace
+samples from t = 15 s on, after the initial approach), and time inside δ (trace dwell).
+Printed: means with 95% t-intervals per condition, and the paired tolerant − naive differences.
+
+    .venv/bin/python benchmarks/bench_jitter.py --seeds 8 --jobs 2 --t-max 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DELTA_M = 5.0
+TRACK_FROM_S = 15.0
+LATENCIES = {
+    "fixed": ("fixed", 0.44, 0.44),
+    "jittered": ("lognormal", 0.6, 2.0),
+    "slow": ("lognormal", 1.5, 3.0),
+}
+
+
+def latency_draws(kind: str, seed: int, n: int = 2000) -> list[float]:
+    import random
+
+    model, median, p95 = LATENCIES[kind]
+    rng = random.Random(1000 + seed)  # same draws for both loops of a seed (paired)
+    if model == "fixed":
+        return [median] * n
+    sigma = math.log(p95 / median) / 1.6448536
+    return [median * math.exp(sigma * rng.gauss(0.0, 1.0)) for _ in range(n)]
+
+
+def fly(args: tuple[int, str, str, float]) -> dict:
+    seed, latency_kind, loop, t_max_s = args
+    import random
+
+    from common.pose import Pose
+    from episodes.logs import read_episode
+    from episodes.verifier import VerifierSettings, verify
+    from models.baseline.pilot import BaselinePilot
+    from onboard.lockstep import LockstepDriver
+    from onboard.recorder import FlightRecorder, RecorderConfig
+    from onboard.runtime import OnboardRuntime, RuntimeConfig
+    from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
+    from sim_bridge.sim.world import World
+
+    rng = random.Random(seed)
+    world = World("residential", vehicles=1, seed=seed)
+    try:
+        x0 = 14.0
+        route = [(x0, 0.0, 0.0)]
+        for i in range(1, 8):
+            route.append((x0 + 6.0 * i, rng.choice((-2.5, 2.5)) if i % 2 else 0.0, 0.0))
+        target = world.spawn("target", "car@red", Pose(x0, 0.0, 0.0, 0.0))
+        world.set_path(target.name, route, 0.3)
+        world.pause(True)
+        out = Path(tempfile.mkdtemp(prefix=f"jitter-{latency_kind}-{loop}-{seed}-"))
+        camera = LocalCamera(world, "Drone1")
+        config = RuntimeConfig(
+            instruction="follow the red car",
+            loop=loop,
+            delta_m=DELTA_M,
+            t_max_s=t_max_s,
+            stop_on_declaration=False,
+            land_at_end=False,
+            save_frames=False,
+            min_decision_period_s=0.0,
+        )
+        runtime = OnboardRuntime(
+            config,
+            LocalVehicle(world, "Drone1"),
+            camera,
+            BaselinePilot(delta_m=DELTA_M),
+            world.clock,
+            FlightRecorder(out, RecorderConfig(save_frames=False)),
+            truth=LocalTruth(world, target.name, {"Drone1": camera}),
+        )
+        draws = iter(latency_draws(latency_kind, seed))
+        wall0 = time.monotonic()
+        LockstepDriver(runtime, world, latency=lambda _pending: next(draws)).run()
+        wall_s = time.monotonic() - wall0
+        runtime.recorder.close()
+    finally:
+        world.close()
+    logs = read_episode(out)
+    verdict = verify(logs, VerifierSettings(delta_m=DELTA_M, t_max_s=t_max_s))
+    tracking = [tr.distance_m for tr in logs.trace if tr.t >= TRACK_FROM_S and tr.distance_m is not None]
+    within = [tr for tr in logs.trace if tr.distance_m is not None and tr.distance_m <= DELTA_M]
+    return {
+        "seed": seed,
+        "latency": latency_kind,
+        "loop": loop,
+        "success": bool(verdict.success),
+        "mean_tracking_distance_m": statistics.fmean(tracking) if tracking else math.nan,
+        "time_inside_delta_s": 0.5 * len(within),  # trace is 2 Hz
+        "steps": runtime.steps,
+        "stale": runtime.counters.stale,
+        "wall_s": wall_s,
+        "sim_s": t_max_s,
+    }
+
+
+T95 = {
+    1: 12.71,
+    2: 4.30,
+    3: 3.18,
+    4: 2.78,
+    5: 2.57,
+    6: 2.45,
+    7: 2.36,
+    8: 2.31,
+    9: 2.26,
+    10: 2.23,
+    15: 2.13,
+    20: 2.09,
+    30: 2.04,
+}
+
+
+def t95(df: int) -> float:
+    return T95.get(df) or T95[max(k for k in T95 if k <= df)] if df > 0 else math.nan
+
+
+def ci(values: list[float]) -> tuple[float, float, float]:
+    vals = [v for v in values if not math.isnan(v)]
+    if not vals:
+        return math.nan, math.nan, math.nan
+    mean = statistics.fmean(vals)
+    if len(vals) < 2:
+        return mean, math.nan, math.nan
+    half = t95(len(vals) - 1) * statistics.stdev(vals) / math.sqrt(len(vals))
+    return mean, mean - half, mean + half
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    if n == 0:
+        return math.nan, math.nan
+    z = 1.96
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return c - h, c + h
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--t-max", type=float, default=60.0)
+    parser.add_argument("--json", default=None, help="also write every episode's figures here")
+    args = parser.parse_args()
+    jobs = [
+        (s, lat, loop, args.t_max)
+        for s in range(args.seeds)
+        for lat in LATENCIES
+        for loop in ("tolerant", "naive")
+    ]
+    wall0 = time.monotonic()
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(fly, jobs))
+    wall_s = time.monotonic() - wall0
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    sim_total = sum(r["sim_s"] for r in results)
+    print(
+        f"{len(results)} episodes, {args.seeds} seeds, T_max {args.t_max:.0f} s, {wall_s:.0f} s wall "
+        f"(real-time factor {sim_total / wall_s:.1f}x with {args.jobs} jobs)"
+    )
+    print(
+        f"{'latency':9s} {'loop':9s} {'SR [95% CI]':22s} {'mean tracking dist m [95% CI]':32s} "
+        f"{'time inside δ s [95% CI]':28s} stale/steps"
+    )
+    by: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        by.setdefault((r["latency"], r["loop"]), []).append(r)
+    for (lat, loop), rs in by.items():
+        k = sum(r["success"] for r in rs)
+        lo, hi = wilson(k, len(rs))
+        d, dlo, dhi = ci([r["mean_tracking_distance_m"] for r in rs])
+        w, wlo, whi = ci([r["time_inside_delta_s"] for r in rs])
+        stale = sum(r["stale"] for r in rs)
+        steps = sum(r["steps"] for r in rs)
+        print(
+            f"{lat:9s} {loop:9s} {k}/{len(rs)} [{lo:.2f}, {hi:.2f}]{'':6s} "
+            f"{d:6.2f} [{dlo:6.2f}, {dhi:6.2f}]{'':12s} "
+            f"{w:6.1f} [{wlo:6.1f}, {whi:6.1f}]{'':8s} {stale}/{steps}"
+        )
+    print("\npaired differences, tolerant − naive (negative distance = tolerant closer):")
+    for lat in LATENCIES:
+        tol = {r["seed"]: r for r in by[(lat, "tolerant")]}
+        nai = {r["seed"]: r for r in by[(lat, "naive")]}
+        seeds = sorted(set(tol) & set(nai))
+        dd = [tol[s]["mean_tracking_distance_m"] - nai[s]["mean_tracking_distance_m"] for s in seeds]
+        dw = [tol[s]["time_inside_delta_s"] - nai[s]["time_inside_delta_s"] for s in seeds]
+        m, lo, hi = ci(dd)
+        mw, lwo, hwi = ci(dw)
+        excl = "excludes 0" if (hi < 0 or lo > 0) else "includes 0"
+        print(
+            f"  {lat:9s} distance {m:+6.2f} m [{lo:+6.2f}, {hi:+6.2f}] ({excl}); "
+            f"time inside δ {mw:+6.1f} s [{lwo:+6.1f}, {hwi:+6.1f}]"
+        )
+    steady = ci([r["mean_tracking_distance_m"] for r in by[("fixed", "tolerant")]])[0]
+    jitter = ci([r["mean_tracking_distance_m"] for r in by[("jittered", "tolerant")]])[0]
+    print(f"\ntolerant loop: jittered / steady mean tracking distance = {jitter / steady:.2f} (goal ≤ 1.2)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
