@@ -14,6 +14,7 @@ from dronecats import __version__
 
 # name -> (module, one-line help). Keep sorted by name.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "bench-model": ("dronecats.cli_bench_model", "model latency benchmark on simulator frames"),
     "calibrate": ("calibration.cli", "checkerboard camera calibration to a camera profile YAML"),
     "demo": ("dronecats.demo", "fly one approach episode on the built-in simulator and print the verdict"),
     "episodes": ("episodes.cli", "episode tools: verify (AGENT.md §6)"),
@@ -24,6 +25,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve-pilot": (
         "models.cli_serve",
         "OpenAI-compatible server in front of a pilot (baseline, scripted, model)",
+    ),
+    "serve-model": (
+        "models.cli_serve_model",
+        "start a model engine (serving profile), wait, warm it up",
     ),
     "sim": ("sim_bridge.cli", "the built-in simulator with an AirSim-compatible RPC server"),
 }

@@ -1,0 +1,124 @@
+"""`dronecats bench-model --pilot URL`: model latency on real frames from the built-in simulator.
+
+The frames are rendered here (this module may import the simulator; `models` may not) along an
+approach to a red car: distances from --distance-m down to 4 m, with lateral offsets and yaw
+jitter, at the simulator's 1280x720 camera (the pilot shrinks them to 640 wide as in flight). The
+measurement itself is models.serving.bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+TARGET = "bench_target"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pilot",
+        required=False,
+        default=None,
+        help="OpenAI-compatible endpoint as a backend URL, e.g. "
+        "openai://127.0.0.1:8000/v1?profile=qwen3.5-2b (profile= sets the prompt and served model; "
+        "timeout_s= the per-request limit)",
+    )
+    parser.add_argument("--steps", type=int, default=20, help="frames / flight steps (default 20)")
+    parser.add_argument(
+        "--stream-calls", type=int, default=10, help="streaming requests for TTFT (default 10)"
+    )
+    parser.add_argument("--instruction", default="go to the red car")
+    parser.add_argument("--scene", default="residential", choices=["residential", "blocks", "indoor"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--distance-m", type=float, default=25.0, help="first frame's distance to the car")
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        help="a local tokenizer directory (needs the hf extra: transformers) to count tokens; "
+        "without one, the compact-encoding comparison counts characters",
+    )
+    parser.add_argument("--out", default=None, help="also write the JSON report to this file")
+    parser.add_argument(
+        "--save-frames", default=None, help="write the frames, as the model gets them, to this directory"
+    )
+
+
+def approach_poses(n: int, distance_m: float, altitude_m: float = 3.0) -> list[Any]:
+    """`n` drone poses approaching a target at the origin's +x: distance falls linearly to 4 m,
+    with a lateral weave of ±2 m and the heading off the target by up to ±20°."""
+    from common.pose import Pose
+
+    poses = []
+    for i in range(n):
+        frac = i / max(1, n - 1)
+        dist = distance_m + (4.0 - distance_m) * frac
+        lateral = 2.0 * math.sin(1.7 * i)
+        bearing = math.degrees(math.atan2(-lateral, dist))
+        yaw = bearing + 20.0 * math.sin(2.3 * i + 0.5)
+        poses.append(Pose(distance_m - dist, lateral, -altitude_m, yaw))
+    return poses
+
+
+def sim_frames(n: int, scene: str = "residential", seed: int = 0, distance_m: float = 25.0) -> list[Any]:
+    """BGR frames of a red car from `n` poses, rendered by the built-in simulator."""
+    from common.pose import Pose
+    from sim_bridge.sim.world import World
+
+    world = World(scene, vehicles=1, seed=seed)
+    try:
+        world.spawn(TARGET, "car@red", Pose(distance_m, 0.0, 0.0, 90.0))
+        world.pause(True)
+        poses = approach_poses(n, distance_m)
+        return [world.render("Drone1", segmentation=False, vehicle_pose=p).image_bgr for p in poses]
+    finally:
+        world.close()
+
+
+def make_token_counter(path: str) -> Any:
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise SystemExit(
+            "bench-model: --tokenizer needs transformers (pip install 'dronecats[hf]')"
+        ) from None
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
+
+
+def run(args: argparse.Namespace) -> int:
+    from common.errors import ConfigError
+    from models.serving.bench import bench_model
+
+    if args.steps < 1:
+        print("bench-model: --steps must be >= 1", file=sys.stderr)
+        return 2
+    frames = sim_frames(args.steps, args.scene, args.seed, args.distance_m)
+    if args.save_frames:
+        from models.frames import encode_frame
+
+        out_dir = Path(args.save_frames)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for i, image in enumerate(frames):
+            # as the model receives them: 640 wide, JPEG quality 85
+            (out_dir / f"frame_{i:03d}.jpg").write_bytes(encode_frame(image).jpeg)
+        print(f"bench-model: wrote {len(frames)} frames to {out_dir}", file=sys.stderr)
+    if not args.pilot:
+        if args.save_frames:
+            return 0
+        print("bench-model: --pilot URL is required", file=sys.stderr)
+        return 2
+    counter = make_token_counter(args.tokenizer) if args.tokenizer else None
+    try:
+        report = bench_model(args.pilot, frames, args.instruction, args.stream_calls, counter)
+    except ConfigError as exc:
+        print(f"bench-model: {exc}", file=sys.stderr)
+        return 2
+    text = json.dumps(report, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    print(text)
+    return 0
