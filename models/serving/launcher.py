@@ -127,11 +127,26 @@ class EngineProcess:
                 logger.warning("engine did not stop within %.0f s of SIGTERM; killing it", timeout_s)
                 self._signal(signal.SIGKILL)
                 proc.wait()
+        self._end_group(timeout_s=5.0)
         if self._reader is not None:
             self._reader.join(timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
         return proc.returncode
+
+    def _end_group(self, timeout_s: float) -> None:
+        """Workers the engine forked got the SIGTERM too; give them a moment, then SIGKILL what is left
+        (an orphaned GPU worker would hold the memory the next engine needs)."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.proc.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)
+        logger.warning("engine workers still running %.0f s after the engine; killing them", timeout_s)
+        self._signal(signal.SIGKILL)
 
     def _signal(self, sig: int) -> None:
         assert self.proc is not None
