@@ -13,6 +13,15 @@ import importlib
 
 # name -> (module, one-line help). Keep sorted by name.
 ACTIONS: dict[str, tuple[str, str]] = {
+    "new": (
+        "episodes.cli_new",
+        "author an episode record (or generate a built-in suite), pre-flight checked",
+    ),
+    "report": (
+        "episodes.cli_report",
+        "tables (SR with Wilson intervals, failure modes), CSV and plots of a run",
+    ),
+    "run": ("episodes.cli_run", "fly a suite: lock-step or HIL, parallel, resumable, scored"),
     "verify": ("episodes.cli_verify", "score episode logs: verdict, NE, OSR, diagnostics (AGENT.md §6)"),
 }
 

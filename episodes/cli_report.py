@@ -1,0 +1,118 @@
+"""`dronecats episodes report DIR [--vs DIR2] [--out OUTDIR]`: tables, CSV and plots of a run.
+
+Writes OUTDIR (default DIR/report): report.md (per task type and pilot: SR with 95% Wilson interval,
+OSR, NE median, declaration rate, declared/start ratio, latency p50, coordinate-copying rate; the
+failure-mode breakdown; with --vs the comparison), summary.csv, episodes.csv, bars.png, one
+traces-TASK.png grid per task type (up to --grid episodes each) and, with --all-traces,
+traces/RUN.png for every episode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+# The issue's floors for the baseline pilot on the built-in simulator.
+BASELINE_FLOORS = {"approach": 0.8, "search": 0.6, "track": 0.6, "search+track": 0.4}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", metavar="DIR", help="a run directory (episode directories inside)")
+    parser.add_argument("--vs", default=None, metavar="DIR2", help="a second run to compare against")
+    parser.add_argument("--out", default=None, help="report directory (default DIR/report)")
+    parser.add_argument("--title", default=None)
+    parser.add_argument("--grid", type=int, default=8, help="episodes per task-type trace grid (0: none)")
+    parser.add_argument("--all-traces", action="store_true", help="one trace PNG per episode")
+    parser.add_argument("--floors", action="store_true", help="mark the baseline's floors on the bars")
+
+
+def write_report(args: argparse.Namespace) -> dict:
+    from episodes.plots import bars_png, trace_png, traces_grid_png
+    from episodes.report import (
+        compare_markdown,
+        episodes_csv,
+        failure_markdown,
+        groups,
+        load_rows,
+        summary_csv,
+        summary_markdown,
+    )
+
+    root = Path(args.directory)
+    out = Path(args.out) if args.out else root / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = load_rows(root)
+    if not rows:
+        raise FileNotFoundError(f"no episode directories in {root}")
+    stats = groups(rows)
+    (out / "summary.csv").write_text(summary_csv(stats))
+    (out / "episodes.csv").write_text(episodes_csv(rows))
+    bars_png(stats, out / "bars.png", floors=BASELINE_FLOORS if args.floors else None)
+    grids = []
+    if args.grid > 0:
+        for task in dict.fromkeys(r.task_type for r in rows):
+            chosen = [r for r in rows if r.task_type == task][: args.grid]
+            name = f"traces-{task.replace('+', '_')}.png"
+            traces_grid_png(chosen, out / name)
+            grids.append((task, name))
+    if args.all_traces:
+        (out / "traces").mkdir(exist_ok=True)
+        for r in rows:
+            trace_png(r, out / "traces" / f"{r.run_name}.png")
+    sim_s = sum(r.sim_time_s or 0.0 for r in rows)
+    wall_s = sum(r.wall_time_s or 0.0 for r in rows)
+    lines = [
+        f"# {args.title or 'Episode report: ' + root.name}",
+        "",
+        f"{len(rows)} episodes from `{root}`. SR intervals are 95% Wilson score intervals: differences "
+        "inside them are not demonstrated.",
+        "",
+        "## Results per task type and pilot",
+        "",
+        summary_markdown(stats),
+        "",
+        "## Failure modes (failed episodes; first that applies, AGENT.md §6)",
+        "",
+        failure_markdown(stats),
+        "",
+    ]
+    if args.vs:
+        other = load_rows(Path(args.vs))
+        lines += [
+            f"## Comparison with `{args.vs}`",
+            "",
+            compare_markdown(stats, groups(other), root.name, Path(args.vs).name),
+            "",
+        ]
+    lines += ["## Plots", "", "![success rate per task type](bars.png)", ""]
+    for task, name in grids:
+        lines += [
+            f"### {task}: top-down traces (δ ring dashed, declarations ★, gold = qualifying)",
+            "",
+            f"![{task}]({name})",
+            "",
+        ]
+    if wall_s:
+        lines += [
+            "## Run time",
+            "",
+            f"Summed over episodes: {sim_s:.0f} s simulated, {wall_s:.0f} s wall (per-process), "
+            f"real-time factor {sim_s / wall_s:.2f} per process.",
+            "",
+        ]
+    (out / "report.md").write_text("\n".join(lines))
+    return {"out": str(out), "episodes": len(rows), "groups": len(stats)}
+
+
+def run(args: argparse.Namespace) -> int:
+    from common.errors import DroneCatsError
+
+    try:
+        summary = write_report(args)
+    except (DroneCatsError, FileNotFoundError) as exc:
+        print(f"dronecats episodes report: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    return 0

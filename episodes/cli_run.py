@@ -1,0 +1,100 @@
+"""`dronecats episodes run SUITE --pilot SPEC [--out DIR] [--repeat K] [--latency L] [--jobs J]
+[--sim airsim://HOST:PORT] [--fly-on]`: fly a suite (or one record) and score every episode.
+
+SUITE is a suite file (episodes new --suite writes one), an episode record file, or a built-in suite
+name (generated on the fly from --seed). Lock-step time on the in-process simulator by default;
+--sim flies the same runtime in real time against an AirSim-compatible server. Re-running the same
+command resumes: complete episodes are kept, interrupted ones are flown again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", metavar="SUITE", help="suite file, record file, or built-in suite name")
+    parser.add_argument("--pilot", default="baseline", help="baseline, scripted:FILE or a backend URL")
+    parser.add_argument(
+        "--structure",
+        default="single",
+        choices=["single", "multi", "commander"],
+        help="single only so far (multi/commander need the fleet library)",
+    )
+    parser.add_argument("--commander", default=None, help="commander pilot URL (commander structure)")
+    parser.add_argument("--out", default=None, help="run directory (default runs/SUITE-TIME)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="K")
+    parser.add_argument(
+        "--latency", default="measured", help="measured | fixed:S | lognormal:MEDIAN,P95 (seconds)"
+    )
+    parser.add_argument("--jobs", type=int, default=1, metavar="J", help="episodes in parallel processes")
+    parser.add_argument("--sim", default=None, metavar="URL", help="airsim://HOST:PORT: fly against a server")
+    parser.add_argument(
+        "--fly-on", action="store_true", help="fly on to T_max after a qualifying declaration"
+    )
+    parser.add_argument("--no-frames", action="store_true", help="do not save frames (replay needs them)")
+    parser.add_argument("--t-max", type=float, default=None, metavar="S", help="override the records' T_max")
+    parser.add_argument("--only", default=None, help="comma-separated episode ids to run (a subset)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of a built-in suite")
+    parser.add_argument("--quiet", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    from common.errors import DroneCatsError
+    from episodes.runner import LatencySpec, RunOptions, run_suite
+    from episodes.suites import SUITES, Suite, generate, load_suite
+
+    say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    try:
+        if args.structure != "single":
+            print(
+                f"dronecats episodes run: --structure {args.structure} is not available: the fleet "
+                "library (ground_station/fleet) it needs is not in this tree yet",
+                file=sys.stderr,
+            )
+            return 2
+        if args.repeat < 1 or args.jobs < 1:
+            print("dronecats episodes run: --repeat and --jobs must be >= 1", file=sys.stderr)
+            return 2
+        if Path(args.suite).is_file():
+            suite = load_suite(args.suite)
+        elif args.suite in SUITES:
+            say(f"generating the built-in suite {args.suite!r} (seed {args.seed}) ...")
+            suite = generate(SUITES[args.suite](), seed=args.seed, name=args.suite)
+        else:
+            print(
+                f"dronecats episodes run: {args.suite!r} is neither a file nor a built-in suite "
+                f"({', '.join(sorted(SUITES))})",
+                file=sys.stderr,
+            )
+            return 2
+        if args.only:
+            wanted = set(args.only.split(","))
+            suite = Suite(suite.name, [e for e in suite.episodes if e.record.id in wanted], suite.seed)
+        options = RunOptions(
+            pilot=args.pilot,
+            latency=LatencySpec.parse(args.latency),
+            sim_url=args.sim,
+            fly_on=args.fly_on,
+            save_frames=not args.no_frames,
+            t_max_s=args.t_max,
+        )
+        out = Path(args.out or f"runs/{suite.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+        say(
+            f"{len(suite.episodes)} episodes x {args.repeat}, pilot {args.pilot}, latency {options.latency}, "
+            f"{'HIL ' + args.sim if args.sim else 'lock-step'}, {args.jobs} job(s) -> {out}"
+        )
+        results = run_suite(suite, out, options, repeat=args.repeat, jobs=args.jobs, say=say)
+    except KeyboardInterrupt:
+        print("\ninterrupted: re-run the same command to resume", file=sys.stderr)
+        return 130
+    except DroneCatsError as exc:
+        print(f"dronecats episodes run: {exc}", file=sys.stderr)
+        return 2
+    successes = sum(bool((r.get("verdict") or {}).get("success")) for r in results)
+    print(json.dumps({"out": str(out), "episodes": len(results), "successes": successes}))
+    return 0
