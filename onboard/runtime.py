@@ -32,6 +32,7 @@ from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
 from onboard.controller import ControlPlan, hold_plan
 from onboard.decision import DecisionCounters, StageLatencies, count_action, make_plan, wall_timer
+from onboard.jetson import JetsonMonitor
 from onboard.profiles import flight_profile
 from onboard.recorder import FlightRecorder, RecorderConfig
 from onboard.safety import Clamp, Mode, SafetyConfig, SafetyGovernor
@@ -199,6 +200,7 @@ class OnboardRuntime:
         self._lock = threading.Lock()
         self._telemetry_every = 0
         self.last_stages = StageLatencies()
+        self.jetson = JetsonMonitor()  # Jetson health for the telemetry; inert off a Jetson
 
     # ---- time ---------------------------------------------------------------------------------
     def t(self) -> float:
@@ -237,6 +239,7 @@ class OnboardRuntime:
         self.t0_s = self.clock.now()
         if threaded:
             self.actuation.start()
+            self.jetson.start()
         self.event("started", takeoff_altitude_m=altitude)
 
     def prearm_check(self) -> None:
@@ -310,6 +313,7 @@ class OnboardRuntime:
                     self.clock.sleep(0.05)
         if threaded:
             self.actuation.stop()
+            self.jetson.stop()
         self.recorder.write_metadata(
             run={
                 "end_reason": reason,
@@ -611,5 +615,6 @@ class OnboardRuntime:
                     "instruction": self.instruction,
                     "last_action": action_to_dict(self.history[-1]) if self.history else None,
                     "last_action_name": action_name(self.history[-1]) if self.history else None,
+                    "jetson": self.jetson.snapshot(),  # None off a Jetson
                 }
             )
