@@ -236,7 +236,7 @@ class JetsonMonitor:
 
     def _read_jtop(self) -> None:
         try:
-            from jtop import jtop  # type: ignore[import-not-found]
+            from jtop import jtop
 
             with jtop(interval=self.interval_ms / 1000.0) as jetson:
                 while not self._stop.is_set() and jetson.ok():
