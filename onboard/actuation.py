@@ -24,6 +24,54 @@ ClampSink = Callable[[float, Clamp], None]
 TelemetrySink = Callable[[float, Telemetry, Setpoint], None]
 
 
+class TelemetryPoller:
+    """Polls vehicle telemetry in its own thread, so that a slow telemetry round trip (an RPC server
+    busy rendering) never delays a setpoint. The tick reads the newest sample; one older than
+    max_age_s counts as no telemetry (the tick then holds)."""
+
+    def __init__(self, vehicle: Vehicle, clock: Clock, period_s: float, max_age_s: float = 0.5) -> None:
+        self.vehicle = vehicle
+        self.clock = clock
+        self.period_s = period_s
+        self.max_age_s = max_age_s
+        self._latest: tuple[float, Telemetry] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="telemetry", daemon=True)
+        self.errors = 0
+        self.round_trips_s: deque[float] = deque(maxlen=2000)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def latest(self) -> Telemetry | None:
+        with self._lock:
+            sample = self._latest
+        if sample is None or self.clock.now() - sample[0] > self.max_age_s:
+            return None
+        return sample[1]
+
+    def _run(self) -> None:
+        next_s = self.clock.now()
+        while not self._stop.is_set():
+            started = self.clock.now()
+            try:
+                telemetry = self.vehicle.telemetry()
+            except Exception as exc:
+                self.errors += 1
+                log.warning("telemetry poll failed: %s", exc)
+            else:
+                self.round_trips_s.append(self.clock.now() - started)
+                with self._lock:
+                    self._latest = (started, telemetry)
+            next_s = max(next_s + self.period_s, self.clock.now())
+            self.clock.sleep_until(next_s)
+
+
 class Actuator:
     def __init__(
         self,
@@ -33,6 +81,8 @@ class Actuator:
         on_telemetry: TelemetrySink | None = None,
     ) -> None:
         self.vehicle = vehicle
+        # None: read telemetry synchronously each tick (lock-step); else the poller's newest sample.
+        self.poller: TelemetryPoller | None = None
         self.governor = governor
         self.on_clamp = on_clamp
         self.on_telemetry = on_telemetry
@@ -57,12 +107,15 @@ class Actuator:
     def tick(self, now_s: float) -> Setpoint:
         self.ticks += 1
         telemetry: Telemetry | None
-        try:
-            telemetry = self.vehicle.telemetry()
-        except Exception as exc:  # a vehicle link hiccup must not stop the loop: hold this tick
-            self.telemetry_errors += 1
-            log.warning("telemetry failed (%s): holding this tick", exc)
-            telemetry = None
+        if self.poller is not None:
+            telemetry = self.poller.latest()
+        else:
+            try:
+                telemetry = self.vehicle.telemetry()
+            except Exception as exc:  # a vehicle link hiccup must not stop the loop: hold this tick
+                self.telemetry_errors += 1
+                log.warning("telemetry failed (%s): holding this tick", exc)
+                telemetry = None
         self.last_telemetry = telemetry
         with self._lock:
             schedule = self._schedule
@@ -126,11 +179,16 @@ class ActuationThread:
         self.error: BaseException | None = None
 
     def start(self) -> None:
+        poller = TelemetryPoller(self.actuator.vehicle, self.clock, self.period_s)
+        poller.start()
+        self.actuator.poller = poller
         self._thread.start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
         self._stop.set()
         self._thread.join(timeout_s)
+        if self.actuator.poller is not None:
+            self.actuator.poller.stop(timeout_s)
 
     def served_rate_hz(self) -> float:
         errors = list(self.period_errors_s)

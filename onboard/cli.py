@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pilot",
         default="baseline",
-        help="baseline, scripted:FILE, or a model URL (openai://HOST:PORT/v1?model=M&profile=P)",
+        help="baseline, scripted:FILE, a model URL (openai://HOST:PORT/v1?model=M&profile=P), or "
+        "remote (the ground station's one-context model decides: stream frames, run its actions)",
     )
     parser.add_argument(
         "--instruction", default="", help="the operator's instruction (or send one from the gs)"
@@ -67,12 +68,18 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"camera={args.camera}")
     if args.profile:
         overrides.append(f"flight_profile={args.profile}")
+    if args.pilot == "remote":
+        overrides.append("remote=true")
     try:
         config = load_config(RuntimeConfig, args.config, overrides)
         log_dir = Path(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}")
         vehicle = open_vehicle(args.vehicle)
         camera: Any = vehicle.camera() if hasattr(vehicle, "camera") else vehicle
-        pilot = make_pilot(args.pilot, delta_m=config.delta_m, camera=config.camera)
+        pilot: Any = (
+            GroundStationPilot()
+            if config.remote
+            else make_pilot(args.pilot, delta_m=config.delta_m, camera=config.camera)
+        )
         truth = None
         if args.truth_target:
             truth = _remote_truth(args.vehicle, args.truth_target, config.drone)
@@ -84,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
             link = attach_link(runtime, args.gs)
         signal.signal(signal.SIGTERM, lambda *_: runtime.stop())
+        # The actuation thread shares the GIL with the decision loop: hand it over sooner (default 5 ms).
+        sys.setswitchinterval(0.001)
         runtime.start()
         result = runtime.run()
     except DroneCatsError as exc:
@@ -107,6 +116,21 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+class GroundStationPilot:
+    """Remote mode's pilot: the model runs at the ground station (one call for the whole fleet) and its
+    actions arrive as RemoteActions; the runtime never asks this object to decide."""
+
+    name = "remote"
+
+    def decide(self, observation: Any) -> Any:
+        from models.pilot import Decision
+
+        return Decision(action=None, raw="", error="remote mode: actions come from the ground station")
+
+    def close(self) -> None:
+        pass
 
 
 def _remote_truth(vehicle_url: str, target: str, drone: str) -> Any:

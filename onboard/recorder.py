@@ -84,6 +84,10 @@ class FlightRecorder:
         last = self._last_trace_t.get(line.drone)
         return last is None or line.t - last >= 1.0 / self.config.trace_hz - 1e-9
 
+    def mark_trace(self, line: TraceLine) -> None:
+        """Reserve this sample's slot (the line itself is written later, e.g. by a worker thread)."""
+        self._last_trace_t[line.drone] = line.t
+
     def trace(self, line: TraceLine, force: bool = False) -> bool:
         """Write a trace sample if trace_hz allows one for this drone now; True when written."""
         if not force and not self.trace_due(line):

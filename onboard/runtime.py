@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -65,6 +66,10 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     t_max_s: float = 300.0
     max_steps: int | None = None
     stop_on_declaration: bool = True  # stop at the first declaration within δ and visible (needs truth)
+    # Remote mode (one-context fleet, AGENT.md §5): the ground station's model decides for this drone;
+    # the decision loop only captures and publishes frames (every min_decision_period_s) and
+    # executes the RemoteActions that come back. The local pilot is never called.
+    remote: bool = False
     land_at_end: bool = True
     prearm_check: bool = True
     save_frames: bool = True
@@ -123,6 +128,8 @@ class StepExtras(StepLine):
     stages: StageLatencies | None = None
     loop: str | None = None
     source: str = "pilot"  # "pilot", or "remote" for an action sent by the ground station
+    order_id: str | None = None  # the commander's order this step executed under (AGENT.md §5)
+    order_steps_left: int | None = None  # steps left on that order after this one (0: expired)
 
 
 class Publisher(Protocol):
@@ -201,6 +208,11 @@ class OnboardRuntime:
         self._telemetry_every = 0
         self.last_stages = StageLatencies()
         self.jetson = JetsonMonitor()  # Jetson health for the telemetry; inert off a Jetson
+        self._trace_worker: ThreadPoolExecutor | None = None
+        self.order_id: str | None = None
+        self.order_steps_left: int | None = None  # executed steps left on the current order
+        self._pending_declaration: dict[str, Any] | None = None
+        self._step_order: tuple[str | None, int | None] = (None, None)  # of the step being recorded
 
     # ---- time ---------------------------------------------------------------------------------
     def t(self) -> float:
@@ -231,13 +243,14 @@ class OnboardRuntime:
                 "home": home.as_list(),
             }
         )
-        if self.config.prearm_check:
+        if self.config.prearm_check and not self.config.remote:  # remote: the model is not aboard
             self.prearm_check()
         self.vehicle.arm()
         altitude = self.config.takeoff_altitude_m or self.profile.takeoff_altitude_m or 3.0
         self.vehicle.takeoff(altitude)
         self.t0_s = self.clock.now()
         if threaded:
+            self._trace_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace")
             self.actuation.start()
             self.jetson.start()
         self.event("started", takeoff_altitude_m=altitude)
@@ -265,6 +278,11 @@ class OnboardRuntime:
                 if why is not None:
                     reason = why
                     break
+                if self.config.remote and self.governor.mode == Mode.FLYING:
+                    started_s = self.clock.now()
+                    self.stream_once()
+                    self.clock.sleep_until(started_s + max(self.config.min_decision_period_s, 0.05))
+                    continue
                 if not self.can_decide():
                     self.clock.sleep(0.1)  # hold and wait for an operator (new instruction or resume)
                     continue
@@ -314,6 +332,8 @@ class OnboardRuntime:
         if threaded:
             self.actuation.stop()
             self.jetson.stop()
+            if self._trace_worker is not None:
+                self._trace_worker.shutdown(wait=True)
         self.recorder.write_metadata(
             run={
                 "end_reason": reason,
@@ -402,6 +422,13 @@ class OnboardRuntime:
         self.clock.sleep_until(started_s + self.config.min_decision_period_s)
         return plan
 
+    def stream_once(self) -> Frame:
+        """Remote mode: capture a stamped frame and publish it for the ground station's model."""
+        frame = self.camera.read()
+        if self.publisher is not None:
+            self.publisher.publish_frame(frame)
+        return frame
+
     def _execute(self, action: Action, frame: Frame, source: str = "pilot") -> ControlPlan:
         current = self.actuator.last_telemetry
         compensate = self.config.loop == "tolerant" and self.config.compensate_latency
@@ -423,7 +450,25 @@ class OnboardRuntime:
         count_action(self.counters, action)
         if isinstance(action, Finished):
             self._declare()
+        self._count_order_step()
         return plan
+
+    def _count_order_step(self) -> None:
+        """A sub-agent's order lives for a number of executed steps (AGENT.md §5); then it holds."""
+        with self._lock:
+            if self.order_steps_left is None:
+                self._step_order = (None, None)
+                return
+            self.order_steps_left -= 1
+            self._step_order = (self.order_id, self.order_steps_left)
+            expired = self.order_steps_left <= 0
+            if expired:
+                self.order_steps_left = None
+                self.instruction = ""
+        if expired:
+            self.governor.hold("order expired")
+            self.actuator.set_schedule(None)
+            self.event("order_expired", order_id=self.order_id)
 
     def _declare(self) -> None:
         """A `finished` was executed: measure the declaration now (AGENT.md §6)."""
@@ -448,8 +493,8 @@ class OnboardRuntime:
         if qualifies and self.qualifying_t is None and t <= self.config.t_max_s:
             self.qualifying_t = t
         log.info("declaration at t=%.1f s: distance=%s visible=%s", t, sample.distance_m, sample.visible)
-        if self.publisher is not None:
-            self.publisher.publish_declaration({**msgspec.to_builtins(line), "qualifies": qualifies})
+        # Published after the step's frame (see _publish_step), so the ground station can show it.
+        self._pending_declaration = {**msgspec.to_builtins(line), "qualifies": qualifies}
 
     def _record_step(
         self, frame: Frame, decision: Decision, discarded: str | None, stages: StageLatencies
@@ -483,22 +528,47 @@ class OnboardRuntime:
             error=decision.error,
             stages=stages,
             loop=self.config.loop,
+            order_id=self._step_order[0] if discarded is None else None,
+            order_steps_left=self._step_order[1] if discarded is None else None,
         )
         self.recorder.step(line)
-        if self.publisher is not None:
-            step = msgspec.to_builtins(line)
-            self.publisher.publish_step(step)
-            if frame.image is not None:
-                self.publisher.publish_frame(frame)
+        self._publish_step(line, frame)
+
+    def _publish_step(self, line: StepLine, frame: Frame | None) -> None:
+        """Frame first, then the step naming it, then any declaration that step made."""
+        declaration, self._pending_declaration = self._pending_declaration, None
+        if self.publisher is None:
+            return
+        if frame is not None and frame.image is not None:
+            self.publisher.publish_frame(frame)
+        self.publisher.publish_step(msgspec.to_builtins(line))
+        if declaration is not None:
+            self.publisher.publish_declaration(declaration)
 
     # ---- commands (from the ground station or a script) ----------------------------------------
     def set_instruction(self, text: str) -> None:
         with self._lock:
             self.instruction = text
+            self.order_id = None
+            self.order_steps_left = None
             self.history.clear()
             self.history_images.clear()
         self.governor.resume(f"new instruction: {text!r}")
         self.event("instruction", text=text)
+
+    def set_order(self, order_id: str, text: str, expires_after_steps: int) -> None:
+        """A commander's order (AGENT.md §5): the sub-agent is the single-drone agent with the order as
+        its instruction, for `expires_after_steps` executed steps; then it holds until the next order."""
+        if expires_after_steps < 1:
+            raise ValueError(f"expires_after_steps={expires_after_steps} must be >= 1")
+        with self._lock:
+            self.instruction = text
+            self.order_id = order_id
+            self.order_steps_left = expires_after_steps
+            self.history.clear()
+            self.history_images.clear()
+        self.governor.resume(f"order {order_id}: {text!r}")
+        self.event("order", order_id=order_id, text=text, expires_after_steps=expires_after_steps)
 
     def hold(self, reason: str = "operator hold") -> None:
         self.governor.hold(reason)
@@ -529,10 +599,18 @@ class OnboardRuntime:
         )
         self.event("return_home", goal=goal.as_list())
 
-    def remote_action(self, action: Action, capture_pose: Pose, capture_age_s: float) -> bool:
+    def remote_action(
+        self,
+        action: Action,
+        capture_pose: Pose,
+        capture_age_s: float,
+        call_id: str | None = None,
+        raw: str = "",
+    ) -> bool:
         """An action chosen by the ground station (one-context fleet mode), with its frame's pose.
 
         The same tolerance rules as the pilot's: stale -> discarded and counted, else re-expressed.
+        Logged as a step (source "remote", the multi-drone call's call_id).
         """
         deadline_s = (
             self.config.plan_deadline_s if isinstance(action, Think) else self.config.action_deadline_s
@@ -543,9 +621,26 @@ class OnboardRuntime:
             self.event("discarded", why="stale", source="remote", age_s=capture_age_s)
             return False
         frame = Frame(image=None, capture_time_s=self.clock.now() - capture_age_s, pose=capture_pose)
+        self.counters.decisions += 1
+        self.steps += 1
         self._execute(action, frame, source="remote")
         self.governor.pilot_ok()
-        self.event("remote_action", action=action_to_dict(action), age_s=capture_age_s)
+        sample = self.truth.sample(self.config.drone) if self.truth is not None else NO_TRUTH
+        line = StepExtras(
+            t=self.t(),
+            drone=self.config.drone,
+            call_id=call_id,
+            action=action,
+            raw=raw,
+            distance_m=sample.distance_m,
+            visible=sample.visible,
+            loop=self.config.loop,
+            source="remote",
+            order_id=self._step_order[0],
+            order_steps_left=self._step_order[1],
+        )
+        self.recorder.step(line)
+        self._publish_step(line, None)
         return True
 
     def judge(self, accept: bool, declaration_t: float | None = None) -> None:
@@ -579,22 +674,32 @@ class OnboardRuntime:
             detail=clamp.detail,
         )
 
-    def _on_telemetry(self, now_s: float, telemetry: Telemetry, sent: Setpoint) -> None:
-        t = now_s - self.t0_s
-        line = TraceLine(t=t, drone=self.config.drone, pose=tuple(telemetry.pose.as_list()))  # type: ignore[arg-type]
-        if self.recorder.trace_due(line):
-            sample = self.truth.sample(self.config.drone) if self.truth is not None else NO_TRUTH
-            line = TraceLine(
-                t=t,
-                drone=self.config.drone,
+    def _write_trace(self, line: TraceLine, collided: bool) -> None:
+        sample = self.truth.sample(self.config.drone) if self.truth is not None else NO_TRUTH
+        self.recorder.trace(
+            TraceLine(
+                t=line.t,
+                drone=line.drone,
                 pose=line.pose,
                 target_pose=tuple(sample.target_pose) if sample.target_pose else None,  # type: ignore[arg-type]
                 distance_m=sample.distance_m,
                 bbox_distance_m=sample.bbox_distance_m,
                 visible=sample.visible,
-                collided=telemetry.collided,
-            )
-            self.recorder.trace(line, force=True)
+                collided=collided,
+            ),
+            force=True,
+        )
+
+    def _on_telemetry(self, now_s: float, telemetry: Telemetry, sent: Setpoint) -> None:
+        t = now_s - self.t0_s
+        line = TraceLine(t=t, drone=self.config.drone, pose=tuple(telemetry.pose.as_list()))  # type: ignore[arg-type]
+        if self.recorder.trace_due(line):
+            self.recorder.mark_trace(line)
+            if self._trace_worker is not None:
+                # Ground truth may be an RPC to a busy simulator: never inside an actuation tick.
+                self._trace_worker.submit(lambda: self._write_trace(line, telemetry.collided))
+            else:
+                self._write_trace(line, telemetry.collided)
         self._telemetry_every += 1
         if self.publisher is not None and self._telemetry_every % max(1, round(self.config.rate_hz / 5)) == 0:
             status = self.governor.status()
