@@ -29,6 +29,9 @@ class Telemetry(msgspec.Struct, frozen=True):
     armed: bool
     landed: bool
     collided: bool  # latched since the last reset / pose teleport
+    # How pose x/y were obtained: "measured" (simulator truth, EKF/GPS/VIO) or "dead_reckoned"
+    # (integrated commands, e.g. a Tello: drifts; never treat it as ground truth).
+    position_source: str = "measured"
 
 
 @runtime_checkable
@@ -68,6 +71,7 @@ class Vehicle(Protocol):
 # scheme -> "module:factory"; factory(url: str) -> Vehicle
 _VEHICLE_SCHEMES: dict[str, str] = {
     "airsim": "sim_bridge.airsim_vehicle:open_airsim_vehicle",
+    "tello": "onboard.vehicles.tello:open_tello_vehicle",
 }
 
 

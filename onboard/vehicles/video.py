@@ -1,0 +1,180 @@
+"""Camera sources for real vehicles, each frame stamped with its arrival time so its age is known.
+
+- `H264UdpReceiver`: the Tello's raw H.264 (Annex-B) in UDP datagrams, decoded with PyAV. A datagram
+  shorter than 1460 bytes ends an access unit (the Tello convention), so each unit is decoded as soon
+  as it is complete, without waiting for the next one as a bitstream parser would.
+- `OpenCvSource`: a V4L2 device number, an RTSP/HTTP URL or a GStreamer pipeline (contains "!").
+
+`StampedFrame.arrival_s` is time.monotonic() when the frame became available; the camera adapters
+refuse frames older than their max age (no decision on a stale frame).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from common.errors import VehicleError
+
+log = logging.getLogger(__name__)
+
+DATAGRAM_BYTES = 1460
+
+
+@dataclass(frozen=True)
+class StampedFrame:
+    image_bgr: np.ndarray
+    arrival_s: float  # time.monotonic() when decoded
+    first_datagram_s: float  # time.monotonic() of the unit's first datagram (= arrival for OpenCV)
+    index: int  # frames decoded so far by this source, from 0
+
+
+class FrameSource:
+    """Base: a thread fills `latest`; `wait_newer` blocks for a frame newer than a given index."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._latest: StampedFrame | None = None
+        self._stop = threading.Event()
+        self.frames = 0
+        self.errors = 0
+        self.decode_s: list[float] = []
+
+    def _publish(self, image: np.ndarray, first_s: float) -> None:
+        frame = StampedFrame(image, time.monotonic(), first_s, self.frames)
+        with self._cond:
+            self._latest = frame
+            self.frames += 1
+            self._cond.notify_all()
+
+    def latest(self) -> StampedFrame | None:
+        with self._cond:
+            return self._latest
+
+    def age_s(self) -> float | None:
+        f = self.latest()
+        return None if f is None else time.monotonic() - f.arrival_s
+
+    def wait_newer(self, index: int, timeout_s: float) -> StampedFrame | None:
+        """The newest frame with index > `index`, or None after timeout_s."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._latest is None or self._latest.index <= index:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stop.is_set():
+                    return None
+                self._cond.wait(remaining)
+            return self._latest
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+
+
+class H264UdpReceiver(FrameSource):
+    def __init__(self, bind_ip: str = "0.0.0.0", port: int = 11111) -> None:
+        super().__init__()
+        import av  # heavy: only when a video stream is opened
+
+        self.codec = av.CodecContext.create("h264", "r")
+        self.codec.options = {"flags": "low_delay"}
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        try:
+            self.sock.bind((bind_ip, port))
+        except OSError as exc:
+            self.sock.close()
+            raise VehicleError(f"cannot receive video on UDP {bind_ip}:{port}: {exc}") from exc
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.datagrams = 0
+        self._thread = threading.Thread(target=self._run, name=f"h264-{self.port}", daemon=True)
+        self._thread.start()
+
+    def _decode(self, unit: bytes, first_s: float) -> None:
+        import av
+
+        t0 = time.monotonic()
+        try:
+            frames = self.codec.decode(av.Packet(unit))
+        except Exception as exc:  # broken units before the first IDR or after a loss
+            self.errors += 1
+            log.debug("h264 decode error: %s", exc)
+            return
+        for frame in frames:
+            self._publish(frame.to_ndarray(format="bgr24"), first_s)
+        if frames:
+            self.decode_s.append(time.monotonic() - t0)
+            del self.decode_s[:-500]
+
+    def _run(self) -> None:
+        buf: list[bytes] = []
+        first_s = 0.0
+        while not self._stop.is_set():
+            try:
+                data = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            self.datagrams += 1
+            if not buf:
+                first_s = time.monotonic()
+            buf.append(data)
+            if len(data) < DATAGRAM_BYTES:
+                self._decode(b"".join(buf), first_s)
+                buf = []
+
+    def close(self) -> None:
+        super().close()
+        self._thread.join(2.0)
+        self.sock.close()
+
+
+class OpenCvSource(FrameSource):
+    """cv2.VideoCapture on a device number, a URL, or a GStreamer pipeline string."""
+
+    def __init__(self, spec: str) -> None:
+        super().__init__()
+        import cv2
+
+        if spec.isdigit():
+            self.cap = cv2.VideoCapture(int(spec))
+        elif "!" in spec:
+            self.cap = cv2.VideoCapture(spec, cv2.CAP_GSTREAMER)
+        else:
+            self.cap = cv2.VideoCapture(spec)
+        if not self.cap.isOpened():
+            raise VehicleError(
+                f"camera {spec!r}: OpenCV could not open it (device, URL or GStreamer pipeline)"
+            )
+        self._thread = threading.Thread(target=self._run, name="opencv-camera", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            ok, image = self.cap.read()
+            if not ok:
+                self.errors += 1
+                time.sleep(0.05)
+                continue
+            self._publish(image, time.monotonic())
+
+    def close(self) -> None:
+        super().close()
+        self._thread.join(2.0)
+        self.cap.release()
+
+
+def open_frame_source(spec: str) -> FrameSource:
+    """h264udp://BIND_IP:PORT (raw H.264 datagrams), else an OpenCV device/URL/pipeline."""
+    if spec.startswith("h264udp://"):
+        host, _, port = spec[len("h264udp://") :].rpartition(":")
+        return H264UdpReceiver(host or "0.0.0.0", int(port))
+    return OpenCvSource(spec)

@@ -1,0 +1,6 @@
+"""Real-protocol peers for real vehicle adapters, backed by the built-in simulator's World.
+
+- `tello_emulator`: DJI Tello SDK 2.0 over UDP (command/state/H.264 video), for unmodified djitellopy.
+- `mavlink_emulator`: a PX4 (or ArduPilot) autopilot over MAVLink/UDP, for unmodified pymavlink.
+- `h264_out`: renders a vehicle's camera and streams it as raw H.264 (Annex-B) in UDP datagrams.
+"""
