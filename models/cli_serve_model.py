@@ -50,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stop-after-warmup", action="store_true", help="stop the engine once warm and exit (a check)"
     )
     parser.add_argument(
+        "--ready-file",
+        default=None,
+        help="once warm, write {pilot_url, served_model, warmup} as JSON here (removed on exit)",
+    )
+    parser.add_argument(
         "--quiet-engine", action="store_true", help="do not copy the engine's output to stderr"
     )
 
@@ -131,6 +136,7 @@ def _serve(args: argparse.Namespace) -> int:
         if served != model.served_model:
             _say(f"the engine serves {models}, not {model.served_model!r}: using {served!r}")
         _say(f"ready at {root}/v1 ({served}) after {time.monotonic() - started:.1f} s")
+        warm = None
         if image is not None:
             warm = warm_up(f"{root}/v1", serving.model_profile, served, image, args.instruction)
             _say("warm-up " + json.dumps(warm.summary()))
@@ -142,6 +148,8 @@ def _serve(args: argparse.Namespace) -> int:
         if served != model.served_model:
             pilot_url += f"&model={served}"
         _say(f"pilot URL: {pilot_url}")
+        if args.ready_file:
+            _write_ready_file(Path(args.ready_file), pilot_url, served, warm.summary() if warm else None)
         if args.stop_after_warmup:
             return 0
         while not stop.wait(0.5):
@@ -153,5 +161,14 @@ def _serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
+        if args.ready_file:
+            Path(args.ready_file).unlink(missing_ok=True)
         engine.stop()
         workdir.cleanup()
+
+
+def _write_ready_file(path: Path, pilot_url: str, served: str, warmup: dict | None) -> None:
+    # written whole, then renamed: a reader (the container's entrypoint) never sees half a file
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"pilot_url": pilot_url, "served_model": served, "warmup": warmup}))
+    tmp.replace(path)
