@@ -43,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", default=None, help="also write the JSON report to this file")
     parser.add_argument(
+        "--frames",
+        default=None,
+        help="use the JPEGs in this directory (e.g. written by --save-frames elsewhere) instead of "
+        "rendering: for machines without the simulator, such as the Jetson image",
+    )
+    parser.add_argument(
         "--save-frames", default=None, help="write the frames, as the model gets them, to this directory"
     )
 
@@ -78,6 +84,15 @@ def sim_frames(n: int, scene: str = "residential", seed: int = 0, distance_m: fl
         world.close()
 
 
+def load_frames(directory: Path) -> list[Any]:
+    """The images of `directory` in name order (frame_000.jpg, ...)."""
+    import cv2
+
+    paths = sorted(p for p in directory.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    frames = [cv2.imread(str(p), cv2.IMREAD_COLOR) for p in paths]
+    return [f for f in frames if f is not None]
+
+
 def make_token_counter(path: str) -> Any:
     try:
         from transformers import AutoTokenizer
@@ -96,7 +111,14 @@ def run(args: argparse.Namespace) -> int:
     if args.steps < 1:
         print("bench-model: --steps must be >= 1", file=sys.stderr)
         return 2
-    frames = sim_frames(args.steps, args.scene, args.seed, args.distance_m)
+    frames = (
+        load_frames(Path(args.frames))
+        if args.frames
+        else sim_frames(args.steps, args.scene, args.seed, args.distance_m)
+    )
+    if not frames:
+        print(f"bench-model: no JPEG/PNG frames in {args.frames}", file=sys.stderr)
+        return 2
     if args.save_frames:
         from models.frames import encode_frame
 

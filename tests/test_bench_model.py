@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import cv2
 import pytest
 from conftest import dronecats_cmd, subprocess_env
 from test_pilots_support import scene, serve_pilot_process
@@ -189,6 +190,8 @@ def test_bench_model_command_against_serve_pilot_on_sim_frames(tmp_path: Path) -
                 "1",
                 "--out",
                 str(out),
+                "--save-frames",
+                str(tmp_path / "frames"),
             ),
             capture_output=True,
             text=True,
@@ -205,3 +208,32 @@ def test_bench_model_command_against_serve_pilot_on_sim_frames(tmp_path: Path) -
     assert report["stream"]["supported"] is False
     assert "stream=true is not supported" in report["stream"]["reason"]
     assert report["compact_encoding"]["unit"] == "characters"
+    saved = sorted((tmp_path / "frames").glob("*.jpg"))
+    assert len(saved) == 4 and cv2.imread(str(saved[0])).shape == (360, 640, 3)
+
+
+def test_bench_model_on_saved_frames_needs_no_simulator(tmp_path: Path) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(2):
+        cv2.imwrite(str(frames / f"frame_{i:03d}.jpg"), scene())
+    with serve_pilot_process() as hostport:
+        result = subprocess.run(
+            dronecats_cmd(
+                "bench-model",
+                "--pilot",
+                f"openai://{hostport}/v1?profile=qwen3.5-2b",
+                "--frames",
+                str(frames),
+                "--stream-calls",
+                "0",
+            ),
+            capture_output=True,
+            text=True,
+            env=subprocess_env(),
+            timeout=120,
+        )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["frames"] == 2 and report["steps"] == 2
+    assert report["stream"]["reason"] == "not requested"
