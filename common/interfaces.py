@@ -71,6 +71,7 @@ class Vehicle(Protocol):
 # scheme -> "module:factory"; factory(url: str) -> Vehicle
 _VEHICLE_SCHEMES: dict[str, str] = {
     "airsim": "sim_bridge.airsim_vehicle:open_airsim_vehicle",
+    "mavlink": "onboard.vehicles.px4:open_mavlink_vehicle",
     "tello": "onboard.vehicles.tello:open_tello_vehicle",
 }
 

@@ -36,10 +36,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry
-from common.pose import Frame, Pose, wrap_deg
+from common.pose import Pose, wrap_deg
 from onboard.vehicles.deadreckon import DeadReckoner
 from onboard.vehicles.faults import FaultReporter
-from onboard.vehicles.video import H264UdpReceiver
+from onboard.vehicles.video import FreshFrameCamera, H264UdpReceiver
 
 log = logging.getLogger(__name__)
 
@@ -375,46 +375,24 @@ class TelloVehicle:
             log.warning("%s: go segment refused", self.name)
 
 
-class TelloCamera:
-    """Camera.read(): the newest decoded frame if it is younger than max_frame_age_s, else it waits for
-    one (the vehicle's video_stale fault holds the drone meanwhile). No decision is ever made on a
-    stale frame: after stale_wait_s, or at once when the link is lost or the drone is landing, it
-    raises VehicleError saying how old the newest frame is."""
+class TelloCamera(FreshFrameCamera):
+    """The Tello's H.264 stream; refuses stale frames (see FreshFrameCamera)."""
 
     def __init__(self, vehicle: TelloVehicle, stale_wait_s: float = 30.0) -> None:
-        self.vehicle = vehicle
-        self.stale_wait_s = stale_wait_s
-        self.refused = 0
+        def usable() -> str | None:
+            if not vehicle.link_ok:
+                return "the link is lost"
+            return "the drone is landing" if vehicle.landing else None
 
-    def read(self) -> Frame:
-        v = self.vehicle
-        if v.video is None:
-            raise VehicleError(f"{v.name}: video is off (video=0 in the URL)")
-        max_age = v.target.max_frame_age_s
-        deadline = time.monotonic() + self.stale_wait_s
-        frame = v.video.latest()
-        while frame is None or time.monotonic() - frame.arrival_s > max_age:
-            self.refused += 1
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not v.link_ok or v.landing:
-                age = (
-                    "no frame"
-                    if frame is None
-                    else f"newest frame {time.monotonic() - frame.arrival_s:.2f} s old"
-                )
-                why = (
-                    "" if remaining <= 0 else (" and the link is lost" if not v.link_ok else " while landing")
-                )
-                raise VehicleError(f"{v.name}: video stale ({age} > max_frame_age_s={max_age}){why}")
-            frame = v.video.wait_newer(-1 if frame is None else frame.index, min(0.5, remaining))
-            frame = frame or v.video.latest()
-        age_s = time.monotonic() - frame.arrival_s
-        return Frame(
-            image=frame.image_bgr,
-            capture_time_s=frame.first_datagram_s,
-            pose=v.pose_at(frame.first_datagram_s),
+        super().__init__(
+            vehicle.name,
+            lambda: vehicle.video,
+            vehicle.pose_at,
+            vehicle.target.max_frame_age_s,
+            usable,
+            stale_wait_s,
             camera="tello",
-            meta={"frame_age_s": age_s, "frame_index": frame.index, "position_source": "dead_reckoned"},
+            meta={"position_source": "dead_reckoned"},
         )
 
 

@@ -15,11 +15,14 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from common.errors import VehicleError
+from common.pose import Frame, Pose
 
 log = logging.getLogger(__name__)
 
@@ -178,3 +181,61 @@ def open_frame_source(spec: str) -> FrameSource:
         host, _, port = spec[len("h264udp://") :].rpartition(":")
         return H264UdpReceiver(host or "0.0.0.0", int(port))
     return OpenCvSource(spec)
+
+
+class FreshFrameCamera:
+    """Camera.read() over a FrameSource: the newest frame if younger than max_frame_age_s, else it waits
+    for one. No decision is ever made on a stale frame: after stale_wait_s, or at once when
+    `usable()` says the vehicle cannot use one (link lost, landing), it raises VehicleError saying how
+    old the newest frame is. Frames are stamped with `pose_at(first datagram time)`. `source` is called
+    at each read (the vehicle opens its stream when it connects)."""
+
+    def __init__(
+        self,
+        name: str,
+        source: Callable[[], FrameSource | None],
+        pose_at: Callable[[float], Pose],
+        max_frame_age_s: float,
+        usable: Callable[[], str | None] = lambda: None,
+        stale_wait_s: float = 30.0,
+        camera: str = "front",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.source = source
+        self.pose_at = pose_at
+        self.max_frame_age_s = max_frame_age_s
+        self.usable = usable
+        self.stale_wait_s = stale_wait_s
+        self.camera = camera
+        self.meta = meta or {}
+        self.refused = 0
+
+    def read(self) -> Frame:
+        source = self.source()
+        if source is None:
+            raise VehicleError(f"{self.name}: no video source (not connected, or video off)")
+        max_age = self.max_frame_age_s
+        deadline = time.monotonic() + self.stale_wait_s
+        frame = source.latest()
+        while frame is None or time.monotonic() - frame.arrival_s > max_age:
+            self.refused += 1
+            remaining = deadline - time.monotonic()
+            unusable = self.usable()
+            if remaining <= 0 or unusable:
+                age = (
+                    "no frame"
+                    if frame is None
+                    else f"newest frame {time.monotonic() - frame.arrival_s:.2f} s old"
+                )
+                why = f" and {unusable}" if unusable else ""
+                raise VehicleError(f"{self.name}: video stale ({age} > max_frame_age_s={max_age}){why}")
+            frame = source.wait_newer(-1 if frame is None else frame.index, min(0.5, remaining))
+            frame = frame or source.latest()
+        return Frame(
+            image=frame.image_bgr,
+            capture_time_s=frame.first_datagram_s,
+            pose=self.pose_at(frame.first_datagram_s),
+            camera=self.camera,
+            meta={"frame_age_s": time.monotonic() - frame.arrival_s, "frame_index": frame.index, **self.meta},
+        )
