@@ -78,6 +78,8 @@ class Step(Body, frozen=True, forbid_unknown_fields=True):
     latencies_s: dict[str, float] = {}
     malformed_reason: str | None = None
     executed: bool = True  # False when discarded as stale
+    order_id: str = ""  # commander + sub-agents: the order this step executed under (AGENT.md §5)
+    order_steps_left: int | None = None  # steps left on that order after this one (0: it expired)
 
 
 class Declaration(Body, frozen=True, forbid_unknown_fields=True):
@@ -90,6 +92,10 @@ class Declaration(Body, frozen=True, forbid_unknown_fields=True):
     pose_ned: Pose
     frame_seq: int
     call_id: str = ""
+    # Measured by the simulator when the drone has ground truth (AGENT.md §6); None in real flight.
+    distance_m: float | None = None
+    bbox_distance_m: float | None = None
+    visible: bool | None = None
 
 
 class Heartbeat(Body, frozen=True, forbid_unknown_fields=True):

@@ -49,7 +49,8 @@ class RuntimeLink:
     def __init__(self, runtime: OnboardRuntime, link: DroneLink) -> None:
         self.runtime = runtime
         self.link = link
-        self.frame_seq = -1
+        self.frame_seq = -1  # the seq of the newest frame sent (DroneLink numbers the frames it queues)
+        self.declaration_times: dict[str, float] = {}  # declaration_id -> t, for judgements
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, data: dict[str, Any]) -> None:
@@ -71,9 +72,12 @@ class RuntimeLink:
         )
 
     def publish_frame(self, frame: Frame) -> None:
-        decision = self.link.publish_frame(frame.image, frame.capture_time_s, frame.pose)
+        # Stamped on the runtime's clock (the link's clock): RemoteActions come back with this stamp
+        # and the ground station converts it with the heartbeat clock offset.
+        capture_s = float(frame.meta.get("capture_clock_s", frame.capture_time_s))
+        decision = self.link.publish_frame(frame.image, capture_s, frame.pose)
         if decision.send:
-            self.frame_seq += 1
+            self.frame_seq += 1  # the runtime publishes a step's frame before the step itself
 
     def publish_step(self, step: dict[str, Any]) -> None:
         action = step.get("action")
@@ -87,16 +91,23 @@ class RuntimeLink:
                 latencies_s={k: float(v) for k, v in (step.get("stages") or {}).items()},
                 malformed_reason=step.get("error") if step.get("discarded") == "malformed" else None,
                 executed=step.get("discarded") is None,
+                order_id=step.get("order_id") or "",
+                order_steps_left=step.get("order_steps_left"),
             )
         )
 
     def publish_declaration(self, declaration: dict[str, Any]) -> None:
+        declaration_id = f"{self.runtime.config.drone}-{declaration['t']:.3f}"
+        self.declaration_times[declaration_id] = float(declaration["t"])
         self.link.publish_declaration(
             Declaration(
-                declaration_id=f"{self.runtime.config.drone}-{declaration['t']:.3f}",
+                declaration_id=declaration_id,
                 t_s=declaration["t"],
                 pose_ned=Pose.from_list(declaration["pose"]),
                 frame_seq=self.frame_seq,
+                distance_m=declaration.get("distance_m"),
+                bbox_distance_m=declaration.get("bbox_distance_m"),
+                visible=declaration.get("visible"),
             )
         )
 
@@ -106,9 +117,9 @@ class RuntimeLink:
         if isinstance(body, Instruction):
             rt.set_instruction(body.text)
         elif isinstance(body, Order):
-            rt.set_instruction(
-                body.text
-            )  # a sub-agent is the single-drone agent with the order as instruction
+            if body.expires_after_steps < 1:
+                return CommandOutcome(False, f"expires_after_steps={body.expires_after_steps} must be >= 1")
+            rt.set_order(body.order_id, body.text, body.expires_after_steps)
         elif isinstance(body, EStop):
             rt.estop(body.reason or "ground-station e-stop")
         elif isinstance(body, Hold):
@@ -118,10 +129,12 @@ class RuntimeLink:
         elif isinstance(body, ReturnHome):
             rt.return_home()
         elif isinstance(body, Judgement):
-            rt.judge(body.verdict == "accept")
+            if body.declaration_id not in self.declaration_times:
+                return CommandOutcome(False, f"unknown declaration {body.declaration_id!r}")
+            rt.judge(body.verdict == "accept", self.declaration_times[body.declaration_id])
         elif isinstance(body, RemoteAction):
             age_s = rt.clock.now() - body.capture_time_s
-            if not rt.remote_action(body.action, body.frame_pose_ned, age_s):
+            if not rt.remote_action(body.action, body.frame_pose_ned, age_s, body.call_id, body.raw):
                 return CommandOutcome(False, f"stale: frame {age_s:.2f} s old")
         else:
             return CommandOutcome(False, f"unsupported command {type(body).__name__}")

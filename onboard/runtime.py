@@ -363,6 +363,7 @@ class OnboardRuntime:
         w0 = wall_timer()
         capture_clock_s = self.clock.now()
         frame = self.camera.read()
+        frame.meta["capture_clock_s"] = capture_clock_s  # the camera may stamp on its own clock
         w1 = wall_timer()
         stages.capture_s = w1 - w0
         observation = self._observation(frame)
@@ -424,7 +425,9 @@ class OnboardRuntime:
 
     def stream_once(self) -> Frame:
         """Remote mode: capture a stamped frame and publish it for the ground station's model."""
+        capture_clock_s = self.clock.now()
         frame = self.camera.read()
+        frame.meta["capture_clock_s"] = capture_clock_s  # the camera may stamp on its own clock
         if self.publisher is not None:
             self.publisher.publish_frame(frame)
         return frame
