@@ -4,7 +4,8 @@ failure-mode breakdown, and a comparison of two runs.
 Rows come from each episode directory's result.json (written by the runner) or, for directories
 without one, from the verifier run here on the logs. Latency p50 is over every step's `latency_s`
 of the group; the coordinate-copying rate (AGENT.md §5) is over multi-drone calls and is empty for
-single-drone runs.
+single-drone runs. When a lock-step run injected latency, the injected values (what each step cost in
+episode time) stand in for the measured ones.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At k = 0 and k = n the bound is exactly 0 or 1; say so rather than 0.9999999999999999.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
 
 
 def median(values: Iterable[float | None]) -> float | None:
@@ -107,6 +111,8 @@ def load_rows(root: Path) -> list[EpisodeRow]:
             verdict = msgspec.to_builtins(verify(read_episode(d)))
         meta = _episode_meta(d)
         latencies, multi, copied = _step_stats(d)
+        if result.get("injected_latencies_s"):
+            latencies = [float(x) for x in result["injected_latencies_s"]]
         rows.append(
             EpisodeRow(
                 run_name=d.name,

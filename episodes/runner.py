@@ -120,6 +120,7 @@ def _runtime_config(record: EpisodeRecord, options: RunOptions) -> Any:
         takeoff_altitude_m=takeoff_altitude_m(record),
         min_decision_period_s=options.min_decision_period_s,
         stop_on_declaration=not options.fly_on,
+        save_frames=options.save_frames,
         recorder=RecorderConfig(save_frames=options.save_frames),
     )
 
@@ -186,6 +187,8 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
         "wall_time_s": round(wall_s, 2),
         "real_time_factor": round(result["sim_time_s"] / wall_s, 2) if wall_s > 0 else None,
         "injected_latency_p50_s": _median(injected),
+        # lock-step with injected latency: what each step cost in episode time (steps log the measured)
+        "injected_latencies_s": [round(x, 4) for x in injected],
         "verdict": msgspec.to_builtins(verdict),
     }
     _atomic_write(out / RESULT_FILE, json.dumps(summary, indent=1).encode() + b"\n")
