@@ -5,6 +5,7 @@ not from this code's output."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from pathlib import Path
@@ -125,7 +126,7 @@ def test_generation_is_deterministic_and_every_episode_has_both_distractors(tmp_
     track = a.episodes[0].record
     assert track.targets[0].speed_m_s == 0.3
     route = track.targets[0].path or []
-    length = sum(math.dist(p, q) for p, q in zip(route, route[1:], strict=False))
+    length = sum(math.dist(p, q) for p, q in itertools.pairwise(route))
     assert length > 0.3 * track.t_max_s  # longer than the target can cover in an episode
     search = a.episodes[1]
     assert search.record.delta_m == 2.5 and not search.expect.visible_at_start
