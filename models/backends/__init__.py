@@ -75,6 +75,7 @@ REGISTRY: dict[str, Callable[[BackendURL], ModelBackend]] = {
     "openais": _open_openai,
     "vllm": _open_vllm,
     "trtllm": _open_trtllm,
+    "hf": lambda url: __import__("models.backends.hf_local", fromlist=["open_hf"]).open_hf(url),
 }
 
 
