@@ -19,6 +19,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("dronecats.demo", "fly one approach episode on the built-in simulator and print the verdict"),
     "episodes": ("episodes.cli", "episode tools: verify (AGENT.md §6)"),
     "explain": ("onboard.cli_explain", "print the controller's plan for one action (AGENT.md §3)"),
+    "gs": (
+        "ground_station.cli",
+        "the ground station: PyQt6 app, or --headless for scripts (fleet structures)",
+    ),
     "keys": ("common.cli_keys", "generate and list CURVE keypairs for the drone/ground-station link"),
     "onboard": ("onboard.cli", "fly one drone: vehicle URL + pilot URL (+ ground-station link)"),
     "parse": ("models.cli_parse", "parse a model reply into the normalised action (AGENT.md §3)"),

@@ -1,0 +1,184 @@
+"""`dronecats gs`: the ground station — the PyQt6 app, or headless (`--headless`) for scripts.
+
+dronecats gs --drones Drone1=tcp://10.0.0.5:5600,Drone2=tcp://10.0.0.6:5600      # GUI
+dronecats gs --headless --drones ... --instruction "go to the red car" --structure commander
+dronecats gs --launch 4 [--headless ...]     # also start the built-in sim and 4 onboard processes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--drones", default="", help="NAME=tcp://HOST:PORT,... (each drone's --gs address)")
+    parser.add_argument(
+        "--launch",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start the built-in simulator (a red car 25 m ahead) and N onboard processes, then connect",
+    )
+    parser.add_argument("--scene", default="residential", help="scene for --launch")
+    parser.add_argument("--headless", action="store_true", help="no GUI: run the instruction and print JSON")
+    parser.add_argument("--instruction", default="", help="instruction for the fleet (headless: required)")
+    parser.add_argument(
+        "--structure",
+        default="per-drone",
+        choices=["per-drone", "one-context", "commander"],
+        help="command structure (AGENT.md §5)",
+    )
+    parser.add_argument(
+        "--model", default=None, help="one-context: the model's URL (openai://HOST:PORT/v1?...)"
+    )
+    parser.add_argument("--commander", default="rule", help="commander: rule (default) or a model URL")
+    parser.add_argument(
+        "--expires-after-steps", type=int, default=6, help="order lifetime in sub-agent steps"
+    )
+    parser.add_argument(
+        "--mark", action="append", default=[], metavar="X,Y", help="operator-marked target (NED m)"
+    )
+    parser.add_argument("--duration-s", type=float, default=120.0, help="headless: run at most this long")
+    parser.add_argument(
+        "--until",
+        default="qualifying",
+        choices=["none", "declaration", "qualifying"],
+        help="headless: stop at the first declaration, or the first within δ and visible (sim)",
+    )
+    parser.add_argument("--export", default=None, help="write the session log (JSON lines) here at the end")
+    parser.add_argument(
+        "--pilot", default=None, help="--launch: the drones' pilot (default baseline; remote for one-context)"
+    )
+    parser.add_argument("--log-dir", default=None, help="--launch: directory for the drones' logs")
+    parser.add_argument(
+        "--keys", default=None, help="ground-station CURVE secret key file (drones' keys: NAME.key)"
+    )
+    parser.add_argument(
+        "--screenshot", default=None, help="GUI: save a screenshot here after --screenshot-after-s"
+    )
+    parser.add_argument("--screenshot-after-s", type=float, default=20.0)
+    parser.add_argument("--quit-after-s", type=float, default=None, help="GUI: close after this long")
+
+
+def _marks(values: list[str]) -> list[tuple[float, float]]:
+    from common.errors import ConfigError
+
+    out = []
+    for value in values:
+        try:
+            x, y = (float(v) for v in value.split(","))
+        except ValueError:
+            raise ConfigError(f"--mark {value!r} must be X,Y in metres") from None
+        out.append((x, y))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from common.errors import DroneCatsError
+    from common.pose import Pose
+    from ground_station.fleet.client import DroneAddress, FleetClient
+    from ground_station.fleet.launch import SimFleet, TargetSpec
+
+    sim: SimFleet | None = None
+    try:
+        marks = _marks(args.mark)
+        if args.launch:
+            pilot = args.pilot or ("remote" if args.structure == "one-context" else "baseline")
+            log_dir = Path(args.log_dir or f"runs/gs-{time.strftime('%Y%m%d-%H%M%S')}")
+            print(
+                f"starting the simulator and {args.launch} onboard processes (logs in {log_dir}) ...",
+                flush=True,
+            )
+            sim = SimFleet(
+                args.launch,
+                pilot=pilot,
+                scene=args.scene,
+                targets=[TargetSpec("target", "car@red", Pose(25.0, 0.0, 0.0, 90.0))],
+                log_dir=log_dir,
+                onboard_settings=["min_decision_period_s=0.5", "t_max_s=600", "stop_on_declaration=false"],
+            ).start()
+            addresses = list(sim.addresses)
+        else:
+            addresses = [DroneAddress.parse(s) for s in args.drones.split(",") if s.strip()]
+        if not addresses:
+            print("dronecats gs: give --drones NAME=tcp://HOST:PORT,... or --launch N", file=sys.stderr)
+            return 2
+        # No CURVE yet: `dronecats onboard` binds its link insecure (it has no key options either).
+        fleet = FleetClient(addresses)
+        fleet.start()
+        try:
+            if args.headless:
+                return _headless(args, fleet, marks)
+            return _gui(args, fleet, marks)
+        finally:
+            if args.export:
+                fleet.export_session(args.export)
+            fleet.close()
+    except DroneCatsError as exc:
+        print(f"dronecats gs: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if sim is not None:
+            sim.close()
+
+
+def _headless(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]]) -> int:
+    from ground_station.fleet.structures import make_structure
+    from ground_station.headless import HeadlessSession
+
+    if not args.instruction:
+        print("dronecats gs --headless: --instruction is required", file=sys.stderr)
+        return 2
+    structure = make_structure(
+        args.structure, fleet, args.model, args.commander, args.expires_after_steps, marks
+    )
+
+    def show(event: Any) -> None:
+        if event.kind in ("declaration", "order", "commander", "instruction", "judgement", "note"):
+            print(json.dumps({"event": event.kind, "drone": event.drone, **_brief(event)}), flush=True)
+
+    summary = HeadlessSession(fleet, structure).run(
+        args.instruction, args.duration_s, args.until, on_event=show
+    )
+    print(json.dumps(summary.__dict__, default=str), flush=True)
+    return 0 if summary.declarations else 1
+
+
+def _brief(event: Any) -> dict[str, Any]:
+    record = event.record
+    if event.kind == "declaration":
+        return {"t_s": round(record.t_s, 2), "distance_m": record.distance_m, "visible": record.visible}
+    if event.kind == "order":
+        return {"order": record.text, "expires_after_steps": record.expires_after_steps}
+    if event.kind == "commander":
+        return {"orders": list(record.orders or []), "error": record.error}
+    return {}
+
+
+def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]]) -> int:
+    if (
+        not os.environ.get("DISPLAY")
+        and not os.environ.get("WAYLAND_DISPLAY")
+        and "QT_QPA_PLATFORM" not in os.environ
+    ):
+        print("dronecats gs: no display; use --headless (or set QT_QPA_PLATFORM=offscreen)", file=sys.stderr)
+        return 2
+    from ground_station.app.main import run_app
+
+    return run_app(
+        fleet,
+        instruction=args.instruction,
+        structure=args.structure,
+        model_url=args.model,
+        commander=args.commander,
+        marks=marks,
+        screenshot=args.screenshot,
+        screenshot_after_s=args.screenshot_after_s,
+        quit_after_s=args.quit_after_s,
+    )

@@ -1,0 +1,379 @@
+"""FleetClient: one GroundLink to N drones, their state, and every command the operator can give.
+
+Commands are acked by each drone (common.link); the safety commands go to every drone at once and
+return one AckRecord per drone, so the operator sees exactly who confirmed. Nothing here blocks the
+link's I/O thread: its callbacks only update FleetState.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from common import wire
+from common.actions import Action, action_to_dict
+from common.errors import ConfigError, LinkError
+from common.link import CurveClient, DroneEndpoint, GroundLink, GroundLinkConfig, Insecure, LinkEvent
+from common.messages import (
+    Ack,
+    Body,
+    Declaration,
+    EStop,
+    FrameMeta,
+    Hold,
+    Instruction,
+    Judgement,
+    JudgementVerdict,
+    Land,
+    Order,
+    RemoteAction,
+    ReturnHome,
+    Step,
+    Telemetry,
+)
+from ground_station.fleet.state import (
+    AckRecord,
+    DeclarationRecord,
+    FleetState,
+    FrameRecord,
+    OrderRecord,
+    StepRecord,
+)
+
+log = logging.getLogger(__name__)
+
+SAFETY_COMMANDS = {"estop": EStop, "hold": Hold, "land": Land, "return_home": ReturnHome}
+
+
+@dataclass(frozen=True)
+class DroneAddress:
+    """A drone's link: its id and the base address its onboard process binds (PORT, PORT+1, PORT+2)."""
+
+    drone_id: str
+    base: str  # tcp://HOST:PORT
+    server_public_key: bytes | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> DroneAddress:
+        """`Drone1=tcp://127.0.0.1:6100`."""
+        name, sep, base = spec.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"drone {spec!r} must look like NAME=tcp://HOST:PORT")
+        cls.endpoint(base.strip(), name.strip())
+        return cls(name.strip(), base.strip())
+
+    @staticmethod
+    def endpoint(base: str, drone_id: str, key: bytes | None = None) -> DroneEndpoint:
+        parts = urlsplit(base)
+        if parts.scheme != "tcp" or parts.port is None or not parts.hostname:
+            raise ConfigError(f"drone {drone_id}: address {base!r} must look like tcp://HOST:PORT")
+        host, port = parts.hostname, parts.port
+        return DroneEndpoint(
+            drone_id, f"tcp://{host}:{port}", f"tcp://{host}:{port + 1}", f"tcp://{host}:{port + 2}", key
+        )
+
+    def to_endpoint(self) -> DroneEndpoint:
+        return self.endpoint(self.base, self.drone_id, self.server_public_key)
+
+
+class FleetClient:
+    def __init__(
+        self,
+        drones: Iterable[DroneAddress],
+        security: CurveClient | Insecure | None = None,
+        config: GroundLinkConfig | None = None,
+        stale_after_s: float = 2.0,
+    ) -> None:
+        self.addresses = list(drones)
+        if not self.addresses:
+            raise ConfigError("a fleet needs at least one drone")
+        ids = [a.drone_id for a in self.addresses]
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"drone ids must be distinct: {ids}")
+        self.drone_ids = ids
+        self.state = FleetState(ids)
+        self.stale_after_s = stale_after_s
+        self.link = GroundLink(
+            config or GroundLinkConfig(),
+            security if security is not None else Insecure(),
+            on_telemetry=self._on_telemetry,
+            on_frame=self._on_frame,
+            on_step=self._on_step,
+            on_declaration=self._on_declaration,
+            on_link=self._on_link,
+        )
+        self._started = False
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> FleetClient:
+        self.link.start()
+        for address in self.addresses:
+            self.link.add_drone(address.to_endpoint())
+        self._started = True
+        return self
+
+    def close(self) -> None:
+        if self._started:
+            self.link.close()
+            self._started = False
+
+    def __enter__(self) -> FleetClient:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def wait_for_link(self, timeout_s: float = 30.0, drones: Iterable[str] | None = None) -> bool:
+        """Until every drone (or those named) has sent telemetry; False on timeout."""
+        wanted = list(drones or self.drone_ids)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self.state.lock:
+                if all(self.state.drones[d].telemetry is not None for d in wanted):
+                    return True
+            time.sleep(0.05)
+        return False
+
+    # ---- commands --------------------------------------------------------------------------------
+    def send_async(self, drone_id: str, command: Body) -> Future[Ack]:
+        return self.link.send_command_async(drone_id, command)
+
+    def send(self, drone_id: str, command: Body) -> AckRecord:
+        return self.fan_out(command, [drone_id])[drone_id]
+
+    def fan_out(
+        self, command: Body, drones: Iterable[str] | None = None, wait_s: float = 10.0
+    ) -> dict[str, AckRecord]:
+        """Send `command` to every drone named (all by default) at once; one AckRecord each."""
+        targets = list(drones or self.drone_ids)
+        started = time.monotonic()
+        futures = {d: self.link.send_command_async(d, command) for d in targets}
+        out: dict[str, AckRecord] = {}
+        for drone_id, future in futures.items():
+            out[drone_id] = self._ack_record(drone_id, command.TYPE, future, started, wait_s)
+        return out
+
+    def _ack_record(
+        self, drone_id: str, command: str, future: Future[Ack], started: float, wait_s: float
+    ) -> AckRecord:
+        try:
+            ack = future.result(timeout=max(0.0, started + wait_s - time.monotonic()))
+            record = AckRecord(drone_id, command, ack.result, ack.reason, time.monotonic() - started)
+        except (LinkError, FutureTimeout) as exc:
+            record = AckRecord(drone_id, command, "no ack", str(exc), time.monotonic() - started)
+        with self.state.lock:
+            self.state.drones[drone_id].acks[command] = record
+        self.state.emit(
+            "ack",
+            drone_id,
+            record,
+            command=command,
+            result=record.result,
+            reason=record.reason,
+            latency_s=round(record.latency_s, 4),
+        )
+        return record
+
+    def safety(
+        self, kind: str, drones: Iterable[str] | None = None, reason: str = ""
+    ) -> dict[str, AckRecord]:
+        """estop / hold / land / return_home to the fleet (or the drones named); one ack per drone."""
+        if kind not in SAFETY_COMMANDS:
+            raise ValueError(f"safety command {kind!r} is not one of {sorted(SAFETY_COMMANDS)}")
+        command = SAFETY_COMMANDS[kind](reason=reason or f"ground station {kind}")
+        targets = list(drones or self.drone_ids)
+        self.state.emit("safety", None, command=kind, drones=targets)
+        return self.fan_out(command, targets)
+
+    def instruct(self, text: str, drones: Iterable[str] | None = None) -> dict[str, AckRecord]:
+        targets = list(drones or self.drone_ids)
+        self.state.emit("instruction", None, text=text, drones=targets)
+        with self.state.lock:
+            for d in targets:
+                self.state.drones[d].history.clear()
+        return self.fan_out(Instruction(text), targets)
+
+    def order(self, drone_id: str, text: str, expires_after_steps: int = 6) -> OrderRecord:
+        """A commander's order to one sub-agent; the previous one is replaced."""
+        record = OrderRecord(uuid.uuid4().hex[:8], drone_id, text, expires_after_steps, time.time())
+        with self.state.lock:
+            previous = self.state.drones[drone_id].order
+            if previous is not None and previous.state in ("sent", "active"):
+                previous.state = "replaced"
+            self.state.drones[drone_id].order = record
+            self.state.orders.append(record)
+        ack = self.fan_out(Order(record.order_id, text, expires_after_steps), [drone_id])[drone_id]
+        with self.state.lock:
+            if record.state == "sent":
+                record.state = "active" if ack.result == "ok" else "rejected"
+        self.state.emit("order", drone_id, record, order_id=record.order_id, text=text, result=ack.result)
+        return record
+
+    def judge(self, declaration_id: str, accept: bool, operator: str = "") -> AckRecord:
+        """The operator's verdict on a declaration (real flight, AGENT.md §7), sent to its drone."""
+        declaration = self.state.declaration(declaration_id)
+        if declaration is None:
+            raise ConfigError(f"no declaration {declaration_id!r} in this session")
+        verdict: JudgementVerdict = "accept" if accept else "reject"
+        ack = self.send(declaration.drone, Judgement(declaration_id, verdict, operator))
+        if ack.result == "ok":
+            with self.state.lock:
+                declaration.judged = verdict
+        self.state.emit(
+            "judgement",
+            declaration.drone,
+            declaration,
+            declaration_id=declaration_id,
+            verdict=verdict,
+            result=ack.result,
+        )
+        return ack
+
+    def remote_action(
+        self, drone_id: str, action: Action, frame: FrameRecord, call_id: str, raw: str = ""
+    ) -> Future[Ack]:
+        """One-context mode: a ground-decided action, with the pose and stamp of the frame it came from."""
+        command = RemoteAction(action, call_id, frame.seq, frame.pose, frame.capture_time_s, raw)
+        self.state.emit("remote_action", drone_id, action=action_to_dict(action), call_id=call_id)
+        return self.link.send_command_async(drone_id, command)
+
+    # ---- link callbacks (I/O thread: update state, return) ----------------------------------------
+    def _on_telemetry(self, drone_id: str, envelope: wire.Envelope, body: Telemetry) -> None:
+        now_s = time.monotonic()
+        with self.state.lock:
+            drone = self.state.drones[drone_id]
+            drone.telemetry = body
+            drone.telemetry_received_s = now_s
+            drone.trail.append((body.pose_ned.x_m, body.pose_ned.y_m))
+        self.state.emit("telemetry", drone_id, body)
+
+    def _on_frame(self, drone_id: str, envelope: wire.Envelope, meta: FrameMeta, jpeg: bytes) -> None:
+        now_s = time.monotonic()
+        offset = self.link.clock_offset(drone_id)
+        capture_ground_s = offset.to_ground_time(meta.capture_time_s) if offset.ready else meta.capture_time_s
+        record = FrameRecord(
+            meta.frame_seq,
+            meta.capture_time_s,
+            meta.pose_ned,
+            jpeg,
+            meta.width_px,
+            meta.height_px,
+            now_s,
+            capture_ground_s,
+        )
+        with self.state.lock:
+            self.state.drones[drone_id].frames.append(record)
+            # Frames travel on their own socket: a declaration can arrive before the frame it names.
+            waiting = [
+                d
+                for d in self.state.declarations
+                if d.drone == drone_id and d.thumbnail_jpeg is None and d.frame_seq <= meta.frame_seq
+            ]
+            for declaration in waiting:
+                declaration.thumbnail_jpeg = jpeg
+        self.state.emit("frame", drone_id, record)
+        for declaration in waiting:
+            self.state.emit("declaration_frame", drone_id, declaration)
+
+    def _on_step(self, drone_id: str, envelope: wire.Envelope, body: Step) -> None:
+        record = StepRecord(
+            body.t_s,
+            body.frame_seq,
+            body.action,
+            body.raw,
+            body.call_id,
+            body.executed,
+            body.latencies_s.get("model_s"),
+            body.malformed_reason,
+            time.monotonic(),
+            body.order_id,
+            body.order_steps_left,
+        )
+        with self.state.lock:
+            drone = self.state.drones[drone_id]
+            drone.steps.append(record)
+            drone.step_count += 1
+            if body.executed and body.action is not None:
+                drone.history.append(body.action)
+                del drone.history[:-20]
+                order = drone.order
+                # The drone counts the order's steps itself (it holds when the order expires); the
+                # step says which order it ran under and how many steps that order has left.
+                if (
+                    order is not None
+                    and body.order_id == order.order_id
+                    and body.order_steps_left is not None
+                ):
+                    order.steps_used = order.expires_after_steps - body.order_steps_left
+        self.state.emit(
+            "step",
+            drone_id,
+            record,
+            t_s=round(body.t_s, 3),
+            action=None if body.action is None else action_to_dict(body.action),
+            call_id=body.call_id,
+            executed=body.executed,
+        )
+
+    def _on_declaration(self, drone_id: str, envelope: wire.Envelope, body: Declaration) -> None:
+        with self.state.lock:
+            frame = self.state.drones[drone_id].frame(body.frame_seq)
+            record = DeclarationRecord(
+                body.declaration_id,
+                drone_id,
+                body.t_s,
+                body.pose_ned,
+                body.frame_seq,
+                body.distance_m,
+                body.bbox_distance_m,
+                body.visible,
+                frame.jpeg if frame is not None else None,
+                time.time(),
+            )
+            self.state.declarations.append(record)
+        self.state.emit(
+            "declaration",
+            drone_id,
+            record,
+            declaration_id=body.declaration_id,
+            t_s=round(body.t_s, 3),
+            distance_m=body.distance_m,
+            visible=body.visible,
+            pose=body.pose_ned.as_list(),
+        )
+
+    def _on_link(self, event: LinkEvent) -> None:
+        with self.state.lock:
+            if event.peer in self.state.drones:
+                self.state.drones[event.peer].link_state = event.state
+        self.state.emit("link", event.peer, event, state=event.state, silence_s=round(event.silence_s, 3))
+
+    # ---- session log ------------------------------------------------------------------------------
+    def export_session(self, path: str | Path) -> Path:
+        """The session log as JSON lines: every instruction, order, ack, step, declaration, judgement."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.state.lock:
+            entries = list(self.state.session_log)
+        with path.open("w") as fh:
+            for entry in entries:
+                fh.write(json.dumps(entry, default=_jsonable) + "\n")
+        return path
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return msgspec.to_builtins(value)
+    except TypeError:
+        return str(value)

@@ -1,0 +1,189 @@
+"""Commanders for the commander + sub-agents structure (AGENT.md §5): one text order per drone.
+
+`RuleCommander` is the baseline and the test commander: it finds candidate targets (operator-marked
+map targets, and what the baseline detector sees in each drone's frame), expresses each as a world
+bearing from each drone, and gives drones distinct candidates, nearest bearing first; a drone left
+without a candidate gets its own search sector. `ModelCommander` asks a model (models.pilot.command).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from common.actions import Action
+from common.camera import CameraProfile
+from common.errors import ConfigError
+from common.pose import Pose, wrap_deg
+
+SAME_CANDIDATE_DEG = 12.0  # two sightings closer than this in bearing are one candidate
+
+
+@dataclass(frozen=True)
+class DroneView:
+    """What the commander knows of one drone."""
+
+    drone_id: str
+    pose: Pose | None
+    image: Any | None  # the newest frame (BGR), or None
+    last_action: Action | None
+
+
+@dataclass(frozen=True)
+class CommanderInput:
+    instruction: str
+    drones: Sequence[DroneView]
+    marked_targets: Sequence[tuple[float, float]] = ()  # operator-marked world (x, y) NED, metres
+    map_image: Any | None = None  # the control-tower map, for a model commander
+
+
+@dataclass(frozen=True)
+class Orders:
+    orders: tuple[str, ...] | None  # one per drone, in the input's order; None: malformed (all hold)
+    raw: str = ""
+    error: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class Commander(Protocol):
+    name: str
+
+    def plan(self, situation: CommanderInput) -> Orders: ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    bearing_deg: float  # world bearing from the drone, clockwise from north (NED yaw convention)
+    distance_m: float | None
+    source: str  # "marked" or "seen"
+
+
+def bearing_to(pose: Pose, x_m: float, y_m: float) -> tuple[float, float]:
+    """World bearing (deg, NED yaw convention) and ground distance from a pose to a point."""
+    dx, dy = x_m - pose.x_m, y_m - pose.y_m
+    return math.degrees(math.atan2(dy, dx)) % 360.0, math.hypot(dx, dy)
+
+
+class RuleCommander:
+    name = "rule"
+
+    def __init__(self, camera: CameraProfile | None = None) -> None:
+        self.camera = camera
+        self._detector: Any = None
+
+    def candidates(self, situation: CommanderInput, drone: DroneView) -> list[Candidate]:
+        found: list[Candidate] = []
+        if drone.pose is not None:
+            for x_m, y_m in situation.marked_targets:
+                bearing, distance = bearing_to(drone.pose, x_m, y_m)
+                found.append(Candidate(bearing, distance, "marked"))
+            if drone.image is not None:
+                found.extend(self._seen(situation.instruction, drone.pose, drone.image))
+        merged: list[Candidate] = []
+        for cand in found:
+            if all(abs(wrap_deg(cand.bearing_deg - m.bearing_deg)) > SAME_CANDIDATE_DEG for m in merged):
+                merged.append(cand)
+        return merged
+
+    def _seen(self, instruction: str, pose: Pose, image: Any) -> list[Candidate]:
+        from models.baseline.detector import Detector
+        from models.baseline.instruction import parse_instruction
+
+        try:
+            target = parse_instruction(instruction)
+        except ConfigError:
+            return []
+        if self._detector is None:
+            self._detector = Detector(self.camera)
+        height, width = image.shape[:2]
+        camera = (self.camera or _default_camera()).scaled_to(width, height)
+        out = []
+        for det in self._detector.detect(image, target):
+            offset_deg = math.degrees(math.atan2(det.point_px[0] - camera.cx_px, camera.fx_px))
+            out.append(Candidate((pose.yaw_deg + offset_deg) % 360.0, det.depth_m, "seen"))
+        return out
+
+    def plan(self, situation: CommanderInput) -> Orders:
+        n = len(situation.drones)
+        per_drone = [self.candidates(situation, d) for d in situation.drones]
+        # Distinct candidates: a candidate is identified across drones by where it is in the world
+        # when its distance is known, else by its bearing from that drone alone.
+        taken: list[tuple[float, float] | None] = []
+        orders: list[str] = []
+        assigned: list[dict[str, Any]] = []
+        for index, (drone, cands) in enumerate(zip(situation.drones, per_drone, strict=True)):
+            heading = drone.pose.yaw_deg if drone.pose is not None else 0.0
+            ranked = sorted(
+                cands, key=lambda c: (abs(wrap_deg(c.bearing_deg - heading)), c.distance_m or 0.0)
+            )
+            chosen = None
+            for cand in ranked:
+                spot = _world_spot(drone.pose, cand)
+                if spot is None or all(t is None or math.dist(spot, t) > 3.0 for t in taken):
+                    chosen = cand
+                    taken.append(spot)
+                    break
+            if chosen is not None:
+                where = f" at bearing {chosen.bearing_deg:.0f} deg"
+                if chosen.distance_m is not None:
+                    where += f", about {chosen.distance_m:.0f} m away"
+                orders.append(f"{situation.instruction}{where}")
+                assigned.append(
+                    {
+                        "drone": drone.drone_id,
+                        "bearing_deg": round(chosen.bearing_deg, 1),
+                        "source": chosen.source,
+                    }
+                )
+            else:
+                sector = (heading + 360.0 * index / max(n, 1)) % 360.0
+                orders.append(f"{situation.instruction}; search toward bearing {sector:.0f} deg")
+                assigned.append({"drone": drone.drone_id, "search_bearing_deg": round(sector, 1)})
+        return Orders(tuple(orders), raw="", detail={"assignments": assigned})
+
+
+def _world_spot(pose: Pose | None, cand: Candidate) -> tuple[float, float] | None:
+    if pose is None or cand.distance_m is None:
+        return None
+    rad = math.radians(cand.bearing_deg)
+    return (pose.x_m + cand.distance_m * math.cos(rad), pose.y_m + cand.distance_m * math.sin(rad))
+
+
+def _default_camera() -> CameraProfile:
+    from common.camera import camera_profile
+
+    return camera_profile("sim")
+
+
+class ModelCommander:
+    """The commander model behind any backend URL (openai://, vllm://, ...; serve-pilot included)."""
+
+    def __init__(self, url: str, n_drones: int) -> None:
+        from models.backends import open_backend
+        from models.pilot import profile_for_url
+        from models.pilot_prompt import CommanderPrompt
+
+        self.backend = open_backend(url)
+        self.prompt = CommanderPrompt(profile_for_url(url), n_drones)
+        self.name = f"model:{url}"
+
+    def plan(self, situation: CommanderInput) -> Orders:
+        from models.pilot import command
+
+        images = [d.image for d in situation.drones]
+        if any(image is None for image in images):
+            return Orders(None, error="a drone has no frame yet")
+        decision = command(
+            self.backend,
+            self.prompt,
+            situation.instruction,
+            images,
+            [d.last_action for d in situation.drones],
+            situation.map_image,
+        )
+        return Orders(decision.orders, decision.raw, decision.error)
+
+    def close(self) -> None:
+        self.backend.close()
