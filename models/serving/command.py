@@ -71,10 +71,14 @@ def vllm_argv(
         "--enable-prefix-caching" if lim.prefix_caching else "--no-enable-prefix-caching",
         "--limit-mm-per-prompt",
         _json({"image": lim.images_per_prompt}),
+        # ASSUMPTION (unverified): the model's image processor reads `max_pixels` (Qwen2/2.5-VL-style
+        # processors do); one that takes size.longest_edge instead ignores it. vLLM logs the image
+        # token count of the warm-up frame: check it against the frame (≈ 180-300 tokens at 640x360).
         "--mm-processor-kwargs",
         _json({"max_pixels": lim.max_pixels}),
         "--mm-processor-cache-gb",
         f"{lim.mm_processor_cache_gb:g}",
+        # vLLM >= 0.11 (older releases: --guided-decoding-backend xgrammar)
         "--structured-outputs-config",
         _json({"backend": lim.structured_output_backend}),
     ]
@@ -119,6 +123,7 @@ def trtllm_argv(serving: ServingProfile, checkpoint: str, host: str, port: int) 
     ]
     if serving.trust_remote_code:
         argv.append("--trust_remote_code")
+    # (unverified: some TensorRT-LLM releases name this option --config)
     argv += ["--extra_llm_api_options", EXTRA_OPTIONS_PLACEHOLDER]
     return argv + list(serving.trtllm_extra_args)
 
