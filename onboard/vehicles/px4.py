@@ -200,8 +200,16 @@ class MavlinkVehicle:
             self.faults.emit("refused", why)
             raise VehicleError(f"{self.name}: {why}")
 
-    def _set_mode(self, main: int, sub: int = 0) -> None:
+    def _set_mode(self, main: int, sub: int = 0, confirm_s: float = 2.5) -> None:
+        """DO_SET_MODE, checked twice: its COMMAND_ACK, then a HEARTBEAT showing the mode."""
         self._command_long(self.mavlink.MAV_CMD_DO_SET_MODE, 1, main, sub)
+        deadline = time.monotonic() + confirm_s
+        while (self.main_mode, self.sub_mode if self.px4 else 0) != (main, sub):
+            if time.monotonic() > deadline:
+                raise VehicleError(
+                    f"{self.name}: mode ({main}, {sub}) acknowledged, heartbeat still says {self.mode_name}"
+                )
+            time.sleep(0.02)
 
     # ---- receiving
     def _on_heartbeat(self, hb: Any) -> None:

@@ -129,9 +129,9 @@ class MavlinkEmulator:
 
     def rc_takeover(self) -> None:
         """The safety pilot flips the RC mode switch: POSCTL (PX4) / LOITER (ArduPilot), vehicle holds."""
+        self.statustext(self.m.MAV_SEVERITY_WARNING, "RC override: manual control")
         self._set_mode(PX4_POSCTL if self.px4 else APM_LOITER, 0)
         self._hover()
-        self.statustext(self.m.MAV_SEVERITY_WARNING, "RC override: manual control")
 
     # ---- state
     @property
@@ -154,9 +154,12 @@ class MavlinkEmulator:
             return bool(self._model().landed)
 
     def _set_mode(self, main: int, sub: int) -> None:
-        if (main, sub) != (self.main_mode, self.sub_mode):
+        changed = (main, sub) != (self.main_mode, self.sub_mode)
+        if changed:
             log.info("emulator %s: mode %s -> (%d, %d)", self.vehicle, self.mode_name, main, sub)
         self.main_mode, self.sub_mode = main, sub
+        if changed:
+            self._heartbeat()  # announce a mode change at once, not at the next 1 Hz beat
 
     def _hover(self) -> None:
         with self.world.lock:
@@ -271,13 +274,13 @@ class MavlinkEmulator:
             why = f"offboard signal lost ({gap:.1f} s without setpoints)" if gap else "no offboard signal"
             self.failsafes.append(why)
             if self.config.failsafe_action == "land":
+                self.statustext(self.m.MAV_SEVERITY_CRITICAL, "Failsafe: offboard lost, landing")
                 self._set_mode(PX4_AUTO, PX4_AUTO_LAND)
                 self._land()
-                self.statustext(self.m.MAV_SEVERITY_CRITICAL, "Failsafe: offboard lost, landing")
             else:
+                self.statustext(self.m.MAV_SEVERITY_CRITICAL, "Failsafe: offboard lost, Position mode")
                 self._set_mode(PX4_POSCTL, 0)
                 self._hover()
-                self.statustext(self.m.MAV_SEVERITY_CRITICAL, "Failsafe: offboard lost, Position mode")
             log.warning("emulator %s: failsafe: %s", self.vehicle, why)
         guided_timeout = gap is not None and gap > self.config.guided_timeout_s
         if not self.px4 and self.in_offboard() and guided_timeout and not self._landed():
@@ -334,7 +337,7 @@ class MavlinkEmulator:
         if frame not in allowed:
             self.statustext(
                 self.m.MAV_SEVERITY_ERROR,
-                f"SET_POSITION_TARGET_LOCAL_NED coordinate frame {frame} unsupported",
+                f"setpoint coordinate frame {frame} unsupported",
             )
             return
         if mask not in (MASK_VELOCITY_YAW_RATE, MASK_POSITION):
