@@ -85,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
             truth = _remote_truth(args.vehicle, args.truth_target, config.drone)
         recorder = FlightRecorder(log_dir, config.recorder)
         runtime = OnboardRuntime(config, vehicle, camera, pilot, WallClock(), recorder, truth=truth)
+        from onboard.vehicles.faults import attach_vehicle_faults
+
+        attach_vehicle_faults(runtime)  # real vehicles: failsafe, RC takeover, stale video, link loss
         link = None
         if args.gs:
             from onboard.link import attach_link
