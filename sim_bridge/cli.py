@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--camera", default="sim", help="camera profile name or YAML file (default: sim)")
     parser.add_argument("--seed", type=int, default=0)
+    from sim_bridge.emulators.serve import add_emulator_arguments
+
+    add_emulator_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,11 +46,16 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     server.start()
     print(f"listening on {server.host}:{server.port}", flush=True)
+    from sim_bridge.emulators.serve import start_emulators
+
+    emulators = start_emulators(world, args)
     try:
         done.wait()
     except KeyboardInterrupt:
         pass
     finally:
+        for emulator in emulators:
+            emulator.close()
         server.close()
         world.close()
     return 0
