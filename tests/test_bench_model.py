@@ -131,7 +131,15 @@ class SSEPeer:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                     time.sleep(gap_s)
-                usage = {"choices": [], "usage": {"prompt_tokens": 900, "completion_tokens": pieces}}
+                cached = {"cached_tokens": 0 if len(peer.bodies) == 1 else 768}
+                usage = {
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": 900,
+                        "completion_tokens": pieces,
+                        "prompt_tokens_details": cached,
+                    },
+                }
                 self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
                 self.wfile.flush()
                 self.close_connection = True
@@ -168,6 +176,7 @@ def test_streaming_figures_against_an_sse_peer(sse_peer: SSEPeer) -> None:
     # the peer waits 0.1 s before the first chunk, then 6 chunks 0.02 s apart: 5 tokens in ~0.1 s
     assert 90 <= stream["ttft_ms"]["p50"] < 1000
     assert 5 <= stream["decode_tok_s"] <= 60
+    assert stream["cached_prompt_tokens"] == [768, 768]  # the peer's non-stream steps came first
     streamed = [b for b in sse_peer.bodies if b.get("stream")]
     assert len(streamed) == 2
     assert streamed[0]["stream_options"] == {"include_usage": True}

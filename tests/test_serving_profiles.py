@@ -47,6 +47,7 @@ def test_vllm_command_has_the_one_drone_settings(name: str) -> None:
     assert flag_value(argv, "--served-model-name") == model.served_model
     assert flag_value(argv, "--port") == "8123"
     assert "--enable-prefix-caching" in argv
+    assert "--enable-prompt-tokens-details" in argv
     assert 4096 <= int(flag_value(argv, "--max-model-len")) <= 8192
     assert 0.05 <= float(flag_value(argv, "--gpu-memory-utilization")) <= 0.6
     assert flag_value(argv, "--max-num-seqs") == "1"

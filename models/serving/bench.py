@@ -83,6 +83,7 @@ class StreamSample:
     completion_tokens: int | None
     text: str
     last_token_s: float
+    cached_prompt_tokens: int | None = None  # vLLM with --enable-prompt-tokens-details
 
 
 @dataclass
@@ -100,6 +101,7 @@ def stream_once(client: httpx.Client, body: dict[str, Any]) -> StreamSample:
     last = started
     pieces: list[str] = []
     tokens: int | None = None
+    cached: int | None = None
     with client.stream("POST", "/chat/completions", json=body) as response:
         if response.status_code != 200:
             detail = response.read().decode(errors="replace")[:300]
@@ -114,6 +116,9 @@ def stream_once(client: httpx.Client, body: dict[str, Any]) -> StreamSample:
             usage = chunk.get("usage")
             if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
                 tokens = usage["completion_tokens"]
+                details = usage.get("prompt_tokens_details")
+                if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+                    cached = details["cached_tokens"]
             for choice in chunk.get("choices") or []:
                 piece = (choice.get("delta") or {}).get("content")
                 if piece:
@@ -124,7 +129,7 @@ def stream_once(client: httpx.Client, body: dict[str, Any]) -> StreamSample:
     end = time.perf_counter()
     if first is None:
         raise BackendError("stream request: no content in the stream")
-    return StreamSample(first - started, end - started, tokens, "".join(pieces), last - started)
+    return StreamSample(first - started, end - started, tokens, "".join(pieces), last - started, cached)
 
 
 def run_stream(pilot: ModelPilot, frames: Sequence[Any], instruction: str) -> StreamOutcome:
@@ -279,6 +284,8 @@ def _stream_report(stream: StreamOutcome) -> dict[str, Any]:
         # tokens after the first one over the time between the first and the last content chunk
         "decode_tok_s": round(statistics.median(rates), 1) if rates else None,
         "decode_chars_s": round(statistics.median(char_rates), 1) if char_rates else None,
+        # prompt tokens served from the prefix cache, first call and after (None: not reported)
+        "cached_prompt_tokens": [s.cached_prompt_tokens for s in stream.samples],
     }
 
 

@@ -82,6 +82,8 @@ def vllm_argv(
         "--structured-outputs-config",
         _json({"backend": lim.structured_output_backend}),
     ]
+    # usage.prompt_tokens_details.cached_tokens in replies: shows the prefix cache at work (bench-model)
+    argv.append("--enable-prompt-tokens-details")
     if model.thinking_off.mechanism == "chat_template_kwargs":
         # Server-side default, so a client that forgets the per-request field still gets thinking off.
         argv += ["--default-chat-template-kwargs", _json({"enable_thinking": False})]
