@@ -31,6 +31,12 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dialect", default="px4", choices=["px4", "ardupilot"], help="autopilot for --mavlink"
     )
+    parser.add_argument(
+        "--mavlink-port",
+        type=int,
+        default=14540,
+        help="companion UDP port of drone 1 (drone k: +k-1); 0 picks free ports (printed)",
+    )
 
 
 def _free_udp_port() -> int:
