@@ -19,7 +19,6 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -124,8 +123,7 @@ def _serve(args: argparse.Namespace) -> int:
             options.write_text(command.extra_options_yaml)
         argv = command.with_options_file(str(options))
     engine = EngineProcess(argv, sink=None if args.quiet_engine else sys.stderr)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, _terminate)
     host = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
     root = f"http://{host}:{args.port}"
     try:
@@ -152,11 +150,14 @@ def _serve(args: argparse.Namespace) -> int:
             _write_ready_file(Path(args.ready_file), pilot_url, served, warm.summary() if warm else None)
         if args.stop_after_warmup:
             return 0
-        while not stop.wait(0.5):
+        while True:
             code = engine.returncode()
             if code is not None:
                 _say(f"engine exited with status {code}")
                 return code or 1
+            time.sleep(0.5)
+    except _Terminated:
+        _say("SIGTERM: stopping the engine")
         return 0
     except KeyboardInterrupt:
         return 130
@@ -165,6 +166,14 @@ def _serve(args: argparse.Namespace) -> int:
             Path(args.ready_file).unlink(missing_ok=True)
         engine.stop()
         workdir.cleanup()
+
+
+class _Terminated(Exception):
+    """SIGTERM, raised where the main thread is (even inside a minutes-long readiness wait)."""
+
+
+def _terminate(*_: object) -> None:
+    raise _Terminated
 
 
 def _write_ready_file(path: Path, pilot_url: str, served: str, warmup: dict | None) -> None:

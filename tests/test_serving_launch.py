@@ -5,7 +5,10 @@ committed simulator frame; and the failure paths (engine dies, never ready, unus
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -87,8 +90,6 @@ def test_unusable_warmup_replies_stop_the_engine(tmp_path: Path) -> None:
 
 
 def test_never_ready_times_out_and_the_process_group_is_ended() -> None:
-    import sys
-
     # a parent that forks a child, like an engine with workers; neither ever serves HTTP
     code = (
         "import subprocess, sys, time; "
@@ -120,3 +121,37 @@ def test_print_shows_the_command_and_what_is_unverified() -> None:
     assert "# verified on hardware: none" in result.stdout
     listing = serve_model("--list")
     assert "cosmos3-edge-2b-nvfp4-thor" in listing.stdout
+
+
+def test_sigterm_while_waiting_stops_the_engine(tmp_path: Path) -> None:
+    marker = f"engine-{tmp_path.name}"
+    engine_pattern = f"^{re.escape(sys.executable)} -c .*{marker}"  # not serve-model's own argv
+    proc = subprocess.Popen(
+        dronecats_cmd(
+            "serve-model",
+            "qwen3.5-2b-bf16",
+            "--port",
+            str(free_port()),
+            "--command",
+            f'{{python}} -c "import time; time.sleep(120)  # {marker}"',
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=subprocess_env(),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the engine is up (and never ready)
+            if subprocess.run(["pgrep", "-f", engine_pattern], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    assert "SIGTERM: stopping the engine" in out
+    assert subprocess.run(["pgrep", "-f", engine_pattern], capture_output=True).returncode == 1
