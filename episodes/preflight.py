@@ -1,7 +1,8 @@
 """Pre-flight checks of an episode (AGENT.md §6, issue 10): before a drone flies, the world must hold
 what the record says, seen the way the record declares it.
 
-- every target and distractor is spawned where the record puts it;
+- every target and distractor is spawned where the record puts it, overlapping no other object, and
+  no drone starts inside or next to an object;
 - start distance and bearing to the (first) target match the declared ones;
 - visible at start as declared (approach/track: yes; search: no);
 - seen from the start pose *facing* the target, it fills 0.40-12% of the frame;
@@ -31,6 +32,7 @@ MAX_OCCUPANCY = 0.12
 DISTANCE_TOLERANCE_M = 1.0
 BEARING_TOLERANCE_DEG = 5.0
 SPAWN_TOLERANCE_M = 0.05
+START_CLEARANCE_M = 1.0  # no named object this close to a drone's start (it would take off inside it)
 
 
 class Expectation(msgspec.Struct, frozen=True):
@@ -126,6 +128,23 @@ def overlaps(world: World, record: EpisodeRecord) -> list[str]:
     return problems
 
 
+def start_clearance(world: World, record: EpisodeRecord) -> list[str]:
+    """Drones whose start lies within START_CLEARANCE_M of a named object's bounding box."""
+    problems = []
+    for i, drone in enumerate(record.drones):
+        start = start_pose(record, i)
+        for name, obj in world.objects.items():
+            if obj.cls == "scenery":
+                continue
+            centre_z = float(obj.bbox_centre_ned()[2])
+            gap = obj.bbox_distance_m(np.array([start.x_m, start.y_m, centre_z]))
+            if gap < START_CLEARANCE_M:
+                problems.append(
+                    f"drone {drone.name} starts {gap:.2f} m from {name!r} (< {START_CLEARANCE_M} m clearance)"
+                )
+    return problems
+
+
 def check(world: World, record: EpisodeRecord, expect: Expectation | None = None) -> PreflightReport:
     """Run every pre-flight check of `record` in `world` (built by episodes.scenario.build_world)."""
     expect = expect or expectation_for(record)
@@ -143,6 +162,7 @@ def check(world: World, record: EpisodeRecord, expect: Expectation | None = None
                 f"object {obj.id!r} is {error:.2f} m from its record pose (> {SPAWN_TOLERANCE_M})"
             )
     problems += overlaps(world, record)
+    problems += start_clearance(world, record)
     target = record.targets[0]
     report = PreflightReport(ok=False, problems=problems)
     if target.id not in world.objects:

@@ -259,11 +259,12 @@ def generate(
     on_reject: Callable[[EpisodeRecord, list[str]], None] | None = None,
 ) -> Suite:
     """Episodes for (scene, task, count) items, each sampled until its pre-flight checks pass."""
-    rng = random.Random(seed)
     entries: list[SuiteEntry] = []
     for scene, task, count in plan:
         taken = _scene_colours(scene, 0)
         for index in range(1, count + 1):
+            # One stream per episode: changing one episode's checks never reshuffles the others.
+            rng = random.Random(f"{seed}/{scene}/{task}/{index}")
             entries.append(_accepted(scene, task, index, rng, taken, on_reject))
     return Suite(name, entries, seed)
 

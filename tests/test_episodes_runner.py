@@ -23,8 +23,8 @@ from episodes.suites import Suite, SuiteEntry, save_suite
 pytest.importorskip("pybullet")
 
 
-def short_record(episode_id: str, start_x_m: float = -2.0, target_x_m: float = 10.0) -> EpisodeRecord:
-    """An approach of ~12 m on the residential street (a few seconds of flight)."""
+def short_record(episode_id: str, start_x_m: float = -2.0, target_x_m: float = 7.0) -> EpisodeRecord:
+    """An approach of ~9 m on the residential street (a few seconds of flight)."""
     return EpisodeRecord(
         id=episode_id,
         scene="residential",

@@ -94,6 +94,10 @@ def test_preflight_accepts_a_clean_approach_and_names_each_broken_limit() -> Non
     blocked = run_check(approach_record(8.0, [blocker]))
     assert any("camera path" in p for p in blocked.problems), blocked.problems
 
+    on_start = SceneObject("ep_parked", "van", (-9.0, 1.0, 0.0, 0.0), colour="white")
+    inside = run_check(approach_record(8.0, [on_start]))
+    assert any("Drone1 starts" in p and "clearance" in p for p in inside.problems), inside.problems
+
     turned = approach_record(8.0, yaw_deg=180.0)  # facing away, but declared visible
     declared = Expectation(18.0, 0.0, True)
     wrong = run_check(turned, declared)
