@@ -16,6 +16,7 @@ from typing import IO, Literal
 import msgspec
 
 from common.actions import Action
+from common.pose import Pose
 
 EPISODE_FILE = "episode.json"
 STEPS_FILE = "steps.jsonl"
@@ -23,6 +24,15 @@ DECLARATIONS_FILE = "declarations.jsonl"
 TRACE_FILE = "trace.jsonl"
 
 PoseList = tuple[float, float, float, float]  # world NED x, y, z in metres, yaw in degrees
+
+
+def pose_list(values: Pose | list[float] | tuple[float, ...]) -> PoseList:
+    """A pose (or its [x, y, z, yaw_deg] form) as the logs' 4-tuple."""
+    if isinstance(values, Pose):
+        return (values.x_m, values.y_m, values.z_m, values.yaw_deg)
+    x, y, z, yaw = (float(v) for v in values)
+    return (x, y, z, yaw)
+
 
 EPISODE_FILE = "episode.json"
 STEPS_FILE = "steps.jsonl"

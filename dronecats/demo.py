@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from common.logformat import pose_list
     from common.pose import Pose
     from episodes.logs import read_episode
     from episodes.records import DroneStart, EpisodeRecord, SceneObject, record_to_json
@@ -63,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
             environment="outdoor",
             delta_m=delta_m,
             t_max_s=args.t_max_s,
-            drones=[DroneStart("Drone1", tuple(world.vehicle_pose("Drone1").as_list()))],  # type: ignore[arg-type]
-            targets=[SceneObject(target.name, "car", tuple(target.pose.as_list()), colour="red")],  # type: ignore[arg-type]
+            drones=[DroneStart("Drone1", pose_list(world.vehicle_pose("Drone1")))],
+            targets=[SceneObject(target.name, "car", pose_list(target.pose), colour="red")],
             seed=args.seed,
         )
         recorder = FlightRecorder(out)

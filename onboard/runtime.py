@@ -27,7 +27,7 @@ from common.camera import CameraProfile, camera_profile
 from common.clock import Clock
 from common.errors import SafetyError
 from common.interfaces import Camera, Telemetry, Vehicle
-from common.logformat import DeclarationLine, StepLine, TraceLine
+from common.logformat import DeclarationLine, StepLine, TraceLine, pose_list
 from common.pose import Frame, Pose
 from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
@@ -364,6 +364,10 @@ class OnboardRuntime:
         capture_clock_s = self.clock.now()
         frame = self.camera.read()
         frame.meta["capture_clock_s"] = capture_clock_s  # the camera may stamp on its own clock
+        if self.publisher is not None:
+            # Sent at once, so the operator sees what the pilot sees while it decides (its step
+            # follows, naming this frame).
+            self.publisher.publish_frame(frame)
         w1 = wall_timer()
         stages.capture_s = w1 - w0
         observation = self._observation(frame)
@@ -485,7 +489,7 @@ class OnboardRuntime:
             distance_m=sample.distance_m,
             bbox_distance_m=sample.bbox_distance_m,
             visible=sample.visible,
-            pose=tuple(telemetry.pose.as_list()),  # type: ignore[arg-type]
+            pose=pose_list(telemetry.pose),
         )
         self.recorder.declaration(line)
         qualifies = (
@@ -535,15 +539,13 @@ class OnboardRuntime:
             order_steps_left=self._step_order[1] if discarded is None else None,
         )
         self.recorder.step(line)
-        self._publish_step(line, frame)
+        self._publish_step(line)
 
-    def _publish_step(self, line: StepLine, frame: Frame | None) -> None:
-        """Frame first, then the step naming it, then any declaration that step made."""
+    def _publish_step(self, line: StepLine) -> None:
+        """The step (its frame went out at capture), then any declaration that step made."""
         declaration, self._pending_declaration = self._pending_declaration, None
         if self.publisher is None:
             return
-        if frame is not None and frame.image is not None:
-            self.publisher.publish_frame(frame)
         self.publisher.publish_step(msgspec.to_builtins(line))
         if declaration is not None:
             self.publisher.publish_declaration(declaration)
@@ -643,7 +645,7 @@ class OnboardRuntime:
             order_steps_left=self._step_order[1],
         )
         self.recorder.step(line)
-        self._publish_step(line, None)
+        self._publish_step(line)
         return True
 
     def judge(self, accept: bool, declaration_t: float | None = None) -> None:
@@ -653,7 +655,7 @@ class OnboardRuntime:
         line = DeclarationLine(
             t=declaration_t if declaration_t is not None else t,
             drone=self.config.drone,
-            pose=tuple(telemetry.pose.as_list()) if telemetry else None,  # type: ignore[arg-type]
+            pose=pose_list(telemetry.pose) if telemetry else None,
             judged="accept" if accept else "reject",
         )
         self.recorder.declaration(line)
@@ -684,7 +686,7 @@ class OnboardRuntime:
                 t=line.t,
                 drone=line.drone,
                 pose=line.pose,
-                target_pose=tuple(sample.target_pose) if sample.target_pose else None,  # type: ignore[arg-type]
+                target_pose=pose_list(sample.target_pose) if sample.target_pose else None,
                 distance_m=sample.distance_m,
                 bbox_distance_m=sample.bbox_distance_m,
                 visible=sample.visible,
@@ -695,7 +697,7 @@ class OnboardRuntime:
 
     def _on_telemetry(self, now_s: float, telemetry: Telemetry, sent: Setpoint) -> None:
         t = now_s - self.t0_s
-        line = TraceLine(t=t, drone=self.config.drone, pose=tuple(telemetry.pose.as_list()))  # type: ignore[arg-type]
+        line = TraceLine(t=t, drone=self.config.drone, pose=pose_list(telemetry.pose))
         if self.recorder.trace_due(line):
             self.recorder.mark_trace(line)
             if self._trace_worker is not None:
