@@ -155,6 +155,7 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
         )
     run_name = run_name or out.name
     wall0 = time.monotonic()
+    cpu0 = time.process_time()  # this process's CPU: what the run needs of a core, load aside
     recorder = FlightRecorder(out, _recorder_config(options))
     recorder.write_metadata(**_episode_metadata(record, options, run_name))
     config = _runtime_config(record, options)
@@ -171,6 +172,7 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
     finally:
         recorder.close()
     wall_s = time.monotonic() - wall0
+    cpu_s = time.process_time() - cpu0
     verdict = verify(read_episode(out), VerifierSettings(t_max_s=options.t_max_s))
     summary = {
         "episode": record.id,
@@ -185,6 +187,7 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
         "steps": result["steps"],
         "sim_time_s": round(result["sim_time_s"], 2),
         "wall_time_s": round(wall_s, 2),
+        "cpu_time_s": round(cpu_s, 2),
         "real_time_factor": round(result["sim_time_s"] / wall_s, 2) if wall_s > 0 else None,
         "injected_latency_p50_s": _median(injected),
         # lock-step with injected latency: what each step cost in episode time (steps log the measured)
@@ -261,6 +264,7 @@ class SuiteProgress:
     failed_to_run: int = 0
     sim_time_s: float = 0.0
     wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
 
     def line(self, last: dict | None = None) -> str:
         width = 30
@@ -339,6 +343,7 @@ def run_suite(
         progress.done += 1
         progress.successes += bool((result.get("verdict") or {}).get("success"))
         progress.sim_time_s += float(result.get("sim_time_s") or 0.0)
+        progress.cpu_time_s += float(result.get("cpu_time_s") or 0.0)
         say(progress.line(result))
 
     if jobs <= 1:
@@ -375,6 +380,8 @@ def run_suite(
         rtf = progress.sim_time_s / progress.wall_time_s if progress.wall_time_s else float("nan")
         say(
             f"ran {ran} episodes in {progress.wall_time_s:.0f} s wall for {progress.sim_time_s:.0f} s of "
-            f"simulated flight: real-time factor {rtf:.2f} with {jobs} job(s)"
+            f"simulated flight: real-time factor {rtf:.2f} with {jobs} job(s); the episodes used "
+            f"{progress.cpu_time_s:.0f} s of CPU ({progress.cpu_time_s / max(1, jobs):.0f} s per job slot "
+            "on an otherwise idle machine)"
         )
     return results
