@@ -63,6 +63,7 @@ def write_report(args: argparse.Namespace) -> dict:
             trace_png(r, out / "traces" / f"{r.run_name}.png")
     sim_s = sum(r.sim_time_s or 0.0 for r in rows)
     wall_s = sum(r.wall_time_s or 0.0 for r in rows)
+    cpu_s = sum(r.cpu_time_s or 0.0 for r in rows)
     lines = [
         f"# {args.title or 'Episode report: ' + root.name}",
         "",
@@ -99,9 +100,15 @@ def write_report(args: argparse.Namespace) -> dict:
             "## Run time",
             "",
             f"Summed over episodes: {sim_s:.0f} s simulated, {wall_s:.0f} s wall (per-process), "
-            f"real-time factor {sim_s / wall_s:.2f} per process.",
+            f"real-time factor {sim_s / wall_s:.2f} per process (on a shared, loaded machine).",
             "",
         ]
+        if cpu_s:
+            lines += [
+                f"CPU time used by the episodes: {cpu_s:.0f} s, i.e. {sim_s / cpu_s:.1f} simulated seconds per "
+                f"CPU second; on two otherwise idle cores the run needs about {cpu_s / 2 / 60:.1f} min.",
+                "",
+            ]
     (out / "report.md").write_text("\n".join(lines))
     return {"out": str(out), "episodes": len(rows), "groups": len(stats)}
 

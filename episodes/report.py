@@ -70,6 +70,7 @@ class EpisodeRow:
     steps: int
     sim_time_s: float | None
     wall_time_s: float | None
+    cpu_time_s: float | None = None
     latencies_s: list[float] = field(default_factory=list, repr=False)
     multi_go_calls: int = 0
     copied_calls: int = 0
@@ -135,6 +136,7 @@ def load_rows(root: Path) -> list[EpisodeRow]:
                 steps=int(result.get("steps") or len(latencies)),
                 sim_time_s=result.get("sim_time_s"),
                 wall_time_s=result.get("wall_time_s"),
+                cpu_time_s=result.get("cpu_time_s"),
                 latencies_s=latencies,
                 multi_go_calls=multi,
                 copied_calls=copied,
@@ -279,6 +281,7 @@ EPISODE_COLUMNS = (
     "steps",
     "sim_time_s",
     "wall_time_s",
+    "cpu_time_s",
 )
 
 
