@@ -105,8 +105,8 @@ def write_report(args: argparse.Namespace) -> dict:
         ]
         if cpu_s:
             lines += [
-                f"CPU time used by the episodes: {cpu_s:.0f} s, i.e. {sim_s / cpu_s:.1f} simulated seconds per "
-                f"CPU second; on two otherwise idle cores the run needs about {cpu_s / 2 / 60:.1f} min.",
+                f"CPU time used by the episodes: {cpu_s:.0f} s, i.e. {sim_s / cpu_s:.1f} simulated seconds "
+                f"per CPU second; on two otherwise idle cores the run needs about {cpu_s / 2 / 60:.1f} min.",
                 "",
             ]
     (out / "report.md").write_text("\n".join(lines))
