@@ -1,0 +1,52 @@
+"""The installed distribution holds every package of ours with its data files, and never tests/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_has_every_package_and_data_but_no_tests(tmp_path) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("dronecats-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    top = (
+        "dronecats",
+        "common",
+        "models",
+        "onboard",
+        "ground_station",
+        "sim_bridge",
+        "calibration",
+        "episodes",
+    )
+    packages = {str(p.parent.relative_to(ROOT)) for name in top for p in (ROOT / name).rglob("__init__.py")}
+    for package in packages:
+        assert f"{package}/__init__.py" in names, f"{package} is missing from the wheel"
+    assert not any(n.startswith(("tests/", "benchmarks/", "scripts/")) for n in names)
+    for data in (
+        "models/prompts/system.txt",
+        "models/profiles/qwen3.5-2b.yaml",
+        "episodes/schema/episode.schema.json",
+    ):
+        assert data in names, data
