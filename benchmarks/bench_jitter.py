@@ -59,6 +59,7 @@ def fly(args: tuple[int, str, str, float]) -> dict:
     from onboard.lockstep import LockstepDriver
     from onboard.recorder import FlightRecorder, RecorderConfig
     from onboard.runtime import OnboardRuntime, RuntimeConfig
+    from onboard.safety import SafetyConfig
     from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
     from sim_bridge.sim.world import World
 
@@ -83,6 +84,9 @@ def fly(args: tuple[int, str, str, float]) -> dict:
             land_at_end=False,
             save_frames=False,
             min_decision_period_s=0.0,
+            # Track from above the traffic: a `go` at a car below the horizon descends, and at 1.5 m
+            # the drone meets parked cars (a collision would end the comparison, not measure it).
+            safety=SafetyConfig(altitude_floor_m=2.5),
         )
         runtime = OnboardRuntime(
             config,
@@ -113,6 +117,7 @@ def fly(args: tuple[int, str, str, float]) -> dict:
         "time_inside_delta_s": 0.5 * len(within),  # trace is 2 Hz
         "steps": runtime.steps,
         "stale": runtime.counters.stale,
+        "collisions": verdict.collisions,
         "wall_s": wall_s,
         "sim_s": t_max_s,
     }
