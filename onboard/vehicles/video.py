@@ -47,6 +47,8 @@ class FrameSource:
         self.frames = 0
         self.errors = 0
         self.decode_s: list[float] = []
+        self.record_arrivals = False  # benchmarks: keep (index, arrival_s) of every frame
+        self.arrivals: list[tuple[int, float]] = []
 
     def _publish(self, image: np.ndarray, first_s: float) -> None:
         frame = StampedFrame(image, time.monotonic(), first_s, self.frames)
@@ -54,6 +56,8 @@ class FrameSource:
             self._latest = frame
             self.frames += 1
             self._cond.notify_all()
+        if self.record_arrivals:
+            self.arrivals.append((frame.index, frame.arrival_s))
 
     def latest(self) -> StampedFrame | None:
         with self._cond:

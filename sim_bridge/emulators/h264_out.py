@@ -107,6 +107,9 @@ class H264Streamer:
             next_s = max(next_s + self.period_s, time.monotonic())
             dest = self.dest()
             if dest is None or self.paused.is_set():
+                # a stream that (re)starts begins with a fresh encoder: an IDR first, frame index 0
+                self._encoder = None
+                index = 0
                 continue
             try:
                 t0 = time.monotonic()
