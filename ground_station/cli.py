@@ -23,9 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="start the built-in simulator (a red car 25 m ahead) and N onboard processes, then connect",
+        help="start the built-in simulator (with a red car ahead) and N onboard processes, then connect",
     )
     parser.add_argument("--scene", default="residential", help="scene for --launch")
+    parser.add_argument(
+        "--target-distance-m", type=float, default=20.0, help="--launch: the red car this far north"
+    )
     parser.add_argument("--headless", action="store_true", help="no GUI: run the instruction and print JSON")
     parser.add_argument("--instruction", default="", help="instruction for the fleet (headless: required)")
     parser.add_argument(
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                 args.launch,
                 pilot=pilot,
                 scene=args.scene,
-                targets=[TargetSpec("target", "car@red", Pose(25.0, 0.0, 0.0, 90.0))],
+                targets=[TargetSpec("target", "car@red", Pose(args.target_distance_m, 0.0, 0.0, 90.0))],
                 log_dir=log_dir,
                 onboard_settings=["min_decision_period_s=0.5", "t_max_s=600", "stop_on_declaration=false"],
             ).start()

@@ -81,11 +81,15 @@ class Structure:
                 self._handle(event)
         except Exception as exc:  # the operator must see it; the drones hold on their own rules
             log.exception("%s structure failed", self.name)
-            self.errors.append(f"{type(exc).__name__}: {exc}")
-            self.fleet.state.emit("note", None, text=f"{self.name} failed: {exc}")
+            self.error(f"{self.name} failed: {type(exc).__name__}: {exc}")
 
     def _begin(self) -> None:
         pass
+
+    def error(self, text: str) -> None:
+        """Keep it, and tell the operator (a note in the session log and on screen)."""
+        self.errors.append(text)
+        self.fleet.state.emit("note", None, text, structure=self.name, text=text)
 
     def _handle(self, event: FleetEvent | None) -> None:
         pass
@@ -100,7 +104,7 @@ class PerDrone(Structure):
         acks = self.fleet.instruct(self.instruction)
         bad = {d: a.reason or a.result for d, a in acks.items() if a.result != "ok"}
         if bad:
-            self.errors.append(f"instruction not accepted by {bad}")
+            self.error(f"instruction not accepted by {bad}")
 
 
 class OneContext(Structure):
@@ -278,7 +282,7 @@ class CommanderStructure(Structure):
             detail=orders.detail,
         )
         if orders.orders is None:
-            self.errors.append(orders.error or "commander gave no orders")
+            self.error(orders.error or "commander gave no orders")
             return  # every order stays as it is; expired ones keep their drones holding
         for drone_id, text in zip(self.fleet.drone_ids, orders.orders, strict=True):
             self.fleet.order(drone_id, text, self.expires_after_steps)

@@ -1,0 +1,178 @@
+"""The control-tower map: a top-down view (north up) of the drones, their trails and fields of view,
+and the targets the operator marks (left click: mark, right click: remove the nearest). The
+commander structure can be given this map as an image (`render_bgr`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from PyQt6.QtCore import QPointF, QRectF, Qt
+from PyQt6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPen, QPolygonF
+from PyQt6.QtWidgets import QSizePolicy, QWidget
+
+from common.pose import Pose
+
+DRONE_COLOURS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#546e7a"]
+
+
+class MapView(QWidget):
+    def __init__(
+        self, hfov_deg: float = 90.0, on_marks: Callable[[list[tuple[float, float]]], None] | None = None
+    ):
+        super().__init__()
+        self.setObjectName("map")
+        self.setMinimumSize(260, 260)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.hfov_deg = hfov_deg
+        self.on_marks = on_marks
+        self.drones: dict[str, tuple[Pose | None, list[tuple[float, float]], bool]] = {}
+        self.marks: list[tuple[float, float]] = []
+        self.declared: list[tuple[float, float]] = []
+        self._view: tuple[float, float, float] = (0.0, 0.0, 1.0)  # centre x, centre y (NED m), px per m
+
+    def set_drone(
+        self, drone_id: str, pose: Pose | None, trail: list[tuple[float, float]], stale: bool
+    ) -> None:
+        self.drones[drone_id] = (pose, trail, stale)
+
+    def add_declaration(self, pose: Pose) -> None:
+        self.declared.append((pose.x_m, pose.y_m))
+        self.update()
+
+    # NED (x north, y east) -> screen (north up, east right)
+    def _fit(self) -> None:
+        points = [p for p in self.marks] + self.declared
+        for pose, trail, _ in self.drones.values():
+            points += trail[-200:]
+            if pose is not None:
+                points.append((pose.x_m, pose.y_m))
+        if not points:
+            points = [(0.0, 0.0)]
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        span = max(max(xs) - min(xs), max(ys) - min(ys), 20.0) * 1.3
+        scale = min(self.width(), self.height()) / span
+        self._view = ((max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2, scale)
+
+    def to_screen(self, x_m: float, y_m: float) -> QPointF:
+        cx, cy, scale = self._view
+        return QPointF(self.width() / 2 + (y_m - cy) * scale, self.height() / 2 - (x_m - cx) * scale)
+
+    def to_world(self, point: QPointF) -> tuple[float, float]:
+        cx, cy, scale = self._view
+        return (cx - (point.y() - self.height() / 2) / scale, cy + (point.x() - self.width() / 2) / scale)
+
+    def paintEvent(self, event: object) -> None:  # noqa: N802 (Qt's name)
+        self._fit()
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.fillRect(self.rect(), QColor("#f4f1e8"))
+        self._grid(painter)
+        for index, (drone_id, (pose, trail, stale)) in enumerate(sorted(self.drones.items())):
+            colour = QColor(DRONE_COLOURS[index % len(DRONE_COLOURS)])
+            if stale:
+                colour = QColor("#9e9e9e")
+            if len(trail) > 1:
+                path = QPainterPath(self.to_screen(*trail[0]))
+                for x_m, y_m in trail[1:]:
+                    path.lineTo(self.to_screen(x_m, y_m))
+                painter.setPen(QPen(colour, 1.5))
+                painter.setBrush(Qt.BrushStyle.NoBrush)
+                painter.drawPath(path)
+            if pose is not None:
+                self._drone(painter, drone_id, pose, colour, index)
+        painter.setPen(QPen(QColor("#b71c1c"), 2))
+        for x_m, y_m in self.marks:
+            p = self.to_screen(x_m, y_m)
+            painter.drawLine(QPointF(p.x() - 7, p.y() - 7), QPointF(p.x() + 7, p.y() + 7))
+            painter.drawLine(QPointF(p.x() - 7, p.y() + 7), QPointF(p.x() + 7, p.y() - 7))
+            painter.drawText(QPointF(p.x() + 9, p.y() - 6), f"target ({x_m:.0f}, {y_m:.0f})")
+        painter.setPen(QPen(QColor("#2e7d32"), 2))
+        for x_m, y_m in self.declared:
+            painter.drawEllipse(self.to_screen(x_m, y_m), 5.0, 5.0)
+        painter.setPen(QColor("#444444"))
+        painter.drawText(
+            QRectF(6, self.height() - 20, self.width() - 12, 16),
+            Qt.AlignmentFlag.AlignLeft,
+            "N ↑   click: mark target · right click: remove · ○ declaration",
+        )
+        painter.end()
+
+    def _grid(self, painter: QPainter) -> None:
+        scale = self._view[2]
+        step_m = 5.0 if scale > 8 else 10.0 if scale > 3 else 50.0
+        painter.setPen(QPen(QColor("#ddd8c8"), 1))
+        top_left, bottom_right = (
+            self.to_world(QPointF(0, 0)),
+            self.to_world(QPointF(self.width(), self.height())),
+        )
+        x = math.floor(bottom_right[0] / step_m) * step_m
+        while x <= top_left[0]:
+            a, b = self.to_screen(x, top_left[1]), self.to_screen(x, bottom_right[1])
+            painter.drawLine(a, b)
+            x += step_m
+        y = math.floor(top_left[1] / step_m) * step_m
+        while y <= bottom_right[1]:
+            a, b = self.to_screen(top_left[0], y), self.to_screen(bottom_right[0], y)
+            painter.drawLine(a, b)
+            y += step_m
+        painter.setPen(QColor("#888888"))
+        painter.drawText(QPointF(6, 14), f"grid {step_m:g} m")
+
+    def _drone(self, painter: QPainter, drone_id: str, pose: Pose, colour: QColor, index: int) -> None:
+        centre = self.to_screen(pose.x_m, pose.y_m)
+        yaw = math.radians(pose.yaw_deg)
+        reach_m = 12.0
+        half = math.radians(self.hfov_deg / 2)
+        wedge = QPolygonF([centre])
+        for k in range(9):
+            a = yaw - half + 2 * half * k / 8
+            wedge.append(self.to_screen(pose.x_m + reach_m * math.cos(a), pose.y_m + reach_m * math.sin(a)))
+        fill = QColor(colour)
+        fill.setAlpha(45)
+        painter.setPen(QPen(QColor(colour), 1, Qt.PenStyle.DotLine))
+        painter.setBrush(fill)
+        painter.drawPolygon(wedge)
+        # body: a triangle pointing along the heading
+        size = 9.0
+        pts = []
+        for angle, r in ((0.0, size), (2.5, size * 0.7), (-2.5, size * 0.7)):
+            a = yaw + angle
+            pts.append(QPointF(centre.x() + r * math.sin(a), centre.y() - r * math.cos(a)))
+        painter.setPen(QPen(QColor("#000000"), 1))
+        painter.setBrush(colour)
+        painter.drawPolygon(QPolygonF(pts))
+        painter.setPen(QColor("#000000"))
+        # labels alternate sides, so drones flying side by side stay readable
+        label = f"{drone_id} {-pose.z_m:.0f} m"
+        width = painter.fontMetrics().horizontalAdvance(label)
+        x_px = centre.x() + 10 if index % 2 == 0 else centre.x() - 10 - width
+        painter.drawText(QPointF(x_px, centre.y() + 14), label)
+
+    def mousePressEvent(self, event: QMouseEvent | None) -> None:  # noqa: N802 (Qt's name)
+        if event is None:
+            return
+        world = self.to_world(event.position())
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.marks.append(world)
+        elif event.button() == Qt.MouseButton.RightButton and self.marks:
+            nearest = min(self.marks, key=lambda m: math.dist(m, world))
+            self.marks.remove(nearest)
+        if self.on_marks is not None:
+            self.on_marks(list(self.marks))
+        self.update()
+
+    def render_bgr(self) -> np.ndarray:
+        """The map as a BGR image (for a commander model). Call on the GUI thread."""
+        from PyQt6.QtGui import QImage
+
+        image = self.grab().toImage().convertToFormat(QImage.Format.Format_RGB888)
+        width, height = image.width(), image.height()
+        ptr = image.constBits()
+        assert ptr is not None
+        rows = np.frombuffer(ptr.asstring(image.sizeInBytes()), np.uint8).reshape(
+            height, image.bytesPerLine()
+        )
+        rgb = rows[:, : width * 3].reshape(height, width, 3)
+        return np.ascontiguousarray(rgb[:, :, ::-1])
