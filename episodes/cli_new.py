@@ -21,7 +21,7 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--suite", default=None, help="generate a built-in suite instead (single, smoke, ...)"
+        "--suite", default=None, help="generate a built-in suite instead (single, commanding, smoke, ...)"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scene", default="residential", choices=["residential", "blocks", "indoor"])
@@ -58,6 +58,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.suite:
+            if args.suite == "commanding":
+                from episodes.commanding_suite import generate_commanding
+
+                suite = generate_commanding(args.seed)
+                save_suite(suite, args.out)
+                print(json.dumps({"out": args.out, "episodes": len(suite.episodes)}))
+                return 0
             if args.suite not in SUITES:
                 print(
                     f"dronecats episodes new: unknown suite {args.suite!r} ({sorted(SUITES)})",

@@ -149,3 +149,31 @@ def test_committed_single_suite() -> None:
     assert all(e.record.delta_m == 2.5 for e in suite.episodes if e.record.environment == "indoor")
     moving = [e.record for e in suite.episodes if e.record.task_type in ("track", "search+track")]
     assert all(r.targets[0].speed_m_s == 0.3 for r in moving)
+
+
+def test_committed_commanding_suite() -> None:
+    """Four drones 2 m apart; look-alikes differ from the target only in their inscription; in
+    sign_sum the goal's corridor is the one whose entrance shows the sum of the red numbers."""
+    suite = load_suite(ROOT / "episodes" / "suites" / "commanding.json")
+    by_task: dict[str, list[EpisodeRecord]] = {}
+    for e in suite.episodes:
+        by_task.setdefault(e.record.task_type, []).append(e.record)
+    assert {t: len(v) for t, v in by_task.items()} == {"plate": 10, "sign": 10, "sign_sum": 10}
+    for rec in (r for v in by_task.values() for r in v):
+        assert rec.structure == "commander" and len(rec.drones) == 4
+        xy = [d.start_pose[:2] for d in rec.drones]
+        gaps = sorted(math.dist(a, b) for i, a in enumerate(xy) for b in xy[i + 1 :])
+        assert gaps[:4] == pytest.approx([2.0] * 4, abs=0.01)  # a 2 x 2 grid, 2 m apart
+        target = rec.targets[0]
+        lookalikes = [d for d in rec.distractors if (d.class_, d.colour) == (target.class_, target.colour)]
+        assert len(lookalikes) == 3
+        if rec.task_type != "sign_sum":
+            assert all(d.inscription != target.inscription for d in lookalikes)
+            assert target.inscription and target.inscription in rec.instruction
+        else:
+            numbers = [int(d.inscription or 0) for d in rec.distractors if d.id.startswith("ep_number")]
+            entrances = [d for d in rec.distractors if d.id.startswith("ep_entrance")]
+            assert len(numbers) == 3 and len(entrances) == 4
+            # The entrance nearest the goal (same corridor) shows the sum.
+            nearest = min(entrances, key=lambda d: math.dist(d.pose[:2], target.pose[:2]))
+            assert int(nearest.inscription or 0) == sum(numbers)
