@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+        if args.commander:
+            print("dronecats episodes run: --commander needs --structure commander", file=sys.stderr)
+            return 2
         if args.repeat < 1 or args.jobs < 1:
             print("dronecats episodes run: --repeat and --jobs must be >= 1", file=sys.stderr)
             return 2
