@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         if args.commander:
             print("dronecats episodes run: --commander needs --structure commander", file=sys.stderr)
             return 2
+        if args.sim and args.jobs > 1:
+            # One server has one Drone1 and one set of object names: its episodes fly one at a time.
+            print("dronecats episodes run: --sim flies one episode at a time (--jobs 1)", file=sys.stderr)
+            return 2
         if args.repeat < 1 or args.jobs < 1:
             print("dronecats episodes run: --repeat and --jobs must be >= 1", file=sys.stderr)
             return 2
