@@ -17,6 +17,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench-model": ("dronecats.cli_bench_model", "model latency benchmark on simulator frames"),
     "calibrate": ("calibration.cli", "checkerboard camera calibration to a camera profile YAML"),
     "demo": ("dronecats.demo", "fly one approach episode on the built-in simulator and print the verdict"),
+    "demo-fleet": (
+        "dronecats.demo_fleet",
+        "four drones on the built-in simulator with the ground station (GUI, or headless without a display)",
+    ),
     "episodes": ("episodes.cli", "episode tools: verify (AGENT.md §6)"),
     "explain": ("onboard.cli_explain", "print the controller's plan for one action (AGENT.md §3)"),
     "gs": (

@@ -1,0 +1,165 @@
+"""Ground-station benchmark: the real GUI (offscreen unless a display exists) with N drones flying
+the built-in simulator — `dronecats sim --vehicles N` and N `dronecats onboard --pilot baseline`
+processes deciding every `--period-s` (0.2 s: frames at up to 5 fps each while the sim renders).
+
+Prints (JSON) what the operator's screen experiences:
+- frame age capture -> on screen (painted), and capture -> arrived at the ground station;
+  "capture" is the drone's clock just before it asks the camera (the simulator renders during that
+  call, so the render time is included; its p50/p95 from the drones' logs is printed too);
+- command -> last ack for `hold` sent to the whole fleet every few seconds while flying (button to
+  every drone's ack shown), and for one final fleet-wide e-stop;
+- GUI event-loop stalls (a 10 ms timer's lateness), p50/p99/max.
+
+    .venv/bin/python benchmarks/bench_gs.py [--drones 4] [--seconds 40] [--period-s 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+if not os.environ.get("DISPLAY") and "QT_QPA_PLATFORM" not in os.environ:
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+
+def pct(values: list[float], q: float) -> float | None:
+    from ground_station.app.metrics import percentile
+
+    value = percentile(values, q)
+    return None if value is None else round(value * 1000, 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--drones", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--period-s", type=float, default=0.2, help="onboard min_decision_period_s")
+    parser.add_argument("--screenshot", default=None, help="save the window here near the end")
+    args = parser.parse_args()
+
+    from PyQt6.QtCore import QEventLoop, QTimer
+    from PyQt6.QtWidgets import QApplication
+
+    from common.pose import Pose
+    from ground_station.app.main import MainWindow
+    from ground_station.fleet.client import FleetClient
+    from ground_station.fleet.launch import SimFleet, TargetSpec
+    from ground_station.fleet.state import FleetEvent, FrameRecord
+
+    out = Path(tempfile.mkdtemp(prefix="bench-gs-"))
+    settings = [f"min_decision_period_s={args.period_s}", "t_max_s=900", "stop_on_declaration=false"]
+    target = TargetSpec("target", "car@red", Pose(25.0, 0.0, 0.0, 90.0))
+    arrival_age_s: list[float] = []
+    frames_per_drone: dict[str, int] = {}
+    hold_s: list[float] = []
+    with SimFleet(args.drones, "baseline", targets=[target], log_dir=out, onboard_settings=settings) as sim:
+        fleet = FleetClient(sim.addresses).start()
+
+        def on_event(event: FleetEvent) -> None:
+            if event.kind == "frame" and isinstance(event.record, FrameRecord):
+                arrival_age_s.append(event.record.received_s - event.record.capture_ground_s)
+                frames_per_drone[event.drone or "?"] = frames_per_drone.get(event.drone or "?", 0) + 1
+
+        fleet.state.add_listener(on_event)
+        try:
+            if not fleet.wait_for_link(120.0):
+                print("drones did not come up; see", out, file=sys.stderr)
+                return 1
+            app = QApplication.instance() or QApplication([])
+            window = MainWindow(fleet, marks=[(25.0, 0.0)])
+            window.show()
+            window.instruction.text.setText("go to the red car")
+            window.instruction.send.click()
+            started = time.monotonic()
+            warmup_s = 8.0
+
+            def reset_figures() -> None:  # measure the steady state, not the start-up
+                window.metrics.frame_age_s.clear()
+                window.loop_monitor.stalls_s.clear()
+                arrival_age_s.clear()
+                frames_per_drone.clear()
+
+            def hold_cycle() -> None:
+                # hold then resume, through the same path as the buttons; done() records the timing
+                window.on_safety("hold", None)
+                QTimer.singleShot(
+                    1000,
+                    lambda: window.bridge.submit("instruct", lambda: fleet.instruct("go to the red car")),
+                )
+
+            QTimer.singleShot(int(warmup_s * 1000), reset_figures)
+            cycles = QTimer(window)
+            cycles.timeout.connect(hold_cycle)
+            QTimer.singleShot(int(warmup_s * 1000), lambda: cycles.start(4000))
+            if args.screenshot:
+                QTimer.singleShot(int((args.seconds - 3) * 1000), lambda: window.grab().save(args.screenshot))
+            loop = QEventLoop()  # not app.exec(): Qt 6's quit() closes the windows too
+            QTimer.singleShot(int(args.seconds * 1000), loop.quit)
+            loop.exec()
+            cycles.stop()
+            measured_s = time.monotonic() - started - warmup_s
+            hold_s = list(window.metrics.command_last_ack_s.get("hold", []))
+            frame_age = list(window.metrics.frame_age_s)
+            stalls = list(window.loop_monitor.stalls_s)
+            # the final e-stop, through the GUI's path, while the drones fly
+            window.on_safety("estop", None)
+            deadline = time.monotonic() + 15
+            while "estop" not in window.metrics.command_last_ack_s and time.monotonic() < deadline:
+                app.processEvents()
+                time.sleep(0.001)
+            estop = window.metrics.command_last_ack_s.get("estop", [])
+            estop_acks = {d: s.acks.get("estop") for d, s in fleet.state.drones.items()}
+            window.shutdown()
+            window.close()
+        finally:
+            fleet.close()
+    capture: list[float] = []
+    for index in range(args.drones):
+        steps = out / f"Drone{index + 1}" / "steps.jsonl"
+        if steps.exists():
+            for line in steps.read_text().splitlines():
+                stages = json.loads(line).get("stages") or {}
+                if "capture_s" in stages:
+                    capture.append(float(stages["capture_s"]))
+    result = {
+        "drones": args.drones,
+        "decision_period_s": args.period_s,
+        "measured_s": round(measured_s, 1),
+        "frames_received_per_drone_fps": {
+            d: round(n / measured_s, 2) for d, n in sorted(frames_per_drone.items())
+        },
+        "frame_age_on_screen_ms": {"p50": pct(frame_age, 50), "p95": pct(frame_age, 95), "n": len(frame_age)},
+        "frame_age_at_arrival_ms": {"p50": pct(arrival_age_s, 50), "p95": pct(arrival_age_s, 95)},
+        "onboard_camera_read_ms": {"p50": pct(capture, 50), "p95": pct(capture, 95)},
+        "hold_to_last_ack_ms": {
+            "p50": pct(hold_s, 50),
+            "p95": pct(hold_s, 95),
+            "max": pct(hold_s, 100),
+            "n": len(hold_s),
+        },
+        "estop_to_last_ack_ms": pct(estop, 100) if estop else None,
+        "estop_acks": {
+            d: (a.result, round(a.latency_s * 1000, 1)) if a else None for d, a in estop_acks.items()
+        },
+        "event_loop_stall_ms": {
+            "p50": pct(stalls, 50),
+            "p99": pct(stalls, 99),
+            "max": pct(stalls, 100),
+            "n": len(stalls),
+        },
+        "load_average": os.getloadavg(),
+        "logs": str(out),
+    }
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

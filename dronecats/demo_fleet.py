@@ -1,0 +1,51 @@
+"""`dronecats demo-fleet`: the main job end to end — the built-in simulator, four real onboard
+processes (baseline vision pilot) and the ground station: the GUI when a display exists, headless
+otherwise (then the run ends at the first declaration within δ and visible, and prints it).
+
+It is `dronecats gs --launch 4` with the demo's choices; `dronecats demo` stays the one-drone,
+lock-step episode with the verifier's verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--drones", type=int, default=4)
+    parser.add_argument("--instruction", default="go to the red car")
+    parser.add_argument("--structure", default="per-drone", choices=["per-drone", "one-context", "commander"])
+    parser.add_argument("--model", default=None, help="one-context: the model's URL")
+    parser.add_argument("--target-distance-m", type=float, default=14.0)
+    parser.add_argument("--duration-s", type=float, default=180.0, help="headless: give up after this long")
+    parser.add_argument("--headless", action="store_true", help="no GUI even when a display exists")
+    parser.add_argument("--log-dir", default=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ground_station import cli as gs_cli
+
+    display = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    gs_args = argparse.Namespace(
+        drones="",
+        launch=args.drones,
+        scene="residential",
+        target_distance_m=args.target_distance_m,
+        headless=args.headless or not display,
+        instruction=args.instruction,
+        structure=args.structure,
+        model=args.model,
+        commander="rule",
+        expires_after_steps=6,
+        mark=[f"{args.target_distance_m},0"],
+        duration_s=args.duration_s,
+        until="qualifying",
+        export=None,
+        pilot=None,
+        log_dir=args.log_dir,
+        screenshot=None,
+        screenshot_after_s=20.0,
+        quit_after_s=None,
+    )
+    return int(gs_cli.run(gs_args))
