@@ -105,8 +105,8 @@ def test_ardupilot_guided_takeoff_velocity_and_land(rig) -> None:
     vehicle.connect()
     vehicle.arm()
     assert vehicle.mode_name == "GUIDED"
-    vehicle.takeoff(2.0)
-    assert world.vehicle_pose("Drone1").altitude_m == pytest.approx(2.0, abs=0.3)
+    vehicle.takeoff(1.0)
+    assert world.vehicle_pose("Drone1").altitude_m == pytest.approx(1.0, abs=0.3)
     x0 = world.vehicle_pose("Drone1").x_m
     for _ in range(20):
         vehicle.send_velocity_body(1.0, 0.0, 0.0, 0.0)
@@ -135,7 +135,7 @@ def test_px4_refuses_offboard_without_a_setpoint_stream(rig) -> None:
 
 def test_setpoint_gap_fires_the_failsafe_and_the_runtime_reports_it(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
-    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.5, stop_on_declaration=False)
+    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
     rt.start()
     thread, box = fly_in_background(rt)
     time.sleep(1.0)
@@ -151,7 +151,7 @@ def test_setpoint_gap_fires_the_failsafe_and_the_runtime_reports_it(rig, tmp_pat
 
 def test_rc_takeover_stops_commanding(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
-    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.5, stop_on_declaration=False)
+    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
     rt.start()
     thread, _box = fly_in_background(rt)
     time.sleep(1.5)
@@ -170,14 +170,14 @@ def test_rc_takeover_stops_commanding(rig, tmp_path) -> None:
 )
 def test_refused_arming_is_an_error_with_the_autopilots_reason(rig, tmp_path) -> None:
     world, _emulator, vehicle = rig
-    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.5)
+    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0)
     with pytest.raises(VehicleError, match=r"DENIED.*preflight checks failed"):
         rt.start()
 
 
 def test_link_lost_is_reported_and_lands(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
-    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.5, stop_on_declaration=False)
+    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
     rt.start()
     thread, _box = fly_in_background(rt)
     time.sleep(1.0)
