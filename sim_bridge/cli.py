@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--camera", default="sim", help="camera profile name or YAML file (default: sim)")
     parser.add_argument("--seed", type=int, default=0)
-    from sim_bridge.emulators.serve import add_emulator_arguments
+    from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     server.start()
     print(f"listening on {server.host}:{server.port}", flush=True)
-    from sim_bridge.emulators.serve import start_emulators
+    from sim_bridge.emulators.cli_emulators import start_emulators
 
     emulators = start_emulators(world, args)
     try:

@@ -8,15 +8,18 @@ each test uses its own alias IP (djitellopy routes replies by source IP)."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import pytest
 from vehicles_support import events, make_runtime, make_world, spawn_query, steps, verdict
 
+from common.camera import camera_profile
 from common.errors import VehicleError
 from onboard.safety import SafetyConfig
 from onboard.vehicles.tello import TelloVehicle, parse_tello_url
 from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
+from sim_bridge.sim.world import World
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -155,8 +158,6 @@ def test_video_stops_no_decision_on_stale_frames(rig, tmp_path) -> None:
     v = vehicle()
     rt = make_runtime(world, v, tmp_path, "tello", t_max_s=30.0, stop_on_declaration=False)
     rt.start()
-    import threading
-
     runner = threading.Thread(target=rt.run, daemon=True)
     runner.start()
     time.sleep(1.0)
@@ -228,3 +229,44 @@ def test_estop_kill_sends_emergency(rig, tmp_path) -> None:
     assert not emulator.flying and world.vehicle_pose("Drone1").z_m == pytest.approx(
         world.vehicle("Drone1").model.floor_z_m, abs=0.01
     )
+
+
+def test_two_tellos_in_one_process(tmp_path) -> None:
+    """djitellopy's shared sockets: two drones told apart by IP, each with its own video port."""
+    world = World("residential", vehicles=2, camera=camera_profile("tello").scaled_to(320, 240), seed=0)
+    world.start()
+    emulators, vehicles = [], []
+    try:
+        for k, name in enumerate(["Drone1", "Drone2"]):
+            ip = next(_IPS)
+            cfg = TelloEmulatorConfig(ip=ip, client_video_port=11111 + k, video_fps=5)
+            emulators.append(TelloEmulator(world, name, cfg).start())
+            p = world.vehicle_pose(name)
+            url = (
+                f"tello://{ip}:{emulators[-1].command_port}?video_port={11111 + k}&spawn={p.x_m},{p.y_m},0,0"
+            )
+            vehicles.append(TelloVehicle(parse_tello_url(url), name=f"Tello{k + 1}"))
+        for v in vehicles:
+            v.connect()
+        threads = [threading.Thread(target=v.takeoff, args=(1.0,)) for v in vehicles]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        for _ in range(20):  # Tello1 goes forward, Tello2 stays
+            vehicles[0].send_velocity_body(0.5, 0.0, 0.0, 0.0)
+            vehicles[1].send_velocity_body(0.0, 0.0, 0.0, 0.0)
+            time.sleep(0.05)
+        vehicles[0].hold()
+        time.sleep(0.5)
+        assert world.vehicle_pose("Drone1").x_m > 0.3 and abs(world.vehicle_pose("Drone2").x_m) < 0.1
+        assert [e.flying for e in emulators] == [True, True]
+        frames = [v.camera().read() for v in vehicles]
+        assert all(f.image.shape == (240, 320, 3) for f in frames)
+        assert vehicles[1].telemetry().pose.y_m == pytest.approx(world.vehicle_pose("Drone2").y_m, abs=0.05)
+    finally:
+        for v in vehicles:
+            v.close()
+        for e in emulators:
+            e.close()
+        world.close()

@@ -136,6 +136,7 @@ class TelloVehicle:
         self._go_lock = threading.Lock()
         self._go_pending = [0.0, 0.0, 0.0, 0.0]  # fwd_m, right_m, up_m, yaw_deg accumulated (go mode)
         self._go_worker: threading.Thread | None = None
+        self._go_last_s: float | None = None
         self.sent_rc = 0
         self.keepalives = 0
         self.go_commands: list[str] = []
@@ -341,7 +342,10 @@ class TelloVehicle:
 
     # ---- go mode (paper parity)
     def _accumulate_go(self, fwd: float, right: float, up: float, yaw_rate: float) -> None:
-        dt = 0.05
+        now = time.monotonic()
+        # integrate over the real time between setpoints (the actuation rate is the runtime's)
+        dt = 0.05 if self._go_last_s is None else min(max(now - self._go_last_s, 0.0), 0.2)
+        self._go_last_s = now
         with self._go_lock:
             p = self._go_pending
             p[0] += fwd * dt
