@@ -81,9 +81,9 @@ class MainWindow(QMainWindow):
         side.addWidget(self.orders)
         self.declarations = DeclarationLog(self.on_judge)
         side.addWidget(self.declarations)
-        side.setSizes([330, 150, 140, 220])
+        side.setSizes([330, 140, 110, 260])
         split.addWidget(side)
-        split.setSizes([900, 520])
+        split.setSizes([880, 560])
         outer.addWidget(split, 1)
         self.setCentralWidget(central)
 

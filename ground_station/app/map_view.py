@@ -48,10 +48,14 @@ class MapView(QWidget):
             points += trail[-200:]
             if pose is not None:
                 points.append((pose.x_m, pose.y_m))
+                # keep the field-of-view wedge on the map
+                for a in (pose.yaw_deg - self.hfov_deg / 2, pose.yaw_deg, pose.yaw_deg + self.hfov_deg / 2):
+                    r = math.radians(a)
+                    points.append((pose.x_m + 12.0 * math.cos(r), pose.y_m + 12.0 * math.sin(r)))
         if not points:
             points = [(0.0, 0.0)]
         xs, ys = [p[0] for p in points], [p[1] for p in points]
-        span = max(max(xs) - min(xs), max(ys) - min(ys), 20.0) * 1.3
+        span = max(max(xs) - min(xs), max(ys) - min(ys), 20.0) * 1.15
         scale = min(self.width(), self.height()) / span
         self._view = ((max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2, scale)
 

@@ -100,7 +100,7 @@ class OrderHistory(QGroupBox):
 class DeclarationLog(QGroupBox):
     """Every `finished`: time, drone, thumbnail, sim distance and visibility, Accept / Reject."""
 
-    COLUMNS: ClassVar[list[str]] = ["time", "drone", "frame", "distance", "visible", "judgement"]
+    COLUMNS: ClassVar[list[str]] = ["time", "drone", "frame", "dist.", "vis.", "judgement"]
 
     def __init__(self, on_judge: Callable[[str, bool], None]) -> None:
         super().__init__("Declarations")
@@ -113,6 +113,7 @@ class DeclarationLog(QGroupBox):
         header = self.table.horizontalHeader()
         assert header is not None
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
         layout.addWidget(self.table)
         self.rows: dict[str, int] = {}
 
@@ -121,10 +122,10 @@ class DeclarationLog(QGroupBox):
         self.table.insertRow(row)
         self.rows[d.declaration_id] = row
         when = time.strftime("%H:%M:%S", time.localtime(d.received_wall_s))
-        self.table.setItem(row, 0, QTableWidgetItem(f"{when}  t={d.t_s:.1f} s"))
+        self.table.setItem(row, 0, QTableWidgetItem(f"{when}\nt={d.t_s:.1f} s"))
         self.table.setItem(row, 1, QTableWidgetItem(d.drone))
         self.set_thumbnail(d)
-        distance = "n/a (real flight)" if d.distance_m is None else f"{d.distance_m:.1f} m"
+        distance = "n/a (real)" if d.distance_m is None else f"{d.distance_m:.1f} m"
         self.table.setItem(row, 3, QTableWidgetItem(distance))
         visible = "?" if d.visible is None else ("yes" if d.visible else "no")
         self.table.setItem(row, 4, QTableWidgetItem(visible))
@@ -133,6 +134,7 @@ class DeclarationLog(QGroupBox):
         buttons.setContentsMargins(2, 0, 2, 0)
         for text, accept in (("Accept", True), ("Reject", False)):
             button = QPushButton(text)
+            button.setMinimumWidth(58)
             button.setObjectName(f"{text.lower()}-{d.declaration_id}")
             button.clicked.connect(lambda _=False, i=d.declaration_id, a=accept: self.on_judge(i, a))
             buttons.addWidget(button)
