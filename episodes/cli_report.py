@@ -35,6 +35,7 @@ def write_report(args: argparse.Namespace) -> dict:
         episodes_csv,
         failure_markdown,
         groups,
+        incomplete_dirs,
         load_rows,
         summary_csv,
         summary_markdown,
@@ -44,6 +45,7 @@ def write_report(args: argparse.Namespace) -> dict:
     out = Path(args.out) if args.out else root / "report"
     out.mkdir(parents=True, exist_ok=True)
     rows = load_rows(root)
+    skipped = incomplete_dirs(root)
     if not rows:
         raise FileNotFoundError(f"no episode directories in {root}")
     stats = groups(rows)
@@ -67,12 +69,17 @@ def write_report(args: argparse.Namespace) -> dict:
     lines = [
         f"# {args.title or 'Episode report: ' + root.name}",
         "",
-        f"{len(rows)} episodes from `{root}`. SR intervals are 95% Wilson score intervals: differences "
-        "inside them are not demonstrated.",
+        f"{len(rows)} episodes from `{root}`"
+        + (f" ({len(skipped)} incomplete episode directories left out)" if skipped else "")
+        + ". SR intervals are 95% Wilson score intervals: differences inside them are not demonstrated.",
         "",
         "## Results per task type and pilot",
         "",
         summary_markdown(stats),
+        "",
+        "### Per scene",
+        "",
+        summary_markdown([g for g in groups(rows, by_scene=True) if g.task_type != "all"]),
         "",
         "## Failure modes (failed episodes; first that applies, AGENT.md §6)",
         "",

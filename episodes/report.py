@@ -95,13 +95,26 @@ def _step_stats(directory: Path) -> tuple[list[float], int, int]:
     return latencies, multi, copied
 
 
+def incomplete_dirs(root: Path) -> list[Path]:
+    """Episode directories of a runner's output without result.json (being flown, or interrupted)."""
+    if is_episode_dir(root):
+        return []
+    dirs = [p for p in root.iterdir() if p.is_dir() and is_episode_dir(p)]
+    if not any((p / RESULT_FILE).exists() for p in dirs):
+        return []  # not a runner's output: every directory is scored from its logs
+    return sorted(p for p in dirs if not (p / RESULT_FILE).exists())
+
+
 def load_rows(root: Path) -> list[EpisodeRow]:
-    """Every episode directory under root (root itself when it is one), in name order."""
+    """Every episode directory under root (root itself when it is one), in name order. In a runner's
+    output, directories without result.json (being flown, or interrupted) are left out."""
     dirs = (
         [root]
         if is_episode_dir(root)
         else sorted(p for p in root.iterdir() if p.is_dir() and is_episode_dir(p))
     )
+    skip = set(incomplete_dirs(root))
+    dirs = [d for d in dirs if d not in skip]
     rows = []
     for d in dirs:
         result: dict[str, Any] = {}
@@ -200,15 +213,17 @@ def group_stats(rows: Sequence[EpisodeRow], task_type: str, pilot: str) -> Group
 TASK_ORDER = ("approach", "search", "track", "search+track", "plate", "sign", "sign_sum")
 
 
-def groups(rows: Sequence[EpisodeRow]) -> list[GroupStats]:
-    """One group per (task type, pilot), then one per pilot over all task types ("all")."""
+def groups(rows: Sequence[EpisodeRow], by_scene: bool = False) -> list[GroupStats]:
+    """One group per (task type, pilot) — with by_scene, per (task type in scene, pilot), labelled
+    "approach in blocks" — then one per pilot over all task types ("all")."""
     by: dict[tuple[str, str], list[EpisodeRow]] = defaultdict(list)
     for r in rows:
-        by[(r.task_type, r.pilot)].append(r)
+        by[(f"{r.task_type} in {r.scene}" if by_scene else r.task_type, r.pilot)].append(r)
 
     def order(key: tuple[str, str]) -> tuple[int, str, str]:
         task, pilot = key
-        return (TASK_ORDER.index(task) if task in TASK_ORDER else len(TASK_ORDER), task, pilot)
+        base = task.split(" in ")[0]
+        return (TASK_ORDER.index(base) if base in TASK_ORDER else len(TASK_ORDER), task, pilot)
 
     out = [group_stats(by[key], *key) for key in sorted(by, key=order)]
     for pilot in sorted({r.pilot for r in rows}):
