@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from conftest import dronecats_cmd, subprocess_env
 from test_pilots_support import serve_pilot_process
 
 from common.pose import Pose
@@ -149,3 +151,24 @@ def test_one_context_actions_reach_remote_drones_with_a_shared_call_id(tmp_path)
         assert [s["call_id"] for s in steps["Drone1"]] == [s["call_id"] for s in steps["Drone2"]]
         assert all(s["source"] == "remote" and s["distance_m"] is not None for s in steps["Drone1"])
         assert structure.all_go_calls == 1 and structure.copying_calls == 1
+
+
+def test_headless_cli_commander_until_a_qualifying_declaration(tmp_path) -> None:
+    """`dronecats demo-fleet --headless` (= `dronecats gs --launch N --headless`): scriptable end to end."""
+    result = subprocess.run(
+        dronecats_cmd(
+            "demo-fleet", "--headless", "--drones", "2", "--structure", "commander",
+            "--target-distance-m", "9", "--duration-s", "120", "--log-dir", str(tmp_path),
+        ),
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    lines_out = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    summary = lines_out[-1]
+    assert summary["structure"] == "commander" and summary["reason"] == "qualifying", summary
+    assert any(e.get("event") == "order" for e in lines_out[:-1])
+    first = summary["declarations"][0]
+    assert first["visible"] and first["distance_m"] <= 5.0

@@ -126,7 +126,7 @@ class RuleCommander:
                     taken.append(spot)
                     break
             if chosen is not None:
-                where = f" at bearing {chosen.bearing_deg:.0f} deg"
+                where = f" at bearing {round(chosen.bearing_deg) % 360} deg"
                 if chosen.distance_m is not None:
                     where += f", about {chosen.distance_m:.0f} m away"
                 orders.append(f"{situation.instruction}{where}")
@@ -139,7 +139,7 @@ class RuleCommander:
                 )
             else:
                 sector = (heading + 360.0 * index / max(n, 1)) % 360.0
-                orders.append(f"{situation.instruction}; search toward bearing {sector:.0f} deg")
+                orders.append(f"{situation.instruction}; search toward bearing {round(sector) % 360} deg")
                 assigned.append({"drone": drone.drone_id, "search_bearing_deg": round(sector, 1)})
         return Orders(tuple(orders), raw="", detail={"assignments": assigned})
 

@@ -1,0 +1,96 @@
+"""Pure logic of the fleet library: the rule-based commander's assignment by bearing, drone addresses,
+and the fleet state's bookkeeping (no processes, no sockets)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from common.actions import Finished, Go
+from common.errors import ConfigError
+from common.pose import Pose
+from ground_station.fleet.client import DroneAddress
+from ground_station.fleet.commanders import CommanderInput, DroneView, RuleCommander, bearing_to
+from ground_station.fleet.state import DroneState, FleetState, StepRecord
+
+
+@pytest.mark.parametrize(
+    ("pose", "point", "bearing", "distance"),
+    [
+        (Pose(0, 0, -3, 0), (10, 0), 0.0, 10.0),  # north
+        (Pose(0, 0, -3, 0), (0, 10), 90.0, 10.0),  # east: clockwise from north (NED yaw)
+        (Pose(0, 0, -3, 0), (0, -10), 270.0, 10.0),
+        (Pose(5, 5, -3, 45), (0, 0), 225.0, math.hypot(5, 5)),
+    ],
+)
+def test_bearing_to(pose, point, bearing, distance) -> None:
+    b, d = bearing_to(pose, *point)
+    assert b == pytest.approx(bearing) and d == pytest.approx(distance)
+
+
+def view(name: str, x: float, y: float, yaw: float = 0.0) -> DroneView:
+    return DroneView(name, Pose(x, y, -3.0, yaw), None, None)
+
+
+def test_two_marked_targets_go_to_distinct_drones_nearest_bearing_first() -> None:
+    # Drone1 faces north, Drone2 faces east; one target north of both, one east of both.
+    drones = [view("Drone1", 0, 0, 0.0), view("Drone2", 0, 4, 90.0)]
+    orders = RuleCommander().plan(CommanderInput("find the red car", drones, [(20, 2), (2, 25)]))
+    assert orders.orders is not None and orders.error is None
+    d1, d2 = orders.detail["assignments"]
+    assert d1["bearing_deg"] == pytest.approx(math.degrees(math.atan2(2, 20)), abs=0.1)
+    assert d2["bearing_deg"] == pytest.approx(math.degrees(math.atan2(21, 2)), abs=0.1)
+    assert orders.orders[0].startswith("find the red car at bearing 6 deg, about 20 m away")
+    assert orders.orders[1].startswith("find the red car at bearing 85 deg")
+
+
+def test_one_target_one_drone_the_others_search_their_own_sectors() -> None:
+    drones = [view("Drone1", 0, 0), view("Drone2", 0, 2), view("Drone3", 0, -2), view("Drone4", -3, 0)]
+    orders = RuleCommander().plan(CommanderInput("go to the red car", drones, [(15, 0)]))
+    assert orders.orders is not None
+    assigned = orders.detail["assignments"]
+    assert "bearing_deg" in assigned[0]
+    sectors = [a["search_bearing_deg"] for a in assigned[1:]]
+    assert sectors == [90.0, 180.0, 270.0]  # distinct directions: the fleet covers the compass
+    assert all("search toward bearing" in text for text in orders.orders[1:])
+
+
+def test_no_pose_no_candidates() -> None:
+    orders = RuleCommander().plan(
+        CommanderInput("go to the red car", [DroneView("Drone1", None, None, None)], [(5, 5)])
+    )
+    assert orders.orders == ("go to the red car; search toward bearing 0 deg",)
+
+
+def test_drone_address_parsing() -> None:
+    address = DroneAddress.parse("Drone1=tcp://10.0.0.5:5600")
+    endpoint = address.to_endpoint()
+    assert (endpoint.telemetry_endpoint, endpoint.frame_endpoint, endpoint.command_endpoint) == (
+        "tcp://10.0.0.5:5600",
+        "tcp://10.0.0.5:5601",
+        "tcp://10.0.0.5:5602",
+    )
+    for bad in ("tcp://10.0.0.5:5600", "Drone1=udp://x:1", "Drone1=tcp://host"):
+        with pytest.raises(ConfigError):
+            DroneAddress.parse(bad)
+
+
+def step(action, t: float = 0.0) -> StepRecord:
+    return StepRecord(t, 0, action, "", "c", True, 0.01, None, 0.0)
+
+
+def test_fleet_state_events_log_and_staleness() -> None:
+    state = FleetState(["Drone1"])
+    seen = []
+    state.add_listener(seen.append)
+    state.emit("telemetry", "Drone1", None)  # shown, never logged
+    state.emit("instruction", None, text="go")
+    assert [e.kind for e in seen] == ["telemetry", "instruction"]
+    assert [e["kind"] for e in state.session_log] == ["instruction"]
+    drone: DroneState = state.drones["Drone1"]
+    assert drone.is_stale(100.0, 2.0)  # nothing heard yet
+    drone.link_state, drone.telemetry_received_s = "up", 99.0
+    assert not drone.is_stale(100.0, 2.0) and drone.is_stale(101.5, 2.0)
+    drone.steps.extend([step(Go(point=(1, 2), depth_m=3.0)), step(Finished())])
+    assert state.finished_count() == 1
