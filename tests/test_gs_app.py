@@ -50,11 +50,24 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     qtbot.waitUntil(lambda: all("flying" in t.header.text() for t in window.tiles.values()), timeout=90_000)
     assert tile.view.stale_text == ""
 
+    # commander + sub-agents from the structure chooser: the rule commander's orders, on the tiles
+    window.instruction.structure.setCurrentText("commander")
     qtbot.keyClicks(window.instruction.text, "go to the red car")
+    qtbot.mouseClick(window.instruction.send, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.orders.list.count() >= 3, timeout=30_000)
+    assert "Drone1 ← “go to the red car" in window.orders.list.item(1).text()
+    qtbot.waitUntil(
+        lambda: all("order: “go to the red car" in t.info.text() for t in window.tiles.values()),
+        timeout=15_000,
+    )
+
+    # back to one pilot per drone, for the whole fleet
+    window.instruction.structure.setCurrentText("per-drone")
     qtbot.mouseClick(window.instruction.send, Qt.MouseButton.LeftButton)
     # the tile updates: a live frame, the model's go ringed on it, steps counted
     qtbot.waitUntil(lambda: tile.view.pixmap is not None and tile.view.go_step is not None, timeout=60_000)
-    assert "GO (" in tile.info.text() and "instruction: ok" in tile.ack_label.text()
+    assert "GO (" in tile.info.text()
+    qtbot.waitUntil(lambda: "instruction: ok" in tile.ack_label.text(), timeout=15_000)
 
     # a declaration appears in the log, with its frame and the simulator's distance
     table = window.declarations.table
@@ -77,6 +90,10 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     assert window.findChild(QLabel, f"judged-{declaration.declaration_id}").text() == "REJECTED"
     lines = (sim.log_dir / declaration.drone / "declarations.jsonl").read_text().splitlines()
     assert any(json.loads(line).get("judged") == "reject" for line in lines)
+
+    exported = window.export_session(str(tmp_path / "session.jsonl"))
+    kinds = {json.loads(line)["kind"] for line in exported.read_text().splitlines()}
+    assert {"structure", "order", "instruction", "declaration", "judgement"} <= kinds
 
     window.grab().save(str(tmp_path / "gs.png"))
     assert (tmp_path / "gs.png").stat().st_size > 10_000
