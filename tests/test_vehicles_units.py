@@ -73,3 +73,25 @@ def test_h264_over_udp_decodes_and_stale_frames_are_refused() -> None:
     finally:
         tx.close()
         rx.close()
+
+
+def test_opencv_source_reads_a_url_or_file(tmp_path) -> None:
+    """The non-UDP camera path (device number, RTSP URL, GStreamer pipeline, file) through OpenCV."""
+    import cv2
+
+    from onboard.vehicles.video import open_frame_source
+
+    path = str(tmp_path / "clip.avi")
+    writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"MJPG"), 10, (160, 120))
+    for i in range(30):
+        img = np.full((120, 160, 3), i * 8, np.uint8)
+        writer.write(img)
+    writer.release()
+    source = open_frame_source(path)
+    try:
+        frame = source.wait_newer(-1, 5.0)
+        assert frame is not None and frame.image_bgr.shape == (120, 160, 3)
+    finally:
+        source.close()
+    with pytest.raises(VehicleError, match="could not open"):
+        open_frame_source(str(tmp_path / "missing.avi"))

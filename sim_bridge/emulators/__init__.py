@@ -3,4 +3,5 @@
 - `tello_emulator`: DJI Tello SDK 2.0 over UDP (command/state/H.264 video), for unmodified djitellopy.
 - `mavlink_emulator`: a PX4 (or ArduPilot) autopilot over MAVLink/UDP, for unmodified pymavlink.
 - `h264_out`: renders a vehicle's camera and streams it as raw H.264 (Annex-B) in UDP datagrams.
+- `cli_emulators`: `dronecats sim --tello / --mavlink`.
 """
