@@ -268,15 +268,15 @@ class TelloEmulator:
             with self.world.lock:
                 self._model().hover()
             return "ok"
+        if word == "land":  # preempts a manoeuvre in progress (which then answers "error")
+            self._in_background(text, addr, "_do_land")
+            return None
         if self.busy is not None:
             return "error Not joystick"
         if word == "takeoff":
             if self.flying:
                 return "error"
             self._in_background(text, addr, "_do_takeoff")
-            return None
-        if word == "land":
-            self._in_background(text, addr, "_do_land")
             return None
         if not self.flying:
             return "error Motor stop"
