@@ -161,7 +161,7 @@ class MainWindow(QMainWindow):
             pose = snap.telemetry.pose_ned if snap.telemetry is not None else None
             self.map.set_drone(drone_id, pose, list(snap.trail), snap.is_stale(now, self.fleet.stale_after_s))
         self.map.update()
-        if self.structure is not None and self.structure.name == "commander":
+        if getattr(self.structure, "map_image_source", None) is not None:  # a model commander reads it
             with self._map_lock:
                 self._map_image = self.map.render_bgr()
         age = percentile(list(self.metrics.frame_age_s)[-500:], 95)

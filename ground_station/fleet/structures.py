@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from common.actions import Finished
+from common.actions import Finished, Go
 from ground_station.fleet.client import FleetClient
 from ground_station.fleet.commanders import Commander, CommanderInput, DroneView
 from ground_station.fleet.state import FleetEvent, FrameRecord, StepRecord
@@ -183,9 +183,10 @@ class OneContext(Structure):
             self.errors.append(decision.error)
             return
         actions = decision.actions
-        if all(a is not None and a.__class__.__name__ == "Go" for a in actions):
+        gos = [a for a in actions if isinstance(a, Go)]
+        if len(gos) == len(actions):
             self.all_go_calls += 1
-            if len({(a.point, a.depth_m) for a in actions}) == 1:  # type: ignore[union-attr]
+            if len({(a.point, a.depth_m) for a in gos}) == 1:
                 self.copying_calls += 1
         futures = []
         for drone_id, frame, action in zip(ids, frames, actions, strict=True):
