@@ -40,6 +40,7 @@ class DecisionCounters:
     malformed: int = 0
     stale: int = 0
     backend_errors: int = 0
+    capture_errors: int = 0
     by_action: dict[str, int] = field(default_factory=dict)
 
 

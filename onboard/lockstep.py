@@ -93,7 +93,12 @@ class LockstepDriver:
                     self.advance(0.1)
                     continue
                 started_s = rt.clock.now()
-                pending = rt.capture_and_decide()
+                try:
+                    pending = rt.capture_and_decide()
+                except Exception as exc:  # the camera failed: hold, and let time pass
+                    rt.capture_failed(exc)
+                    self.advance(max(self.period_s, rt.config.min_decision_period_s, 0.1))
+                    continue
                 latency_s = max(0.0, self.latency(pending))
                 self.injected_latencies_s.append(latency_s)
                 self.advance(latency_s)

@@ -57,7 +57,7 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     flight_profile: str = "outdoor"
     camera: str | None = None  # camera profile for back-projection; default: the flight profile's
     canonical_focal_px: float | None = None  # from the model profile's depth convention
-    takeoff_altitude_m: float | None = 3.0  # None: the flight profile's, else the vehicle's default
+    takeoff_altitude_m: float | None = None  # None: the flight profile's (tello 1.5 m), else 3 m
     delta_m: float = 5.0  # arrival radius: the verdict's δ, and the baseline pilot's arrival rule
     think: bool = True
     # Decisions start at most this often (0: back to back, as fast as the pilot answers). A fast
@@ -280,7 +280,10 @@ class OnboardRuntime:
                     break
                 if self.config.remote and self.governor.mode == Mode.FLYING:
                     started_s = self.clock.now()
-                    self.stream_once()
+                    try:
+                        self.stream_once()
+                    except Exception as exc:  # video lost: nothing to send, and no motion on old frames
+                        self.capture_failed(exc)
                     self.clock.sleep_until(started_s + max(self.config.min_decision_period_s, 0.05))
                     continue
                 if not self.can_decide():
@@ -421,11 +424,25 @@ class OnboardRuntime:
     def decide_once(self) -> ControlPlan | None:
         """One decision on the runtime's clock; the naive loop also waits for the plan to finish."""
         started_s = self.clock.now()
-        plan = self.apply_decision(self.capture_and_decide())
+        try:
+            pending = self.capture_and_decide()
+        except Exception as exc:  # the camera failed (video lost, stale frame refused)
+            self.capture_failed(exc)
+            self.clock.sleep_until(started_s + max(self.config.min_decision_period_s, 0.1))
+            return None
+        plan = self.apply_decision(pending)
         if plan is not None and self.config.loop == "naive":
             self.clock.sleep_until(self.clock.now() + plan_duration_s(plan))
         self.clock.sleep_until(started_s + self.config.min_decision_period_s)
         return plan
+
+    def capture_failed(self, exc: Exception) -> None:
+        """No frame: hold (never keep flying a plan made on an older one), count it, say why."""
+        self.counters.capture_errors += 1
+        self.actuator.set_schedule(MotionSchedule(hold_plan("no frame"), self.clock.now()))
+        self.governor.pilot_failed(f"camera: {exc}")
+        self.event("capture_failed", error=f"{type(exc).__name__}: {exc}")
+        log.warning("camera read failed (%s): holding", exc)
 
     def stream_once(self) -> Frame:
         """Remote mode: capture a stamped frame and publish it for the ground station's model."""

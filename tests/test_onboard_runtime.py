@@ -208,3 +208,27 @@ def test_kill_9_mid_episode_leaves_complete_logs(tmp_path) -> None:
     assert all(p.file != "steps.jsonl" or "truncated" in p.reason for p in logs.problems)
     assert len([p for p in logs.problems if p.file == "steps.jsonl"]) <= 1
     assert logs.trace and logs.record is not None
+
+
+class VideoDropout:
+    """Fault injection on the Camera interface: reads 3-5 fail as a lost video stream would."""
+
+    def __init__(self, camera: LocalCamera) -> None:
+        self.camera = camera
+        self.reads = 0
+
+    def read(self):
+        self.reads += 1
+        if 3 <= self.reads <= 5:
+            raise ConnectionError("video stream lost")
+        return self.camera.read()
+
+
+def test_lost_frames_hold_and_the_flight_goes_on(world, tmp_path) -> None:
+    rt = make_runtime(world, tmp_path)
+    rt.camera = VideoDropout(rt.camera)
+    result = LockstepDriver(rt, world).run()
+    assert rt.counters.capture_errors == 3
+    failures = [e for e in events(tmp_path) if e["event"] == "capture_failed"]
+    assert len(failures) == 3 and "video stream lost" in failures[0]["error"]
+    assert result.reason == "declared" and verdict(tmp_path).success
