@@ -48,8 +48,8 @@ def latency_draws(kind: str, seed: int, n: int = 2000) -> list[float]:
     return [median * math.exp(sigma * rng.gauss(0.0, 1.0)) for _ in range(n)]
 
 
-def fly(args: tuple[int, str, str, float]) -> dict:
-    seed, latency_kind, loop, t_max_s = args
+def fly(args: tuple[int, str, str, float, float]) -> dict:
+    seed, latency_kind, loop, t_max_s, speed_m_s = args
     import random
 
     from common.pose import Pose
@@ -68,10 +68,10 @@ def fly(args: tuple[int, str, str, float]) -> dict:
     try:
         x0 = 14.0
         route = [(x0, 0.0, 0.0)]
-        for i in range(1, 8):
+        for i in range(1, 4 + int(t_max_s * speed_m_s / 6.0)):
             route.append((x0 + 6.0 * i, rng.choice((-2.5, 2.5)) if i % 2 else 0.0, 0.0))
         target = world.spawn("target", "car@red", Pose(x0, 0.0, 0.0, 0.0))
-        world.set_path(target.name, route, 0.3)
+        world.set_path(target.name, route, speed_m_s)
         world.pause(True)
         out = Path(tempfile.mkdtemp(prefix=f"jitter-{latency_kind}-{loop}-{seed}-"))
         camera = LocalCamera(world, "Drone1")
@@ -171,10 +171,11 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--t-max", type=float, default=60.0)
+    parser.add_argument("--target-speed", type=float, default=0.3, help="m/s (AGENT.md §6 outdoor: 0.3)")
     parser.add_argument("--json", default=None, help="also write every episode's figures here")
     args = parser.parse_args()
     jobs = [
-        (s, lat, loop, args.t_max)
+        (s, lat, loop, args.t_max, args.target_speed)
         for s in range(args.seeds)
         for lat in LATENCIES
         for loop in ("tolerant", "naive")
@@ -187,7 +188,7 @@ def main() -> int:
         Path(args.json).write_text(json.dumps(results, indent=1))
     sim_total = sum(r["sim_s"] for r in results)
     print(
-        f"{len(results)} episodes, {args.seeds} seeds, T_max {args.t_max:.0f} s, {wall_s:.0f} s wall "
+        f"{len(results)} episodes, {args.seeds} seeds, target {args.target_speed} m/s, T_max {args.t_max:.0f} s, {wall_s:.0f} s wall "
         f"(real-time factor {sim_total / wall_s:.1f}x with {args.jobs} jobs)"
     )
     print(
