@@ -188,7 +188,8 @@ def main() -> int:
         Path(args.json).write_text(json.dumps(results, indent=1))
     sim_total = sum(r["sim_s"] for r in results)
     print(
-        f"{len(results)} episodes, {args.seeds} seeds, target {args.target_speed} m/s, T_max {args.t_max:.0f} s, "
+        f"{len(results)} episodes, {args.seeds} seeds, target {args.target_speed} m/s, "
+        f"T_max {args.t_max:.0f} s, "
         f"{wall_s:.0f} s wall "
         f"(real-time factor {sim_total / wall_s:.1f}x with {args.jobs} jobs)"
     )
