@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         pass
     if link is not None:
+        time.sleep(0.3)  # the final status (published by finish) goes out before the sockets close
         link.close()
     print(
         json.dumps(

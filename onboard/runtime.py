@@ -337,6 +337,11 @@ class OnboardRuntime:
             self.jetson.stop()
             if self._trace_worker is not None:
                 self._trace_worker.shutdown(wait=True)
+        last = self.actuator.last_telemetry
+        if self.publisher is not None and last is not None:
+            # The final state (e.g. estop, landing) reaches the operator even when the run ends
+            # between two periodic telemetry messages.
+            self.publisher.publish_telemetry(self._telemetry_payload(self.t(), last, self.actuator.last_sent))
         self.recorder.write_metadata(
             run={
                 "end_reason": reason,
@@ -724,24 +729,25 @@ class OnboardRuntime:
                 self._write_trace(line, telemetry.collided)
         self._telemetry_every += 1
         if self.publisher is not None and self._telemetry_every % max(1, round(self.config.rate_hz / 5)) == 0:
-            status = self.governor.status()
-            self.publisher.publish_telemetry(
-                {
-                    "t": t,
-                    "pose": telemetry.pose.as_list(),
-                    "velocity_ned_m_s": list(telemetry.velocity_ned_m_s),
-                    "battery_fraction": telemetry.battery_fraction,
-                    "armed": telemetry.armed,
-                    "landed": telemetry.landed,
-                    "collided": telemetry.collided,
-                    "mode": status.mode.value,
-                    "mode_reason": status.reason,
-                    "sent": list(sent),
-                    "served_rate_hz": self.actuation.served_rate_hz(),
-                    "stages": msgspec.to_builtins(self.last_stages),
-                    "instruction": self.instruction,
-                    "last_action": action_to_dict(self.history[-1]) if self.history else None,
-                    "last_action_name": action_name(self.history[-1]) if self.history else None,
-                    "jetson": self.jetson.snapshot(),  # None off a Jetson
-                }
-            )
+            self.publisher.publish_telemetry(self._telemetry_payload(t, telemetry, sent))
+
+    def _telemetry_payload(self, t: float, telemetry: Telemetry, sent: Setpoint) -> dict[str, Any]:
+        status = self.governor.status()
+        return {
+            "t": t,
+            "pose": telemetry.pose.as_list(),
+            "velocity_ned_m_s": list(telemetry.velocity_ned_m_s),
+            "battery_fraction": telemetry.battery_fraction,
+            "armed": telemetry.armed,
+            "landed": telemetry.landed,
+            "collided": telemetry.collided,
+            "mode": status.mode.value,
+            "mode_reason": status.reason,
+            "sent": list(sent),
+            "served_rate_hz": self.actuation.served_rate_hz(),
+            "stages": msgspec.to_builtins(self.last_stages),
+            "instruction": self.instruction,
+            "last_action": action_to_dict(self.history[-1]) if self.history else None,
+            "last_action_name": action_name(self.history[-1]) if self.history else None,
+            "jetson": self.jetson.snapshot(),  # None off a Jetson
+        }
