@@ -42,6 +42,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--period-s", type=float, default=0.2, help="onboard min_decision_period_s")
     parser.add_argument("--screenshot", default=None, help="save the window here near the end")
+    parser.add_argument(
+        "--no-truth", action="store_true", help="drones without ground truth (no extra sim renders per step)"
+    )
     args = parser.parse_args()
 
     from PyQt6.QtCore import QEventLoop, QTimer
@@ -59,7 +62,14 @@ def main() -> int:
     arrival_age_s: list[float] = []
     frames_per_drone: dict[str, int] = {}
     hold_s: list[float] = []
-    with SimFleet(args.drones, "baseline", targets=[target], log_dir=out, onboard_settings=settings) as sim:
+    with SimFleet(
+        args.drones,
+        "baseline",
+        targets=[target],
+        log_dir=out,
+        onboard_settings=settings,
+        truth=not args.no_truth,
+    ) as sim:
         fleet = FleetClient(sim.addresses).start()
 
         def on_event(event: FleetEvent) -> None:
@@ -131,6 +141,7 @@ def main() -> int:
     result = {
         "drones": args.drones,
         "decision_period_s": args.period_s,
+        "ground_truth": not args.no_truth,
         "measured_s": round(measured_s, 1),
         "frames_received_per_drone_fps": {
             d: round(n / measured_s, 2) for d, n in sorted(frames_per_drone.items())

@@ -65,7 +65,7 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     window.instruction.structure.setCurrentText("per-drone")
     qtbot.mouseClick(window.instruction.send, Qt.MouseButton.LeftButton)
     # the tile updates: a live frame, the model's go ringed on it, steps counted
-    qtbot.waitUntil(lambda: tile.view.pixmap is not None and tile.view.go_step is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: tile.view.image is not None and tile.view.go_step is not None, timeout=60_000)
     assert "GO (" in tile.info.text()
     qtbot.waitUntil(lambda: "instruction: ok" in tile.ack_label.text(), timeout=15_000)
 

@@ -104,6 +104,7 @@ class MainWindow(QMainWindow):
         self._shortcut("Ctrl+S", lambda: self.export_session(None))
 
         self.bridge.fleet_event.connect(self.on_event)
+        self.bridge.frame_ready.connect(self.on_frame)
         self.bridge.done.connect(self.on_done)
         self.refresh_timer = QTimer(self)
         self.refresh_timer.setInterval(250)
@@ -119,10 +120,7 @@ class MainWindow(QMainWindow):
     # ---- fleet events (GUI thread) -------------------------------------------------------------
     def on_event(self, event: FleetEvent) -> None:
         kind, drone = event.kind, event.drone
-        if kind == "frame" and drone in self.tiles:
-            assert isinstance(event.record, FrameRecord)
-            self.tiles[drone].show_frame(event.record)
-        elif kind in ("step", "link", "order_end") and drone in self.tiles:
+        if kind in ("step", "link", "order_end") and drone in self.tiles:
             self.tiles[drone].refresh(self.fleet.state.snapshot(drone))
         elif kind == "order":
             assert isinstance(event.record, OrderRecord)
@@ -152,6 +150,10 @@ class MainWindow(QMainWindow):
                 f"{ack.command}: {ack.result} in {ack.latency_s * 1000:.0f} ms"
                 + ("" if ok else f" — {ack.reason}")
             )
+
+    def on_frame(self, drone: str, frame: FrameRecord, image: Any) -> None:
+        if drone in self.tiles:
+            self.tiles[drone].show_frame(frame, image)
 
     def refresh(self) -> None:
         now = time.monotonic()

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from PyQt6.QtCore import QPointF, QRectF, Qt
-from PyQt6.QtGui import QColor, QFont, QImage, QPainter, QPen, QPixmap
+from PyQt6.QtGui import QColor, QFont, QImage, QPainter, QPen
 from PyQt6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from common.actions import Go, action_name
@@ -37,38 +37,36 @@ class FrameView(QWidget):
         self.metrics = metrics
         self.setMinimumSize(240, 135)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.pixmap: QPixmap | None = None
+        self.image: QImage | None = None
         self.frame: FrameRecord | None = None
         self.go_step: StepRecord | None = None
         self.stale_text = ""
         self.placeholder = "no frame yet"
         self._painted_seq = -1
 
-    def set_frame(self, frame: FrameRecord) -> None:
-        image = QImage.fromData(frame.jpeg, "JPG")
-        if image.isNull():
-            return
-        self.pixmap = QPixmap.fromImage(image)
+    def set_frame(self, frame: FrameRecord, image: QImage) -> None:
+        """`image`: the frame decoded off the GUI thread (FleetBridge.frame_ready)."""
+        self.image = image
         self.frame = frame
         self.update()
 
     def image_rect(self) -> QRectF:
-        if self.pixmap is None:
+        if self.image is None:
             return QRectF(self.rect())
         w, h = self.width(), self.height()
-        scale = min(w / self.pixmap.width(), h / self.pixmap.height())
-        iw, ih = self.pixmap.width() * scale, self.pixmap.height() * scale
+        scale = min(w / self.image.width(), h / self.image.height())
+        iw, ih = self.image.width() * scale, self.image.height() * scale
         return QRectF((w - iw) / 2, (h - ih) / 2, iw, ih)
 
     def paintEvent(self, event: object) -> None:  # noqa: N802 (Qt's name)
         painter = QPainter(self)
         painter.fillRect(self.rect(), QColor("#202020"))
-        if self.pixmap is None:
+        if self.image is None:
             painter.setPen(QColor("#bbbbbb"))
             painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
         else:
             target = self.image_rect()
-            painter.drawPixmap(target, self.pixmap, QRectF(self.pixmap.rect()))
+            painter.drawImage(target, self.image, QRectF(self.image.rect()))
             self._draw_go(painter, target)
         if self.stale_text:
             painter.fillRect(self.rect(), QColor(60, 60, 60, 170))
@@ -148,8 +146,8 @@ class DroneTile(QFrame):
         self.ack_label.setObjectName(f"ack-{drone_id}")
         layout.addWidget(self.ack_label)
 
-    def show_frame(self, frame: FrameRecord) -> None:
-        self.view.set_frame(frame)
+    def show_frame(self, frame: FrameRecord, image: QImage) -> None:
+        self.view.set_frame(frame, image)
 
     def show_ack(self, text: str) -> None:
         self.ack_label.setText(text)

@@ -70,6 +70,7 @@ class SimFleet:
     instruction: str = ""  # empty: the drones wait for the ground station
     seed: int = 0
     startup_timeout_s: float = 90.0
+    truth: bool = True  # ground truth for the drones' logs (costs the sim a render per `go` step)
     sim_port: int = 0
     addresses: list[DroneAddress] = field(default_factory=list)
     _procs: list[subprocess.Popen[str]] = field(default_factory=list)
@@ -138,7 +139,7 @@ class SimFleet:
         ]  # fmt: skip
         if self.instruction:
             argv += ["--instruction", self.instruction]
-        if self.targets:
+        if self.targets and self.truth:
             argv += ["--truth-target", self.targets[0].name]
         for setting in self.onboard_settings:
             argv += ["--set", setting]
