@@ -98,6 +98,11 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     window.grab().save(str(tmp_path / "gs.png"))
     assert (tmp_path / "gs.png").stat().st_size > 10_000
 
+    # a per-drone safety button: only that drone is told, and its tile shows its ack
+    qtbot.mouseClick(window.tiles["Drone2"].buttons["hold"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "hold: ok" in window.tiles["Drone2"].ack_label.text(), timeout=15_000)
+    assert "hold" not in window.tiles["Drone1"].ack_label.text()
+
     # Esc: fleet-wide e-stop; every drone acknowledges, on the bar and on its tile
     qtbot.keyClick(window, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: "last ack" in window.safety.acks.text(), timeout=15_000)
@@ -106,3 +111,7 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     assert all("estop: ok" in t.ack_label.text() for t in window.tiles.values())
     qtbot.waitUntil(lambda: all("estop" in t.header.text() for t in window.tiles.values()), timeout=15_000)
     assert window.metrics.command_last_ack_s["estop"]
+    # e-stopped, the onboard processes end: silent drones are shown as stale
+    qtbot.waitUntil(
+        lambda: all(t.view.stale_text.startswith("STALE") for t in window.tiles.values()), timeout=20_000
+    )
