@@ -126,6 +126,13 @@ def main() -> int:
             f"decisions: {len(steps)}; model call (HTTP to serve-pilot) ms: "
             f"median {statistics.median(model_ms):.1f}  p95 {pct(model_ms, 0.95):.1f}"
         )
+        own_ms = [
+            1000 * (s["stages"]["total_s"] - s["stages"]["model_s"] - s["stages"]["capture_s"]) for s in steps
+        ]
+        print(
+            f"  runtime's own per-step work (plan, logs, publish; no capture, no model) ms: "
+            f"median {statistics.median(own_ms):.2f}  p95 {pct(own_ms, 0.95):.2f}"
+        )
         print(
             f"  per-step overhead outside the model ms: median {statistics.median(overhead_ms):.1f}  "
             f"p95 {pct(overhead_ms, 0.95):.1f}   (target p95 <= 10 ms; capture = RPC render included)"
