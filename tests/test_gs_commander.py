@@ -94,3 +94,27 @@ def test_fleet_state_events_log_and_staleness() -> None:
     assert not drone.is_stale(100.0, 2.0) and drone.is_stale(101.5, 2.0)
     drone.steps.extend([step(Go(point=(1, 2), depth_m=3.0)), step(Finished())])
     assert state.finished_count() == 1
+
+
+def test_the_fleet_library_and_headless_mode_import_no_qt() -> None:
+    """The episode runner uses ground_station.fleet on machines without a display stack."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ground_station.fleet.client, ground_station.fleet.structures, "
+        "ground_station.fleet.commanders, ground_station.fleet.launch, ground_station.headless, "
+        "ground_station.cli; print(sorted(m for m in sys.modules if 'Qt' in m))"
+    )
+    from conftest import ROOT, subprocess_env
+
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=subprocess_env(),
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
