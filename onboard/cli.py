@@ -34,6 +34,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="ground-station link: bind address for this drone, e.g. tcp://127.0.0.1:5600",
     )
+    parser.add_argument(
+        "--link-secret",
+        default=None,
+        help="this drone's CURVE secret key file (dronecats keys generate); without it the link is insecure",
+    )
+    parser.add_argument(
+        "--link-allow",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a ground station's public key (Z85 text or NAME.key file) allowed to command; repeatable",
+    )
     parser.add_argument("--log-dir", default=None, help="episode log directory (default runs/onboard-TIME)")
     parser.add_argument("--config", default=None, help="YAML/TOML file of RuntimeConfig fields")
     parser.add_argument(
@@ -92,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         if args.gs:
             from onboard.link import attach_link
 
-            link = attach_link(runtime, args.gs)
+            link = attach_link(runtime, args.gs, args.link_secret, args.link_allow)
         signal.signal(signal.SIGTERM, lambda *_: runtime.stop())
         # The actuation thread shares the GIL with the decision loop: hand it over sooner (default 5 ms).
         sys.setswitchinterval(0.001)
