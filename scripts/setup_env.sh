@@ -22,8 +22,8 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     exit 0
 fi
 
-extras="sim,airsim,vehicles,plots"
-[[ $dev == 1 ]] && extras="$extras,dev,gui"
+extras="sim,airsim,vehicles,plots,gui"
+[[ $dev == 1 ]] && extras="$extras,dev"
 echo "setting up .venv (extras: $extras) ..." >&2
 "${pip[@]}" install --upgrade pip setuptools wheel
 "${pip[@]}" install numpy rpc-msgpack
