@@ -28,6 +28,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--floors", action="store_true", help="mark the baseline's floors on the bars")
 
 
+def _round_robin(rows: list, limit: int) -> list:
+    """Up to `limit` rows taking each scene in turn (a grid shows every scene, not the first one)."""
+    by_scene: dict[str, list] = {}
+    for r in rows:
+        by_scene.setdefault(r.scene, []).append(r)
+    out: list = []
+    while len(out) < limit and any(by_scene.values()):
+        for queue in by_scene.values():
+            if queue and len(out) < limit:
+                out.append(queue.pop(0))
+    return out
+
+
 def write_report(args: argparse.Namespace) -> dict:
     from episodes.plots import bars_png, trace_png, traces_grid_png
     from episodes.report import (
@@ -55,7 +68,7 @@ def write_report(args: argparse.Namespace) -> dict:
     grids = []
     if args.grid > 0:
         for task in dict.fromkeys(r.task_type for r in rows):
-            chosen = [r for r in rows if r.task_type == task][: args.grid]
+            chosen = _round_robin([r for r in rows if r.task_type == task], args.grid)
             name = f"traces-{task.replace('+', '_')}.png"
             traces_grid_png(chosen, out / name)
             grids.append((task, name))
