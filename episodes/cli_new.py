@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from episodes.preflight import Expectation, check
     from episodes.records import DEFAULT_DELTA_M, DEFAULT_T_MAX_S, DroneStart, EpisodeRecord
     from episodes.scenario import build_world
-    from episodes.suites import SPEED_M_S, SUITES, Suite, SuiteEntry, generate, save_suite
+    from episodes.suites import ROUTE_MARGIN, SPEED_M_S, SUITES, Suite, SuiteEntry, generate, save_suite
 
     try:
         if args.suite:
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         path = speed = None
         if moving:
             speed = SPEED_M_S[environment]
-            length = speed * DEFAULT_T_MAX_S[environment]
+            length = speed * DEFAULT_T_MAX_S[environment] * ROUTE_MARGIN  # longer than it can cover
             path = [(tx, ty, 0.0), (tx + length * math.cos(h), ty + length * math.sin(h), 0.0)]
         target = _object("ep_target", args.target, (tx, ty, 0.0, args.heading), path=path, speed_m_s=speed)
         distractors = []
