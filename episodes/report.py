@@ -133,10 +133,7 @@ def load_rows(root: Path) -> list[EpisodeRow]:
                 episode=verdict.get("episode") or d.name,
                 task_type=verdict.get("task_type") or meta.get("task_type") or "?",
                 scene=result.get("scene") or meta.get("scene") or "?",
-                pilot=result.get("pilot")
-                or (meta.get("run") or {}).get("pilot_spec")
-                or (meta.get("run") or {}).get("pilot")
-                or "?",
+                pilot=_pilot_label(result, meta),
                 success=bool(verdict["success"]),
                 osr=bool(verdict["osr"]),
                 ne_m=verdict.get("ne_m"),
@@ -157,6 +154,14 @@ def load_rows(root: Path) -> list[EpisodeRow]:
             )
         )
     return rows
+
+
+def _pilot_label(result: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The pilot, with the injected latency when there was one (another condition, another group)."""
+    run = meta.get("run") or {}
+    pilot = result.get("pilot") or run.get("pilot_spec") or run.get("pilot") or "?"
+    latency = result.get("latency") or run.get("latency")
+    return f"{pilot} ({latency})" if latency and latency != "measured" else str(pilot)
 
 
 def _episode_meta(directory: Path) -> dict[str, Any]:

@@ -75,11 +75,11 @@ def test_suite_run_scores_reports_and_replays(tmp_path: Path) -> None:
     )
     assert report.returncode == 0, report.stderr[-2000:]
     md = (out / "report" / "report.md").read_text()
-    assert "| approach | baseline | 2 | 100% (2/2) [34%, 100%]" in md, md
-    assert "| all | baseline | 2 |" in md and "Comparison with" in md
+    assert "| approach | baseline (fixed:0.44) | 2 | 100% (2/2) [34%, 100%]" in md, md
+    assert "| all | baseline (fixed:0.44) | 2 |" in md and "Comparison with" in md
     summary = (out / "report" / "summary.csv").read_text().splitlines()
     assert summary[0].startswith("task_type,pilot,n,successes,sr,sr_low95,sr_high95")
-    assert summary[1].startswith("approach,baseline,2,2,1.0000,0.3424,1.0000")
+    assert summary[1].startswith("approach,baseline (fixed:0.44),2,2,1.0000,0.3424,1.0000")
     assert ",0.4400," in summary[1]  # latency p50 is the injected latency
     for png in ("bars.png", "traces-approach.png", "traces/tiny-1.png"):
         assert (out / "report" / png).stat().st_size > 2000
