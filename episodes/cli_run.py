@@ -95,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
             f"{len(suite.episodes)} episodes x {args.repeat}, pilot {args.pilot}, latency {options.latency}, "
             f"{'HIL ' + args.sim if args.sim else 'lock-step'}, {args.jobs} job(s) -> {out}"
         )
-        results = run_suite(suite, out, options, repeat=args.repeat, jobs=args.jobs, say=say)
+        errors: list[tuple[str, str]] = []
+        results = run_suite(suite, out, options, repeat=args.repeat, jobs=args.jobs, say=say, errors=errors)
     except KeyboardInterrupt:
         print("\ninterrupted: re-run the same command to resume", file=sys.stderr)
         return 130
@@ -103,5 +104,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"dronecats episodes run: {exc}", file=sys.stderr)
         return 2
     successes = sum(bool((r.get("verdict") or {}).get("success")) for r in results)
-    print(json.dumps({"out": str(out), "episodes": len(results), "successes": successes}))
-    return 0
+    for run_name, message in errors:
+        print(f"dronecats episodes run: {run_name} could not run: {message}", file=sys.stderr)
+    print(
+        json.dumps(
+            {"out": str(out), "episodes": len(results), "successes": successes, "not_run": len(errors)}
+        )
+    )
+    return 1 if errors else 0

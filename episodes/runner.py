@@ -298,6 +298,7 @@ def _set_aside(out: Path, directory: Path) -> None:
 def _worker(record_json: bytes, out: str, options: RunOptions, run_name: str) -> dict:
     # Worker processes log warnings only: the parent prints the progress line.
     logging.basicConfig(level=logging.WARNING)
+    from common.errors import DroneCatsError
     from episodes.records import record_from_dict
 
     record = record_from_dict(json.loads(record_json), run_name)
@@ -305,6 +306,8 @@ def _worker(record_json: bytes, out: str, options: RunOptions, run_name: str) ->
         return run_episode(record, Path(out), options, run_name)
     except KeyboardInterrupt:
         return {"run_name": run_name, "interrupted": True}
+    except DroneCatsError as exc:  # reported by the parent; the suite goes on
+        return {"run_name": run_name, "error": str(exc)}
 
 
 def run_suite(
@@ -314,8 +317,15 @@ def run_suite(
     repeat: int = 1,
     jobs: int = 1,
     say: Callable[[str], None] = lambda line: None,
+    errors: list[tuple[str, str]] | None = None,
 ) -> list[dict]:
-    """Run every episode of the suite not yet complete in `out`; returns every complete result."""
+    """Run every episode of the suite not yet complete in `out`; returns every complete result.
+
+    An episode that cannot be flown (pre-flight checks, a pilot or server that fails: a
+    DroneCatsError) is reported through `say`, appended to `errors` and left without result.json, so a
+    later resume tries it again; the other episodes go on."""
+    from common.errors import DroneCatsError
+
     out.mkdir(parents=True, exist_ok=True)
     _atomic_write(out / "suite.json", msgspec.json.format(msgspec.json.encode(suite), indent=1) + b"\n")
     todo: list[tuple[SuiteEntry, str]] = []
@@ -346,9 +356,18 @@ def run_suite(
         progress.cpu_time_s += float(result.get("cpu_time_s") or 0.0)
         say(progress.line(result))
 
+    def failed(run_name: str, message: str) -> None:
+        progress.failed_to_run += 1
+        if errors is not None:
+            errors.append((run_name, message))
+        say(f"{run_name}: could not run: {message}")
+
     if jobs <= 1:
         for entry, run_name in todo:
-            account(run_episode(entry.record, out / run_name, options, run_name))
+            try:
+                account(run_episode(entry.record, out / run_name, options, run_name))
+            except DroneCatsError as exc:
+                failed(run_name, str(exc))
     else:
         import multiprocessing
 
@@ -370,7 +389,10 @@ def run_suite(
                         result = future.result()
                         if result.get("interrupted"):
                             raise KeyboardInterrupt
-                        account(result)
+                        if "error" in result:
+                            failed(run_name, result["error"])
+                        else:
+                            account(result)
             except BaseException:
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise

@@ -197,3 +197,18 @@ def test_hil_episode_through_airsim_against_dronecats_sim(tmp_path: Path) -> Non
         except subprocess.TimeoutExpired:
             sim.kill()
             sim.wait()
+
+
+def test_an_episode_that_cannot_fly_is_reported_and_the_suite_goes_on(tmp_path: Path) -> None:
+    bad = short_record("tiny-bad", target_x_m=95.0)  # ~100 m away: fails the 0.40% occupancy check
+    good = short_record("tiny-good")
+    suite = Suite("mixed", [SuiteEntry(r, expectation_for(r)) for r in (bad, good)])
+    errors: list[tuple[str, str]] = []
+    lines: list[str] = []
+    results = run_suite(
+        suite, tmp_path / "run", RunOptions(save_frames=False), say=lines.append, errors=errors
+    )
+    assert [r["run_name"] for r in results] == ["tiny-good"]
+    assert len(errors) == 1 and errors[0][0] == "tiny-bad" and "pre-flight" in errors[0][1]
+    assert any("tiny-bad: could not run" in line for line in lines)
+    assert not (tmp_path / "run" / "tiny-bad" / RESULT_FILE).exists()  # a resume tries it again
