@@ -77,9 +77,11 @@ def test_entrypoint_and_healthcheck_exist_and_are_executable() -> None:
 
 def test_every_installed_package_is_copied() -> None:
     copied = {shlex.split(args)[0] for word, args in instructions() if word == "COPY"}
-    for package in pyproject()["tool"]["setuptools"]["packages"]:
-        top = package.split(".")[0]
-        assert top in copied, f"pyproject package {package} is not copied: pip install -e . would fail"
+    patterns = pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert patterns
+    for pattern in patterns:
+        top = pattern.rstrip("*").split(".")[0]
+        assert top in copied, f"pyproject package {top} is not copied: pip install -e . would fail"
 
 
 def test_pip_installs_pyprojects_pure_python_dependencies_only() -> None:
