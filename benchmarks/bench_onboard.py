@@ -130,7 +130,7 @@ def main() -> int:
             1000 * (s["stages"]["total_s"] - s["stages"]["model_s"] - s["stages"]["capture_s"]) for s in steps
         ]
         print(
-            f"  runtime's own per-step work (plan, logs, publish; no capture, no model) ms: "
+            f"  apply a reply (checks, plan, hand-over to actuation; logs are written after) ms: "
             f"median {statistics.median(own_ms):.2f}  p95 {pct(own_ms, 0.95):.2f}"
         )
         print(
