@@ -10,10 +10,14 @@ reply (re-expressed from the pose it finds, or discarded when stale).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
+from common.actions import Action
+from common.pose import Frame
 from onboard.runtime import OnboardRuntime, PendingDecision, RunResult, plan_duration_s
+from onboard.safety import Mode
 
 log = logging.getLogger(__name__)
 
@@ -114,3 +118,189 @@ class LockstepDriver:
             rt.finish(reason, threaded=False)
             self.advance(self.period_s)  # one tick so a landing request reaches the vehicle
         return rt.result(reason)
+
+
+# ---- several drones in one world (AGENT.md §5 structures, lock-step) ------------------------------
+@dataclass(frozen=True)
+class JointDecision:
+    """One call for all drones (one-context structure): an action (or None: no action) per drone."""
+
+    actions: Sequence[Action | None]
+    latency_s: float  # what the call cost in episode time
+    call_id: str
+    raw: str = ""
+    error: str | None = None
+
+
+# frames in drone order (None for a drone not flying) -> one decision for all
+JointPilot = Callable[[Sequence[Frame | None]], JointDecision]
+
+
+class MultiLockstepDriver:
+    """N OnboardRuntimes on one World and one clock, in rounds.
+
+    Per-drone pilots (commander sub-agents): each round, every drone that can decide captures at the
+    same frozen instant and asks its own pilot; time then advances to each reply's latency in turn
+    (actuation ticking for every drone), and each reply is applied when it arrives, so the slowest
+    drone sets the round's length as it would with N pilots running in parallel.
+    A joint pilot (one context): every flying drone's frame goes into one call; its latency passes,
+    then each action reaches its drone as a remote action with the pose and age of its frame.
+    `on_round(driver)` runs after each round (the commander's re-planning hook). The run ends at the
+    first qualifying declaration of any drone (unless stop_on_declaration is off), at T_max, or when
+    no drone flies any more.
+    """
+
+    def __init__(
+        self,
+        runtimes: Sequence[OnboardRuntime],
+        stepper: Stepper,
+        latency: LatencyModel = measured_latency,
+        joint: JointPilot | None = None,
+        takeoff_timeout_s: float = 30.0,
+        on_round: Callable[[MultiLockstepDriver], None] | None = None,
+    ) -> None:
+        if not runtimes:
+            raise ValueError("MultiLockstepDriver needs at least one runtime")
+        clocks = {id(rt.clock) for rt in runtimes}
+        if len(clocks) != 1:
+            raise ValueError(f"the {len(runtimes)} runtimes must share one clock (got {len(clocks)})")
+        self.runtimes = list(runtimes)
+        self.stepper = stepper
+        self.latency = latency
+        self.joint = joint
+        self.takeoff_timeout_s = takeoff_timeout_s
+        self.on_round = on_round
+        self.clock = runtimes[0].clock
+        self.period_s = 1.0 / max(rt.config.rate_hz for rt in runtimes)
+        self._next_tick_s: float | None = None
+        self.injected_latencies_s: list[float] = []
+        self.rounds = 0
+
+    def advance(self, duration_s: float) -> None:
+        """Advance the simulation by duration_s, ticking every drone's actuation loop every period."""
+        end_s = self.clock.now() + duration_s
+        if self._next_tick_s is None:
+            self._next_tick_s = self.clock.now()
+        while True:
+            now = self.clock.now()
+            if now >= self._next_tick_s - 1e-9:
+                for rt in self.runtimes:
+                    rt.actuator.tick(now)
+                self._next_tick_s += self.period_s
+            if now >= end_s - 1e-9:
+                break
+            self.stepper.advance(min(end_s, self._next_tick_s) - now)
+
+    def _climb(self) -> None:
+        """All drones climb together while simulation time advances."""
+        targets = []
+        for rt in self.runtimes:
+            alt = rt.config.takeoff_altitude_m or rt.profile.takeoff_altitude_m or 3.0
+            targets.append((rt, rt.governor.home.altitude_m, alt))
+        deadline = self.clock.now() + self.takeoff_timeout_s
+        while self.clock.now() < deadline:
+            self.stepper.advance(0.1)
+            if all(rt.vehicle.telemetry().pose.altitude_m - home >= 0.95 * alt for rt, home, alt in targets):
+                break
+        else:
+            log.warning("take-off: not every drone reached its altitude in %.0f s", self.takeoff_timeout_s)
+
+    def stop_reason(self) -> str | None:
+        """Why the whole run ends now (a landed or e-stopped drone just stops deciding)."""
+        rts = self.runtimes
+        if any(rt.qualifying_t is not None and rt.config.stop_on_declaration for rt in rts):
+            return "declared"
+        reasons = [rt.stop_reason() for rt in rts]
+        if all(r is not None for r in reasons):
+            return (
+                reasons[0]
+                if len(set(reasons)) == 1
+                else "; ".join(f"{rt.config.drone}: {r}" for rt, r in zip(rts, reasons, strict=True))
+            )
+        return None
+
+    def _deciders(self) -> list[OnboardRuntime]:
+        if self.joint is not None:
+            return [
+                rt for rt in self.runtimes if rt.stop_reason() is None and rt.governor.mode == Mode.FLYING
+            ]
+        return [rt for rt in self.runtimes if rt.stop_reason() is None and rt.can_decide()]
+
+    def _round_local(self, deciders: list[OnboardRuntime]) -> None:
+        pendings: list[tuple[float, int, OnboardRuntime, PendingDecision]] = []
+        for index, rt in enumerate(deciders):
+            try:
+                pending = rt.capture_and_decide()
+            except Exception as exc:  # the camera failed: that drone holds
+                rt.capture_failed(exc)
+                continue
+            latency_s = max(0.0, self.latency(pending))
+            self.injected_latencies_s.append(latency_s)
+            pendings.append((latency_s, index, rt, pending))
+        started_s = self.clock.now()
+        for latency_s, _, rt, pending in sorted(pendings, key=lambda p: (p[0], p[1])):
+            self.advance(max(0.0, started_s + latency_s - self.clock.now()))
+            rt.apply_decision(pending)
+
+    def _round_joint(self, deciders: list[OnboardRuntime]) -> None:
+        assert self.joint is not None
+        frames: list[Frame | None] = [None] * len(self.runtimes)
+        captured: dict[int, float] = {}
+        for rt in deciders:
+            index = self.runtimes.index(rt)
+            try:
+                frames[index] = rt.stream_once()
+                captured[index] = self.clock.now()
+            except Exception as exc:
+                rt.capture_failed(exc)
+        if not captured:
+            return
+        decision = self.joint(frames)
+        latency_s = max(0.0, decision.latency_s)
+        self.injected_latencies_s.append(latency_s)
+        self.advance(latency_s)
+        for index, capture_s in captured.items():
+            rt, frame = self.runtimes[index], frames[index]
+            action = decision.actions[index] if index < len(decision.actions) else None
+            assert frame is not None
+            if action is None:
+                rt.event("no_action", call_id=decision.call_id, error=decision.error)
+                continue
+            rt.remote_action(action, frame.pose, self.clock.now() - capture_s, decision.call_id, decision.raw)
+
+    def run(self) -> str:
+        """Fly every drone until the run ends; returns why it ended (each runtime's result() has more)."""
+        for rt in self.runtimes:
+            rt.start(threaded=False)
+        self._climb()
+        t0_s = self.clock.now()
+        for rt in self.runtimes:
+            rt.t0_s = t0_s  # one episode time for every drone
+        reason = "stopped"
+        try:
+            while True:
+                why = self.stop_reason()
+                if why is not None:
+                    reason = why
+                    break
+                deciders = self._deciders()
+                if not deciders:
+                    if self.on_round is not None:
+                        self.on_round(self)
+                    self.advance(0.1)
+                    continue
+                started_s = self.clock.now()
+                if self.joint is not None:
+                    self._round_joint(deciders)
+                else:
+                    self._round_local(deciders)
+                self.rounds += 1
+                if self.on_round is not None:
+                    self.on_round(self)
+                period_s = max(rt.config.min_decision_period_s for rt in deciders)
+                self.advance(max(self.period_s, started_s + period_s - self.clock.now()))
+        finally:
+            for rt in self.runtimes:
+                rt.finish(reason, threaded=False)
+            self.advance(self.period_s)  # one tick so the landing requests reach the vehicles
+        return reason
