@@ -21,11 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pilot", default="baseline", help="baseline, scripted:FILE or a backend URL")
     parser.add_argument(
         "--structure",
-        default="single",
+        default=None,
         choices=["single", "multi", "commander"],
-        help="single only so far (multi/commander need the fleet library)",
+        help="default: each record's own. multi: one call of --pilot (a model URL) for all drones; "
+        "commander: --commander orders, --pilot flies each drone (lock-step only)",
     )
-    parser.add_argument("--commander", default=None, help="commander pilot URL (commander structure)")
+    parser.add_argument(
+        "--commander", default=None, help="rule (default) or a commander model URL (commander structure)"
+    )
     parser.add_argument("--out", default=None, help="run directory (default runs/SUITE-TIME)")
     parser.add_argument("--repeat", type=int, default=1, metavar="K")
     parser.add_argument(
@@ -50,14 +53,10 @@ def run(args: argparse.Namespace) -> int:
 
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
     try:
-        if args.structure != "single":
-            print(
-                f"dronecats episodes run: --structure {args.structure} is not available: the fleet "
-                "library (ground_station/fleet) it needs is not in this tree yet",
-                file=sys.stderr,
-            )
+        if args.structure in ("multi", "commander") and args.sim:
+            print("dronecats episodes run: --sim flies single-drone episodes only", file=sys.stderr)
             return 2
-        if args.commander:
+        if args.commander and args.structure not in (None, "commander"):
             print("dronecats episodes run: --commander needs --structure commander", file=sys.stderr)
             return 2
         if args.sim and args.jobs > 1:
@@ -89,10 +88,15 @@ def run(args: argparse.Namespace) -> int:
             fly_on=args.fly_on,
             save_frames=not args.no_frames,
             t_max_s=args.t_max,
+            structure=args.structure,
+            commander=args.commander,
         )
         out = Path(args.out or f"runs/{suite.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         say(
-            f"{len(suite.episodes)} episodes x {args.repeat}, pilot {args.pilot}, latency {options.latency}, "
+            f"{len(suite.episodes)} episodes x {args.repeat}, pilot {args.pilot}, "
+            f"structure {args.structure or 'per record'}"
+            + (f", commander {args.commander or 'rule'}" if args.structure == "commander" else "")
+            + f", latency {options.latency}, "
             f"{'HIL ' + args.sim if args.sim else 'lock-step'}, {args.jobs} job(s) -> {out}"
         )
         errors: list[tuple[str, str]] = []

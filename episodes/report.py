@@ -83,7 +83,9 @@ def _step_stats(directory: Path) -> tuple[list[float], int, int]:
     latencies = [s.latency_s for s in logs.steps if s.latency_s is not None]
     calls: dict[Any, list[Any]] = defaultdict(list)
     for s in logs.steps:
-        if s.call_id is not None:
+        # A multi-drone call's steps share its string call_id; a drone's own pilot numbers its steps
+        # (ints that repeat across drones, and are not one call).
+        if isinstance(s.call_id, str):
             calls[s.call_id].append(s.action)
     multi = copied = 0
     for actions in calls.values():

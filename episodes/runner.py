@@ -94,6 +94,8 @@ class RunOptions:
     save_frames: bool = True
     min_decision_period_s: float = MIN_DECISION_PERIOD_S
     t_max_s: float | None = None  # override the records' T_max (short test runs)
+    structure: str | None = None  # single | multi | commander (None: each record's own)
+    commander: str | None = None  # commander structure: "rule" (default) or a commander model URL
 
 
 # ---- one episode ----------------------------------------------------------------------------------
@@ -130,7 +132,8 @@ def _episode_metadata(record: EpisodeRecord, options: RunOptions, run_name: str)
     data["run"] = {
         "run_name": run_name,
         "pilot_spec": options.pilot,
-        "structure": record.structure,
+        "structure": options.structure or record.structure,
+        "commander": options.commander,
         "latency": str(options.latency),
         "lockstep": options.sim_url is None,
         "sim": options.sim_url or "local",
@@ -148,26 +151,38 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
     from models.serve import make_pilot
     from onboard.recorder import FlightRecorder
 
-    if record.structure != "single":
+    structure = options.structure or record.structure
+    if structure == "single" and len(record.drones) != 1:
         raise ConfigError(
-            f"episode {record.id}: structure {record.structure!r} is not supported by this runner yet "
-            "(single only)"
+            f"episode {record.id}: {len(record.drones)} drones; fly it with --structure multi or commander"
         )
+    if structure != "single" and options.sim_url:
+        raise ConfigError(f"episode {record.id}: --sim (HIL) flies single-drone episodes only")
     run_name = run_name or out.name
     wall0 = time.monotonic()
     cpu0 = time.process_time()  # this process's CPU: what the run needs of a core, load aside
     recorder = FlightRecorder(out, _recorder_config(options))
     recorder.write_metadata(**_episode_metadata(record, options, run_name))
     config = _runtime_config(record, options)
-    pilot = make_pilot(options.pilot, delta_m=record.delta_m, camera=record.camera)
     seed = _seed(record.id, run_name)
+    fleet: dict[str, Any] = {}
+    result: dict[str, Any]
+    injected: list[float] = []
     try:
-        if options.sim_url:
+        if structure != "single":
+            from episodes.fleet_episode import fly_fleet_local
+
+            outcome = fly_fleet_local(record, config, options, recorder, structure, seed)
+            result = {"reason": outcome.reason, "steps": outcome.steps, "sim_time_s": outcome.sim_time_s}
+            injected = outcome.injected_latencies_s
+            fleet = {"structure_summary": outcome.structure, "per_drone": outcome.per_drone}
+        elif options.sim_url:
             from episodes.hil import fly_hil
 
+            pilot = make_pilot(options.pilot, delta_m=record.delta_m, camera=record.camera)
             result = fly_hil(record, config, pilot, recorder, options.sim_url)
-            injected: list[float] = []
         else:
+            pilot = make_pilot(options.pilot, delta_m=record.delta_m, camera=record.camera)
             result, injected = _fly_local(record, config, pilot, recorder, options, seed)
     finally:
         recorder.close()
@@ -181,6 +196,7 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
         "scene": record.scene,
         "environment": record.environment,
         "pilot": options.pilot,
+        "structure": structure,
         "latency": str(options.latency),
         "sim": options.sim_url or "local",
         "end_reason": result["reason"],
@@ -193,6 +209,7 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
         # lock-step with injected latency: what each step cost in episode time (steps log the measured)
         "injected_latencies_s": [round(x, 4) for x in injected],
         "verdict": msgspec.to_builtins(verdict),
+        **fleet,
     }
     _atomic_write(out / RESULT_FILE, json.dumps(summary, indent=1).encode() + b"\n")
     return summary
