@@ -12,6 +12,7 @@ from common.actions import Finished, Go, Rotate, Think
 from common.camera import BUILTIN_CAMERAS
 from common.errors import ConfigError
 from models.baseline import BaselinePilot
+from models.baseline.detector import Detector
 from models.baseline.instruction import TargetSpec, parse_instruction
 from models.parser import parse_action
 from models.pilot import Observation, reply_object
@@ -158,3 +159,60 @@ def test_camera_profile_scales_the_depth() -> None:
         BaselinePilot(BUILTIN_CAMERAS["tello"]).decide(Observation(car_at_8m(), "go to the red car")).action
     )
     assert isinstance(wide, Go) and isinstance(tello, Go) and tello.depth_m > wide.depth_m * 1.2
+
+
+def van_behind_car():
+    # Camera 2 m up, f = 320 px. A van quartering 14 m away (2.6 m wide in view, 1.9 m tall plus a
+    # little roof), and in front of it, overlapping its right edge, a car broadside 9 m away: one
+    # merged red region, whose ground line steps where the car starts.
+    image = scene()
+    draw_box(image, 284, 169, 60, 50, RED)  # van: x 284-343, bottom row 218
+    draw_box(image, 340, 190, 156, 51, RED)  # car: x 340-495, bottom row 240
+    return image
+
+
+def test_a_van_merged_with_a_same_colour_car_in_front_is_split_by_ground_contact() -> None:
+    # One merged region; split where its ground line steps, each part is its own candidate with
+    # its own depth (the van's columns above the car's bonnet stay out of the car's box).
+    detections = Detector().detect(van_behind_car(), TargetSpec("van", "red"))
+    boxes = sorted((d.x_px, d.y_px, d.w_px, d.h_px) for d in detections)
+    assert len(boxes) == 2, boxes
+    (van_x, van_y, van_w, van_h), (car_x, car_y, car_w, car_h) = boxes
+    # Within 2 px (the closing and opening move edges by a pixel).
+    van_edges = (van_x, van_y, van_x + van_w, van_y + van_h)
+    car_edges = (car_x, car_y, car_x + car_w, car_y + car_h)
+    assert max(abs(a - b) for a, b in zip(van_edges, (284, 169, 340, 219), strict=True)) <= 2, van_edges
+    assert max(abs(a - b) for a, b in zip(car_edges, (340, 190, 496, 241), strict=True)) <= 2, car_edges
+    by_x = sorted(detections, key=lambda d: d.x_px)
+    assert by_x[0].depth_m > by_x[1].depth_m  # the van is farther
+    # A blob of one vehicle has no such step: it stays whole.
+    single = scene()
+    draw_box(single, 284, 169, 60, 50, RED)
+    assert len(Detector().detect(single, TargetSpec("van", "red"))) == 1
+
+
+def person_torso(depth_m: float):
+    # Indoors: camera 1.5 m up, f = 320 px; a red torso 0.46 m wide, 0.6 m tall, from 0.85 m up.
+    image = scene()
+    w, h = round(320 * 0.46 / depth_m), round(320 * 0.6 / depth_m)
+    bottom = 180 + round(320 * (1.5 - 0.85) / depth_m)
+    draw_box(image, 320 - w // 2, bottom - h, w, h, RED)
+    return image
+
+
+def test_indoor_arrival_at_a_person_smaller_than_5_percent_of_the_frame() -> None:
+    # At 1.7 m the torso fills under 4% of the frame, yet it is within 0.8 δ = 2.0 m: arrived.
+    pilot = BaselinePilot(delta_m=2.5)
+    near = pilot.decide(Observation(person_torso(1.7), "go to the red person", delta_m=2.5)).action
+    assert isinstance(near, Finished)
+    # Closer than the outdoor floor of 1.5 m (the indoor stop band is 1 m), it is still seen.
+    assert isinstance(
+        pilot.decide(
+            Observation(person_torso(1.2), "go to the red person", (Finished(),), delta_m=2.5)
+        ).action,
+        Go,
+    )
+    # At 3.5 m it is not an arrival yet.
+    assert isinstance(
+        pilot.decide(Observation(person_torso(3.5), "go to the red person", delta_m=2.5)).action, Go
+    )

@@ -10,6 +10,7 @@ still apply (a cut edge only shortens that side).
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -22,12 +23,16 @@ from models.baseline.instruction import TargetSpec
 
 WORK_WIDTH_PX = 640  # segmentation resolution: the model's frame width; a few ms per colour
 MIN_AREA_PX = 12  # in full-image pixels at 640 wide; below this a silhouette carries no shape
-MIN_DEPTH_M = 1.5  # nothing real is closer: the controller stops the drone 1-2 m short
+MIN_DEPTH_M = 1.5  # nothing real is closer: the controller stops the drone 1-2 m short (outdoors)
 MAX_DEPTH_M = 60.0  # beyond this a vehicle is a few pixels tall: a blob, not a silhouette
 ALTITUDE_RANGE_M = (0.3, 6.0)  # the camera heights a low-flying drone pilot is used at
 MAX_SPAN = 0.85  # an achromatic region wider or taller than this share of the frame is background
 ACHROMATIC = frozenset({"white", "gray", "black"})
 CUT_MIN_FILL_ACHROMATIC = 0.5
+# Classes whose merged regions are split by ground contact: road vehicles, which park in rows and
+# hide behind each other; splitting smaller classes' targets would turn parts of a same-colour
+# vehicle into person- or cone-sized candidates.
+SPLIT_CLASSES = frozenset({"car", "suv", "van", "truck", "bus"})
 ACHROMATIC_BAND = 40  # brightness band width that splits achromatic masks into flat faces
 
 
@@ -82,7 +87,9 @@ class Detector:
         camera: CameraProfile | None = None,
         work_width_px: int = WORK_WIDTH_PX,
         altitude_range_m: tuple[float, float] | None = ALTITUDE_RANGE_M,
+        min_depth_m: float = MIN_DEPTH_M,
     ) -> None:
+        self.min_depth_m = min_depth_m
         self.camera = camera
         self.work_width_px = work_width_px
         self.altitude_range_m = altitude_range_m
@@ -116,11 +123,24 @@ class Detector:
                 mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
                 count, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
                 for label in range(1, count):
-                    det = self._candidate(
-                        labels, stats[label], label, scale, camera, cls, colour, small.shape
-                    )
-                    if det is not None:
-                        found.append(det)
+                    parts = []
+                    if colour not in ACHROMATIC and cls.name in SPLIT_CLASSES:
+                        parts = split_by_ground_contact(labels, stats[label], label)
+                    # The parts of a split region first; the whole when no part fits the class (a
+                    # single vehicle whose ground line a wheel or an occluder breaks).
+                    dets = [
+                        self._candidate(
+                            part_labels, part_stat, label, scale, camera, cls, colour, small.shape
+                        )
+                        for part_labels, part_stat in parts
+                    ]
+                    kept = [d for d in dets if d is not None]
+                    if not kept:
+                        whole = self._candidate(
+                            labels, stats[label], label, scale, camera, cls, colour, small.shape
+                        )
+                        kept = [whole] if whole is not None else []
+                    found.extend(kept)
         found.sort(key=lambda d: d.score, reverse=True)
         return found
 
@@ -209,15 +229,18 @@ class Detector:
                 depth_m = math.sqrt(depth_m * max(depth_m, fy * cls.apparent_height_m(tan_below, aspect) / h))
         if cut_left and cut_right:
             # Wider than the view: right in front of the camera (the closest it can tell).
-            depth_m = MIN_DEPTH_M
+            depth_m = self.min_depth_m
         # Even at its widest, an object of this class showing this wide would be this close:
         if not width_cut:
             farthest_m = fx * cls.extent_m[1] / w
-            if farthest_m < MIN_DEPTH_M:
+            if farthest_m < self.min_depth_m:
                 reject(f"as a {cls.name} it would be at most {farthest_m:.2f} m away: too wide")
                 return None
-        if not MIN_DEPTH_M <= depth_m <= MAX_DEPTH_M:
-            reject(f"as a {cls.name} it would be {depth_m:.2f} m away, outside {MIN_DEPTH_M}-{MAX_DEPTH_M} m")
+        if not self.min_depth_m <= depth_m <= MAX_DEPTH_M:
+            reject(
+                f"as a {cls.name} it would be {depth_m:.2f} m away,"
+                f" outside {self.min_depth_m}-{MAX_DEPTH_M} m"
+            )
             return None
         altitude_m = None
         if cls.bottom_m is not None and not cut_bottom and self.altitude_range_m is not None:
@@ -254,3 +277,74 @@ class Detector:
             fill=fill,
             altitude_m=altitude_m,
         )
+
+
+def split_by_ground_contact(
+    labels: np.ndarray, stat: np.ndarray, label: int, min_width_px: int = 3
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A region's column runs that stand on different ground rows, as separate regions; [] if none.
+
+    Two same-colour objects at different depths that overlap in the image merge into one region
+    (a car in front of a van). Each stands on the ground, so their lowest rows differ by a step,
+    while one object's lowest row changes smoothly along it (a cabin step changes its top, not its
+    bottom). Each part comes with a labels array holding only its columns and its own stats row.
+    """
+    x, y, w, h, _ = (int(v) for v in stat)
+    if w < 2 * min_width_px or h < 6:
+        return []
+    region = labels[y : y + h, x : x + w] == label
+    has = region.any(axis=0)
+    # Lowest row of each column (index from the top of the box); empty columns carry the last value.
+    bottoms = np.where(has, h - 1 - np.argmax(region[::-1, :], axis=0), -1)
+    jump_px = max(3, round(0.12 * h))
+    # Compared over a few columns: JPEG and the morphology smear a step over 2-3 columns.
+    span = 3
+    columns = [c for c in range(w) if bottoms[c] >= 0]
+    cuts = [0]
+    index = span
+    while index < len(columns):
+        here, back = columns[index], columns[index - span]
+        if abs(int(bottoms[here]) - int(bottoms[back])) > jump_px:
+            steps = [
+                abs(int(bottoms[columns[k]]) - int(bottoms[columns[k - 1]]))
+                for k in range(index - span + 1, index + 1)
+            ]
+            cuts.append(columns[index - span + 1 + int(np.argmax(steps))])
+            index += span
+            continue
+        index += 1
+    if len(cuts) == 1:
+        return []
+    cuts.append(w)
+    parts = []
+    for start, end in itertools.pairwise(cuts):
+        if end - start < min_width_px:
+            continue
+        sub = np.zeros_like(labels)
+        piece = region[:, start:end].copy()
+        sub[y : y + h, x + start : x + end][piece] = label
+        rows = np.nonzero(piece.any(axis=1))[0]
+        cols = np.nonzero(piece.any(axis=0))[0]
+        if len(rows) == 0:
+            continue
+        # The columns next to the cut may still hold the other object above this one (the van's
+        # side above the car's bonnet): the top is where most columns start, not the highest pixel.
+        tops = np.argmax(piece[:, cols], axis=0)
+        top = max(int(rows[0]), int(np.percentile(tops, 10)))
+        piece[:top, :] = False
+        sub[y : y + top, x + start : x + end] = 0
+        rows = np.nonzero(piece.any(axis=1))[0]
+        cols = np.nonzero(piece.any(axis=0))[0]
+        if len(rows) == 0 or len(cols) < min_width_px:
+            continue
+        part_stat = np.array(
+            [
+                x + start + cols[0],
+                y + rows[0],
+                cols[-1] - cols[0] + 1,
+                rows[-1] - rows[0] + 1,
+                int(piece.sum()),
+            ]
+        )
+        parts.append((sub, part_stat))
+    return parts if len(parts) > 1 else []

@@ -19,7 +19,8 @@ from typing import Any
 from common.actions import Action, Finished, Go, Plan, Rotate
 from common.camera import CameraProfile
 from common.errors import ConfigError
-from models.baseline.detector import Detection, Detector
+from models.baseline.classes import OBJECT_CLASSES
+from models.baseline.detector import MIN_DEPTH_M, Detection, Detector
 from models.baseline.instruction import TargetSpec, parse_instruction
 from models.pilot import Decision, Observation, reply_object
 
@@ -31,6 +32,7 @@ ARRIVAL_MARGIN = 0.8  # declare at 80% of δ: the depth is to the near face, δ 
 MIN_ARRIVAL_AREA = 0.05  # share of the frame (002 App. C's arrival rule)
 LOW_IN_FRAME = 2.0 / 3.0  # box bottom below this share of the height (002 App. C)
 DEFAULT_DELTA_M = 5.0
+CLOSE_DEPTH_SHARE = 0.4  # nearest believable depth as a share of δ (when below the detector's floor)
 
 
 class BaselinePilot:
@@ -62,14 +64,19 @@ class BaselinePilot:
             self.detector.camera = observation.camera
         image = observation.image
         height, width = image.shape[:2]
+        delta_m = observation.delta_m or self.delta_m
+        # With a small δ (indoors, 2.5 m) the controller's stop band (1 m) lets the drone come closer
+        # than the outdoor floor of 1.5 m: keep seeing the target there instead of losing it.
+        self.detector.min_depth_m = min(MIN_DEPTH_M, CLOSE_DEPTH_SHARE * delta_m)
         detections = self.detector.detect(image, target)
         self.last_detections = detections
         chosen = self._choose(detections, observation, width)
-        delta_m = observation.delta_m or self.delta_m
         action: Action
         if chosen is None:
             action = Rotate(angle_deg=self._search_turn(observation))
-        elif self._arrived(chosen, width, height, delta_m) and not isinstance(_last(observation), Finished):
+        elif self._arrived(chosen, width, height, delta_m, target) and not isinstance(
+            _last(observation), Finished
+        ):
             action = Finished()
         else:
             # Farther than δ, or just declared (a declaration ends nothing: if it was early, the next
@@ -100,10 +107,21 @@ class BaselinePilot:
         plausible = [d for d in detections if d.score >= 0.5 * best_score]
         return min(plausible, key=closeness)
 
-    def _arrived(self, det: Detection, width: int, height: int, delta_m: float) -> bool:
-        large = det.area_px >= MIN_ARRIVAL_AREA * width * height or det.cut_bottom or det.cut_top
+    def _arrived(self, det: Detection, width: int, height: int, delta_m: float, target: TargetSpec) -> bool:
+        arrive_m = ARRIVAL_MARGIN * delta_m
+        # Large enough: 5% of the frame, or so wide that even the class's widest view of it would be
+        # within the arrival distance (small classes such as a person's torso never fill 5% at the
+        # indoor δ of 2.5 m, yet their width bounds their distance just as well).
+        camera = self.detector._camera_for(width, height)
+        widest_m = OBJECT_CLASSES[target.object_class].extent_m[1]
+        large = (
+            det.area_px >= MIN_ARRIVAL_AREA * width * height
+            or det.cut_bottom
+            or det.cut_top
+            or (not (det.cut_left or det.cut_right) and camera.fx_px * widest_m / det.w_px <= arrive_m)
+        )
         low = det.bottom_px >= LOW_IN_FRAME * height
-        return det.depth_m <= ARRIVAL_MARGIN * delta_m and large and low
+        return det.depth_m <= arrive_m and large and low
 
     def _search_turn(self, observation: Observation) -> float:
         history = list(observation.history)
