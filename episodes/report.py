@@ -163,6 +163,12 @@ def _pilot_label(result: dict[str, Any], meta: dict[str, Any]) -> str:
     run = meta.get("run") or {}
     pilot = result.get("pilot") or run.get("pilot_spec") or run.get("pilot") or "?"
     latency = result.get("latency") or run.get("latency")
+    structure = result.get("structure") or run.get("structure")
+    if structure == "commander":  # another structure, another group: "commander rule + baseline"
+        commander = (result.get("structure_summary") or {}).get("commander") or run.get("commander") or "?"
+        pilot = f"commander {commander} + {pilot}"
+    elif structure == "multi":
+        pilot = f"one-context {pilot}"
     return f"{pilot} ({latency})" if latency and latency != "measured" else str(pilot)
 
 
