@@ -48,6 +48,30 @@ class FleetOutcome:
     structure: dict[str, Any] = field(default_factory=dict)
 
 
+class DroneRecorder:
+    """One drone's view of the shared FlightRecorder: log lines go to the shared files (each has its
+    `drone` field); the runtime's episode.json metadata goes under run.drones.<name>, deep-copied,
+    because the recorder merges dicts by reference and N runtimes would otherwise overwrite each
+    other's `run` fields (and alias each other's counters)."""
+
+    def __init__(self, shared: Any, drone: str) -> None:
+        self.shared = shared
+        self.drone = drone
+        self.step = shared.step
+        self.declaration = shared.declaration
+        self.trace_due = shared.trace_due
+        self.mark_trace = shared.mark_trace
+        self.trace = shared.trace
+        self.event = shared.event
+        self.save_frame = shared.save_frame
+
+    def write_metadata(self, **fields: Any) -> None:
+        import copy
+
+        run = copy.deepcopy(fields.pop("run", {}))
+        self.shared.write_metadata(run={"drones": {self.drone: run}}, **copy.deepcopy(fields))
+
+
 class LockstepCommander:
     """The commander between lock-step rounds: plans at the start, re-plans on expiry and `finished`."""
 
@@ -107,7 +131,7 @@ class LockstepCommander:
         self.latencies_s.append(latency_s)
         self.replans.append(why)
         driver.advance(latency_s)  # the commander's thinking costs episode time too (AGENT.md §6)
-        recorder, t = self.runtimes[0].recorder, self.runtimes[0].t()
+        recorder, t = self.runtimes[0].recorder.shared, self.runtimes[0].t()
         recorder.event(
             "commander",
             t,
@@ -277,7 +301,7 @@ def fly_fleet_local(
                     cameras[name],
                     pilot,
                     world.clock,
-                    recorder,
+                    DroneRecorder(recorder, name),  # type: ignore[arg-type]
                     truth=truth,
                 )
             )

@@ -82,6 +82,12 @@ def test_rule_commander_with_baseline_subagents_reaches_the_target(tmp_path: Pat
     assert orders[0]["expires_after_steps"] == 6
     commander = [e for e in events if e["event"] == "commander"]
     assert len(commander) == summary["commander_calls"] >= 1
+    # each drone's run metadata is its own (one recorder, no drone overwriting another's counters)
+    meta = json.loads((directory / "episode.json").read_text())["run"]["drones"]
+    assert set(meta) == {name for name, _, _ in GRID}
+    for name, per_drone in result["per_drone"].items():
+        assert meta[name]["counters"] == per_drone["counters"], name
+        assert sum(per_drone["counters"]["by_action"].values()) == per_drone["counters"]["executed"]
     # the decisive declaration is one drone's, within delta and visible
     assert result["verdict"]["decisive_drone"] in {name for name, _, _ in GRID}
     # one shared clock: every drone's steps are on the same episode time line
