@@ -71,7 +71,7 @@ class LockstepDriver:
     def _climb(self) -> None:
         """Lock-step take-off: the vehicle climbs while simulation time advances."""
         vehicle, clock = self.runtime.vehicle, self.runtime.clock
-        target_alt = self.runtime.config.takeoff_altitude_m or self.runtime.profile.takeoff_altitude_m or 3.0
+        target_alt = self.runtime.takeoff_altitude_m
         home_alt = self.runtime.governor.home.altitude_m
         deadline = clock.now() + self.takeoff_timeout_s
         while clock.now() < deadline:
@@ -195,8 +195,7 @@ class MultiLockstepDriver:
         """All drones climb together while simulation time advances."""
         targets = []
         for rt in self.runtimes:
-            alt = rt.config.takeoff_altitude_m or rt.profile.takeoff_altitude_m or 3.0
-            targets.append((rt, rt.governor.home.altitude_m, alt))
+            targets.append((rt, rt.governor.home.altitude_m, rt.takeoff_altitude_m))
         deadline = self.clock.now() + self.takeoff_timeout_s
         while self.clock.now() < deadline:
             self.stepper.advance(0.1)

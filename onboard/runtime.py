@@ -43,6 +43,7 @@ from onboard.truth import GroundTruth, TruthSample
 log = logging.getLogger(__name__)
 
 HISTORY_LENGTH = 5
+DEFAULT_TAKEOFF_ALTITUDE_M = 3.0
 NO_TRUTH = TruthSample(None, None, None, None)
 
 
@@ -214,6 +215,11 @@ class OnboardRuntime:
         self._pending_declaration: dict[str, Any] | None = None
         self._step_order: tuple[str | None, int | None] = (None, None)  # of the step being recorded
 
+    @property
+    def takeoff_altitude_m(self) -> float:
+        """The config's, else the flight profile's (tello 1.5 m), else 3 m."""
+        return self.config.takeoff_altitude_m or self.profile.takeoff_altitude_m or DEFAULT_TAKEOFF_ALTITUDE_M
+
     # ---- time ---------------------------------------------------------------------------------
     def t(self) -> float:
         """Episode time: seconds since the runtime started, on its clock."""
@@ -246,7 +252,7 @@ class OnboardRuntime:
         if self.config.prearm_check and not self.config.remote:  # remote: the model is not aboard
             self.prearm_check()
         self.vehicle.arm()
-        altitude = self.config.takeoff_altitude_m or self.profile.takeoff_altitude_m or 3.0
+        altitude = self.takeoff_altitude_m
         self.vehicle.takeoff(altitude)
         self.t0_s = self.clock.now()
         if threaded:
