@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import dronecats_cmd, subprocess_env
+from conftest import dronecats_cmd, sim_server, subprocess_env
 
 from episodes.logs import read_episode
 from episodes.preflight import expectation_for
@@ -149,23 +149,7 @@ def test_hil_episode_through_airsim_against_dronecats_sim(tmp_path: Path) -> Non
     suite_file = tmp_path / "one.json"
     record = short_record("hil-1")
     save_suite(Suite("one", [SuiteEntry(record, expectation_for(record))]), suite_file)
-    sim = subprocess.Popen(
-        dronecats_cmd("sim", "--scene", "residential", "--port", "0"),
-        env=subprocess_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert sim.stdout is not None
-        line = ""
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = sim.stdout.readline()
-            if "listening on" in line or not line:
-                break
-        assert "listening on" in line, line
-        port = int(line.rsplit(":", 1)[1])
+    with sim_server("--scene", "residential") as port:
         out = tmp_path / "hil"
         result = subprocess.run(
             dronecats_cmd(
@@ -190,13 +174,6 @@ def test_hil_episode_through_airsim_against_dronecats_sim(tmp_path: Path) -> Non
 
         client = airsim.MultirotorClient(port=port)
         assert client.simListSceneObjects("ep_.*") == []
-    finally:
-        sim.terminate()
-        try:
-            sim.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            sim.kill()
-            sim.wait()
 
 
 def test_an_episode_that_cannot_fly_is_reported_and_the_suite_goes_on(tmp_path: Path) -> None:

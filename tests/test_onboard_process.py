@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
-from conftest import dronecats_cmd, subprocess_env
+from conftest import dronecats_cmd, sim_server, subprocess_env
 
 from episodes.logs import read_episode
 from episodes.verifier import VerifierSettings, verify
@@ -18,23 +17,7 @@ from episodes.verifier import VerifierSettings, verify
 def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_path) -> None:
     import airsim
 
-    sim = subprocess.Popen(
-        dronecats_cmd("sim", "--scene", "residential", "--port", "0"),
-        env=subprocess_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert sim.stdout is not None
-        deadline = time.monotonic() + 60
-        line = ""
-        while time.monotonic() < deadline:
-            line = sim.stdout.readline()
-            if "listening on" in line or not line:
-                break
-        assert "listening on" in line, line
-        port = int(line.rsplit(":", 1)[1])
+    with sim_server("--scene", "residential") as port:
         client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
         pose = airsim.Pose(airsim.Vector3r(25.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
@@ -68,10 +51,3 @@ def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_pa
         assert summary["reason"] == "declared"
         verdict = verify(read_episode(out), VerifierSettings(delta_m=5.0, t_max_s=90.0))
         assert verdict.success and verdict.ne_m is not None and verdict.ne_m <= 5.0
-    finally:
-        sim.terminate()
-        try:
-            sim.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            sim.kill()
-            sim.wait()
