@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -34,8 +35,13 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def sim_server(*args: str, timeout_s: float = 60.0) -> Iterator[int]:
-    """`dronecats sim --port 0 ARGS` in a subprocess until the block ends; yields its port."""
+def sim_server(
+    *args: str, timeout_s: float = 60.0, wait_for: tuple[str, ...] = (), startup: list[str] | None = None
+) -> Iterator[int]:
+    """`dronecats sim --port 0 ARGS` in a subprocess until the block ends; yields its port.
+
+    `wait_for`: line prefixes printed after "listening on" (emulator URLs such as "mavlink Drone1:")
+    to wait for as well; every line read until then is appended to `startup`."""
     proc = subprocess.Popen(
         dronecats_cmd("sim", "--port", "0", *args),
         env=subprocess_env(),
@@ -43,18 +49,39 @@ def sim_server(*args: str, timeout_s: float = 60.0) -> Iterator[int]:
         stderr=subprocess.STDOUT,
         text=True,
     )
-    try:
+    lines_read: queue.Queue[str | None] = queue.Queue()
+    started = threading.Event()
+
+    def read_output() -> None:
+        # Keeps reading after startup too, so a chatty server never blocks on a full pipe.
         assert proc.stdout is not None
+        for line in proc.stdout:
+            if not started.is_set():
+                lines_read.put(line.rstrip("\n"))
+        lines_read.put(None)  # end of output: the server exited
+
+    threading.Thread(target=read_output, daemon=True).start()
+    try:
         deadline = time.monotonic() + timeout_s
-        line = ""
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if "listening on" in line or not line:
+        lines: list[str] = []
+        missing = ["listening on", *wait_for]
+        while missing:
+            try:
+                line = lines_read.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
                 break
-        assert "listening on" in line, f"dronecats sim did not start: {line!r}"
-        # Keep reading its output so a chatty server never blocks on a full pipe.
-        threading.Thread(target=proc.stdout.read, daemon=True).start()
-        yield int(line.rsplit(":", 1)[1])
+            if line is None:
+                break
+            lines.append(line)
+            missing = [prefix for prefix in missing if not line.startswith(prefix)]
+        started.set()
+        assert not missing, f"dronecats sim did not print {missing} in {timeout_s} s: " + "\n".join(
+            lines[-20:]
+        )
+        if startup is not None:
+            startup.extend(lines)
+        listening = next(line for line in lines if line.startswith("listening on"))
+        yield int(listening.rsplit(":", 1)[1])
     finally:
         proc.terminate()
         try:

@@ -4,10 +4,7 @@ process, the real `airsim` client, a checkerboard spawned in the scene, the vehi
 from __future__ import annotations
 
 import math
-import re
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,47 +12,12 @@ import cv2
 import numpy as np
 import pytest
 import yaml
+from conftest import dronecats_cmd, sim_server, subprocess_env
 
 from common.camera import CameraProfile, camera_profile
-from tests.conftest import dronecats_cmd, subprocess_env
 
 airsim = pytest.importorskip("airsim")
 pytest.importorskip("pybullet")
-
-
-def _start_sim(camera: str) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        dronecats_cmd("sim", "--scene", "residential", "--port", "0", "--paused", "--camera", camera),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=subprocess_env(),
-    )
-    assert proc.stdout is not None
-    lines: list[str] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        match = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        if match:
-            # Keep draining its output so it never blocks on a full pipe.
-            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-            return proc, int(match.group(1))
-    proc.kill()
-    proc.wait()
-    pytest.fail("dronecats sim did not start:\n" + "".join(lines))
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _max_ray_error_deg(profile: CameraProfile, hfov_deg: float) -> float:
@@ -86,11 +48,8 @@ def sim(request, tmp_path_factory) -> Iterator[tuple[int, float]]:
         path = tmp_path_factory.mktemp("simcam") / "sim70.yaml"
         CameraProfile.from_hfov("sim70", 640, 360, hfov).save(path)
         camera = str(path)
-    proc, port = _start_sim(camera)
-    try:
+    with sim_server("--scene", "residential", "--paused", "--camera", camera) as port:
         yield port, hfov
-    finally:
-        _stop(proc)
 
 
 def test_sim_camera_recovered(sim: tuple[int, float], tmp_path: Path) -> None:

@@ -7,36 +7,28 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
-from conftest import dronecats_cmd, subprocess_env
+from conftest import dronecats_cmd, sim_server, subprocess_env
 
 
 @pytest.mark.slow
 def test_onboard_flies_dronecats_sim_mavlink(tmp_path) -> None:
     import airsim
 
-    sim = subprocess.Popen(
-        dronecats_cmd("sim", "--scene", "residential", "--port", "0", "--mavlink", "--mavlink-port", "0"),
-        env=subprocess_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert sim.stdout is not None
-        lines: list[str] = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(line.startswith("mavlink ") for line in lines):
-            line = sim.stdout.readline()
-            if not line:
-                break
-            lines.append(line.strip())
-        rpc = next(line for line in lines if line.startswith("listening on"))
+    lines: list[str] = []
+    with sim_server(
+        "--scene",
+        "residential",
+        "--mavlink",
+        "--mavlink-port",
+        "0",
+        wait_for=("mavlink Drone1:",),
+        startup=lines,
+    ) as port:
         url = next(line for line in lines if line.startswith("mavlink Drone1:")).split(": ", 1)[1]
         assert url.startswith("mavlink://udpin:127.0.0.1:") and "camera=h264udp://" in url
-        client = airsim.MultirotorClient(port=int(rpc.rsplit(":", 1)[1]))
+        client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
         pose = airsim.Pose(airsim.Vector3r(14.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
         assert client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1)) == "target"
@@ -70,10 +62,3 @@ def test_onboard_flies_dronecats_sim_mavlink(tmp_path) -> None:
         assert state.kinematics_estimated.position.x_val > 5.0
         events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
         assert not [e for e in events if e.get("event") == "vehicle_fault"], events
-    finally:
-        sim.terminate()
-        try:
-            sim.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            sim.kill()
-            sim.wait()
