@@ -216,3 +216,63 @@ def test_indoor_arrival_at_a_person_smaller_than_5_percent_of_the_frame() -> Non
     assert isinstance(
         pilot.decide(Observation(person_torso(3.5), "go to the red person", delta_m=2.5)).action, Go
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "direction_deg"),
+    [
+        ("go to the red car", None),
+        ("go to the red car (the one about 40 degrees to your right, about 12 m away)", 40.0),
+        ("find the red sign; search about 90 degrees to your left", -90.0),
+        ("go to the red car, 25 deg to the left", -25.0),
+        ("go to the red car straight ahead", 0.0),
+        ("find the red car; search behind you", 180.0),
+    ],
+)
+def test_a_direction_hint_is_read_relative_to_the_heading(text: str, direction_deg: float | None) -> None:
+    assert parse_instruction(text).direction_deg == direction_deg
+    assert parse_instruction(text).object_class in ("car", "sign")
+
+
+def test_a_direction_hint_picks_the_look_alike_it_names_until_the_first_go() -> None:
+    # Two red cars 8 m away, one each side (about 31 degrees left and right of the 90-degree view's axis).
+    image = car_at_8m(x=40)
+    car_at_8m(image, x=420)
+    pilot = BaselinePilot()
+    right = pilot.decide(
+        Observation(image, "go to the red car (the one about 30 degrees to your right)")
+    ).action
+    left = pilot.decide(
+        Observation(image, "go to the red car (the one about 30 degrees to your left)")
+    ).action
+    assert isinstance(right, Go) and right.point[0] > 600
+    assert isinstance(left, Go) and left.point[0] < 400
+    # Out of view: face it first; after that turn the rest of the hint is what remains.
+    far = "go to the red car (the one about 80 degrees to your left)"
+    assert pilot.decide(Observation(image, far)).action == Rotate(angle_deg=-80.0)
+    turned = pilot.decide(
+        Observation(
+            image, "go to the red car (the one about 90 degrees to your right)", (Rotate(angle_deg=60.0),)
+        )
+    ).action
+    assert isinstance(turned, Go) and turned.point[0] > 600
+    # After the first go the hint is spent: continuity with the last go decides, as without a hint.
+    history = (Go(point=(200, 600), depth_m=9.0),)
+    after = pilot.decide(
+        Observation(image, "go to the red car (the one about 30 degrees to your right)", history)
+    )
+    assert isinstance(after.action, Go) and after.action.point[0] < 400
+
+
+def test_a_hint_is_spent_once_faced_so_the_search_goes_on_its_own_way() -> None:
+    pilot = BaselinePilot()
+    empty = scene()
+    behind = "find the red car; search behind you"
+    assert pilot.decide(Observation(empty, behind)).action == Rotate(angle_deg=90.0)
+    turned = (Rotate(angle_deg=90.0),)
+    assert pilot.decide(Observation(empty, behind, turned)).action == Rotate(angle_deg=90.0)
+    # Facing it now and nothing there: an ordinary search turn, which spends the hint for good.
+    faced = (*turned, Rotate(angle_deg=90.0))
+    assert pilot.decide(Observation(empty, behind, faced)).action == Rotate(angle_deg=60.0)
+    searching = (*faced, Rotate(angle_deg=60.0))
+    assert pilot.decide(Observation(empty, behind, searching)).action == Rotate(angle_deg=60.0)

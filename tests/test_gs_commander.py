@@ -41,8 +41,9 @@ def test_two_marked_targets_go_to_distinct_drones_nearest_bearing_first() -> Non
     d1, d2 = orders.detail["assignments"]
     assert d1["bearing_deg"] == pytest.approx(math.degrees(math.atan2(2, 20)), abs=0.1)
     assert d2["bearing_deg"] == pytest.approx(math.degrees(math.atan2(21, 2)), abs=0.1)
-    assert orders.orders[0].startswith("find the red car at bearing 6 deg, about 20 m away")
-    assert orders.orders[1].startswith("find the red car at bearing 85 deg")
+    # directions relative to each drone's heading: a sub-agent never sees its world yaw
+    assert orders.orders[0] == "find the red car (the one about 6 degrees to your right, about 20 m away)"
+    assert orders.orders[1].startswith("find the red car (the one about 5 degrees to your left")
 
 
 def test_one_target_one_drone_the_others_search_their_own_sectors() -> None:
@@ -53,14 +54,52 @@ def test_one_target_one_drone_the_others_search_their_own_sectors() -> None:
     assert "bearing_deg" in assigned[0]
     sectors = [a["search_bearing_deg"] for a in assigned[1:]]
     assert sectors == [90.0, 180.0, 270.0]  # distinct directions: the fleet covers the compass
-    assert all("search toward bearing" in text for text in orders.orders[1:])
+    assert orders.orders[1:] == (
+        "go to the red car; search about 90 degrees to your right",
+        "go to the red car; search behind you",
+        "go to the red car; search about 90 degrees to your left",
+    )
 
 
 def test_no_pose_no_candidates() -> None:
     orders = RuleCommander().plan(
         CommanderInput("go to the red car", [DroneView("Drone1", None, None, None)], [(5, 5)])
     )
-    assert orders.orders == ("go to the red car; search toward bearing 0 deg",)
+    assert orders.orders == ("go to the red car; search straight ahead",)
+
+
+def test_a_declared_candidate_is_not_given_again() -> None:
+    """A sub-agent that declared at a look-alike is sent to another candidate, and nobody goes back."""
+    commander = RuleCommander()
+    marks = [(20, 0), (0, 20)]
+    first = commander.plan(CommanderInput("go to the red car", [view("Drone1", 0, 0, 0.0)], marks))
+    assert first.detail["assignments"][0]["bearing_deg"] == pytest.approx(0.0)
+    # Drone1 flew there and declared 3 m short of the car, facing it.
+    declared = DroneView("Drone1", Pose(17, 0, -3, 0.0), None, Finished())
+    second = commander.plan(CommanderInput("go to the red car", [declared], marks))
+    assert second.detail["declared_spots"] == [[20.0, 0.0]]  # the assigned candidate, not a guess
+    assert second.detail["assignments"][0]["bearing_deg"] == pytest.approx(
+        math.degrees(math.atan2(20, -17)), abs=0.1
+    )
+    assert "degrees to your right" in second.orders[0]
+    # Still remembered after more plans, whoever asks: the other candidate goes to whoever is free.
+    later = commander.plan(
+        CommanderInput("go to the red car", [view("Drone1", 15, 0, 180.0), view("Drone2", 18, 2, 0.0)], marks)
+    )
+    spots = [a.get("bearing_deg") for a in later.detail["assignments"]]
+    assert spots[0] == pytest.approx(math.degrees(math.atan2(20, -15)) % 360, abs=0.1)
+    assert spots[1] is None  # nothing left for Drone2 but a search sector
+
+
+def test_a_declaration_away_from_the_assignment_is_placed_ahead_of_the_drone() -> None:
+    commander = RuleCommander()
+    commander.plan(CommanderInput("go to the red car", [view("Drone1", 0, 0, 0.0)], [(20, 0)]))
+    wandered = DroneView("Drone1", Pose(0, -30, -3, 90.0), None, Finished())  # far from (20, 0)
+    orders = commander.plan(CommanderInput("go to the red car", [wandered], [(20, 0)]))
+    assert orders.detail["declared_spots"] == [[0.0, -27.0]]
+    assert orders.detail["assignments"][0]["bearing_deg"] == pytest.approx(
+        math.degrees(math.atan2(30, 20)), abs=0.1
+    )
 
 
 def test_drone_address_parsing() -> None:
@@ -118,3 +157,17 @@ def test_the_fleet_library_and_headless_mode_import_no_qt() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_search_sectors_stay_fixed_in_the_world_across_plans() -> None:
+    commander = RuleCommander()
+    drones = [view("Drone1", 0, 0, 0.0), view("Drone2", 0, 2, 0.0)]
+    first = commander.plan(CommanderInput("find the red car", drones))
+    assert first.orders == ("find the red car; search straight ahead", "find the red car; search behind you")
+    # Drone2 turned round as told: the same sector is now straight ahead of it, not behind it again.
+    turned = [view("Drone1", 5, 0, 0.0), view("Drone2", 0, 2, 180.0)]
+    again = commander.plan(CommanderInput("find the red car", turned))
+    assert again.orders == (
+        "find the red car; search straight ahead",
+        "find the red car; search straight ahead",
+    )

@@ -3,7 +3,11 @@
 `RuleCommander` is the baseline and the test commander: it finds candidate targets (operator-marked
 map targets, and what the baseline detector sees in each drone's frame), expresses each as a world
 bearing from each drone, and gives drones distinct candidates, nearest bearing first; a drone left
-without a candidate gets its own search sector. `ModelCommander` asks a model (models.pilot.command).
+without a candidate gets its own search sector. Orders name the direction relative to the drone's
+heading ("about 40 degrees to your right"): a sub-agent sees only its frame, never its world yaw.
+It remembers where drones declared `finished` and sends no drone back to a candidate there (a
+sub-agent that cannot tell look-alikes apart would otherwise be sent back to the same wrong one).
+`ModelCommander` asks a model (models.pilot.command).
 """
 
 from __future__ import annotations
@@ -13,12 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from common.actions import Action
+from common.actions import Action, Finished
 from common.camera import CameraProfile
 from common.errors import ConfigError
 from common.pose import Pose, wrap_deg
 
 SAME_CANDIDATE_DEG = 12.0  # two sightings closer than this in bearing are one candidate
+SAME_SPOT_M = 3.0  # two candidates closer than this on the ground are one object
+DECLARED_RADIUS_M = 5.0  # a candidate this close to a declaration's spot is the object declared
+DECLARE_AHEAD_M = 3.0  # a declaring drone's object lies about this far ahead (its arrival distance)
+ASSIGNED_NEAR_M = 10.0  # a declaration this close to the drone's assigned candidate was at that one
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,11 @@ class RuleCommander:
     def __init__(self, camera: CameraProfile | None = None) -> None:
         self.camera = camera
         self._detector: Any = None
+        self.declared_spots: list[tuple[float, float]] = []  # world (x, y) where drones declared
+        self._assigned_spot: dict[str, tuple[float, float] | None] = {}  # per drone, from the last plan
+        # Search sectors are fixed in the world from the first plan on, so a drone told to search
+        # "behind you" is told "straight ahead" once it faces there, not sent round again.
+        self._sector_base_deg: float | None = None
 
     def candidates(self, situation: CommanderInput, drone: DroneView) -> list[Candidate]:
         found: list[Candidate] = []
@@ -105,8 +118,31 @@ class RuleCommander:
             out.append(Candidate((pose.yaw_deg + offset_deg) % 360.0, det.depth_m, "seen"))
         return out
 
+    def _remember_declarations(self, drones: Sequence[DroneView]) -> None:
+        for drone in drones:
+            if not isinstance(drone.last_action, Finished) or drone.pose is None:
+                continue
+            pose = drone.pose
+            spot = self._assigned_spot.get(drone.drone_id)
+            if spot is None or math.dist(spot, (pose.x_m, pose.y_m)) > ASSIGNED_NEAR_M:
+                rad = math.radians(pose.yaw_deg)
+                spot = (
+                    pose.x_m + DECLARE_AHEAD_M * math.cos(rad),
+                    pose.y_m + DECLARE_AHEAD_M * math.sin(rad),
+                )
+            if all(math.dist(spot, known) > SAME_SPOT_M for known in self.declared_spots):
+                self.declared_spots.append(spot)
+
+    def _declared_already(self, spot: tuple[float, float] | None) -> bool:
+        return spot is not None and any(math.dist(spot, d) <= DECLARED_RADIUS_M for d in self.declared_spots)
+
     def plan(self, situation: CommanderInput) -> Orders:
         n = len(situation.drones)
+        self._remember_declarations(situation.drones)
+        if self._sector_base_deg is None:
+            self._sector_base_deg = next(
+                (d.pose.yaw_deg for d in situation.drones if d.pose is not None), None
+            )
         per_drone = [self.candidates(situation, d) for d in situation.drones]
         # Distinct candidates: a candidate is identified across drones by where it is in the world
         # when its distance is known, else by its bearing from that drone alone.
@@ -119,17 +155,21 @@ class RuleCommander:
                 cands, key=lambda c: (abs(wrap_deg(c.bearing_deg - heading)), c.distance_m or 0.0)
             )
             chosen = None
+            chosen_spot = None
             for cand in ranked:
                 spot = _world_spot(drone.pose, cand)
-                if spot is None or all(t is None or math.dist(spot, t) > 3.0 for t in taken):
-                    chosen = cand
+                if self._declared_already(spot):
+                    continue
+                if spot is None or all(t is None or math.dist(spot, t) > SAME_SPOT_M for t in taken):
+                    chosen, chosen_spot = cand, spot
                     taken.append(spot)
                     break
+            self._assigned_spot[drone.drone_id] = chosen_spot
             if chosen is not None:
-                where = f" at bearing {round(chosen.bearing_deg) % 360} deg"
+                where = f"the one {relative_direction(chosen.bearing_deg - heading)}"
                 if chosen.distance_m is not None:
                     where += f", about {chosen.distance_m:.0f} m away"
-                orders.append(f"{situation.instruction}{where}")
+                orders.append(f"{situation.instruction} ({where})")
                 assigned.append(
                     {
                         "drone": drone.drone_id,
@@ -138,10 +178,24 @@ class RuleCommander:
                     }
                 )
             else:
-                sector = (heading + 360.0 * index / max(n, 1)) % 360.0
-                orders.append(f"{situation.instruction}; search toward bearing {round(sector) % 360} deg")
+                sector = ((self._sector_base_deg or 0.0) + 360.0 * index / max(n, 1)) % 360.0
+                orders.append(f"{situation.instruction}; search {relative_direction(sector - heading)}")
                 assigned.append({"drone": drone.drone_id, "search_bearing_deg": round(sector, 1)})
-        return Orders(tuple(orders), raw="", detail={"assignments": assigned})
+        detail: dict[str, Any] = {"assignments": assigned}
+        if self.declared_spots:
+            detail["declared_spots"] = [[round(x, 1), round(y, 1)] for x, y in self.declared_spots]
+        return Orders(tuple(orders), raw="", detail=detail)
+
+
+def relative_direction(offset_deg: float) -> str:
+    """A direction relative to a drone's heading, in words a sub-agent (model or baseline) can follow."""
+    offset = wrap_deg(offset_deg)
+    if abs(offset) < 5.0:
+        return "straight ahead"
+    if abs(offset) > 175.0:
+        return "behind you"
+    side = "right" if offset > 0 else "left"
+    return f"about {round(abs(offset))} degrees to your {side}"
 
 
 def _world_spot(pose: Pose | None, cand: Candidate) -> tuple[float, float] | None:

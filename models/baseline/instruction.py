@@ -15,6 +15,31 @@ class TargetSpec(msgspec.Struct, frozen=True):
     object_class: str  # a key of OBJECT_CLASSES
     colour: str | None  # a key of COLOURS, or None when the instruction names no colour
     follow: bool = False  # "follow"/"track": a moving target, keep it in view
+    # Where the instruction says the target is, relative to the drone's heading when it was given
+    # ("... about 40 degrees to your right"): degrees, positive to the right; None when not said.
+    direction_deg: float | None = None
+
+
+# A commander's hint: "40 degrees to your right", "25 deg to the left", "straight ahead", "behind you".
+_DIRECTION = re.compile(
+    r"(?P<deg>\d+(?:\.\d+)?)\s*(?:degrees?|deg|°)\s+to\s+(?:your|the)\s+(?P<side>left|right)"
+    r"|(?P<ahead>straight\s+ahead|dead\s+ahead)"
+    r"|(?P<behind>behind\s+you)",
+    re.I,
+)
+
+
+def parse_direction(text: str) -> float | None:
+    """The relative direction an instruction gives for its target (deg, + right), or None."""
+    match = _DIRECTION.search(text)
+    if match is None:
+        return None
+    if match.group("ahead"):
+        return 0.0
+    if match.group("behind"):
+        return 180.0
+    degrees = float(match.group("deg"))
+    return degrees if match.group("side").lower() == "right" else -degrees
 
 
 _VERBS = (
@@ -50,7 +75,9 @@ def parse_instruction(text: str) -> TargetSpec:
         raise ConfigError(
             f"baseline pilot cannot read the target in {text!r}; known classes: {sorted(OBJECT_CLASSES)}"
         )
-    return TargetSpec(object_class, colour, follow=verb in ("follow", "track"))
+    return TargetSpec(
+        object_class, colour, follow=verb in ("follow", "track"), direction_deg=parse_direction(text)
+    )
 
 
 def _class_name(word: str, next_word: str) -> str | None:

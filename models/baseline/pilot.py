@@ -19,6 +19,7 @@ from typing import Any
 from common.actions import Action, Finished, Go, Plan, Rotate
 from common.camera import CameraProfile
 from common.errors import ConfigError
+from common.pose import wrap_deg
 from models.baseline.classes import OBJECT_CLASSES
 from models.baseline.detector import MIN_DEPTH_M, Detection, Detector
 from models.baseline.instruction import TargetSpec, parse_instruction
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 SEARCH_TURN_DEG = 60.0  # < the 90° field of view, so consecutive views overlap
 REACQUIRE_TURN_DEG = 35.0
+HINT_MATCH_DEG = 15.0  # a candidate this close in bearing to an instruction's direction hint is the one meant
 ARRIVAL_MARGIN = 0.8  # declare at 80% of δ: the depth is to the near face, δ to the centre
 MIN_ARRIVAL_AREA = 0.05  # share of the frame (002 App. C's arrival rule)
 LOW_IN_FRAME = 2.0 / 3.0  # box bottom below this share of the height (002 App. C)
@@ -70,9 +72,16 @@ class BaselinePilot:
         self.detector.min_depth_m = min(MIN_DEPTH_M, CLOSE_DEPTH_SHARE * delta_m)
         detections = self.detector.detect(image, target)
         self.last_detections = detections
-        chosen = self._choose(detections, observation, width)
         action: Action
-        if chosen is None:
+        hint_deg = remaining_hint_deg(target, observation.history)
+        hint_turn_deg: float | None = None
+        if hint_deg is None:
+            chosen = self._choose(detections, observation, width)
+        else:
+            chosen, hint_turn_deg = self._choose_hinted(detections, observation, hint_deg, width, height)
+        if hint_turn_deg is not None:
+            action = Rotate(angle_deg=hint_turn_deg)
+        elif chosen is None:
             action = Rotate(angle_deg=self._search_turn(observation))
         elif self._arrived(chosen, width, height, delta_m, target) and not isinstance(
             _last(observation), Finished
@@ -90,6 +99,27 @@ class BaselinePilot:
         pass
 
     # -- choices --------------------------------------------------------------------------------
+    def _choose_hinted(
+        self, detections: list[Detection], observation: Observation, hint_deg: float, width: int, height: int
+    ) -> tuple[Detection | None, float | None]:
+        """The candidate in the direction the instruction names, or a turn toward that direction.
+
+        A commander that tells look-alikes apart by where they are ("the red sign about 40 degrees to
+        your right") is followed until the first `go`; after it, the usual continuity rule holds.
+        """
+        camera = self.detector._camera_for(width, height)
+
+        def miss_deg(det: Detection) -> float:
+            return abs(math.degrees(math.atan2(det.point_px[0] - camera.cx_px, camera.fx_px)) - hint_deg)
+
+        near = [d for d in detections if miss_deg(d) <= HINT_MATCH_DEG]
+        if near:
+            return min(near, key=miss_deg), None
+        if abs(hint_deg) > camera.hfov_deg / 2.0 - HINT_MATCH_DEG / 2.0:
+            return None, max(-90.0, min(90.0, hint_deg))  # out of view: face it first
+        # In view but nothing there (hidden, or too small yet): take what is seen rather than stall.
+        return self._choose(detections, observation, width), None
+
     def _choose(self, detections: list[Detection], observation: Observation, width: int) -> Detection | None:
         if not detections:
             return None
@@ -157,6 +187,29 @@ class BaselinePilot:
             extra["bbox_px"] = [chosen.x_px, chosen.y_px, chosen.w_px, chosen.h_px]
             extra["depth_m"] = chosen.depth_m
         return Decision(action=action, raw=raw, error=error, extra=extra)
+
+
+def remaining_hint_deg(target: TargetSpec, history: Any) -> float | None:
+    """The instruction's direction hint still to be followed, relative to the current heading.
+
+    The hint is relative to the heading the instruction was given at, so turns made toward it since
+    are taken off. It is spent once a `go` was executed, or once the pilot turned any other way (it
+    faced the hinted direction, found nothing there, and searches on its own).
+    """
+    if target.direction_deg is None:
+        return None
+    remaining_deg = wrap_deg(target.direction_deg)
+    for action in history:
+        if isinstance(action, Go):
+            return None
+        if isinstance(action, Rotate):
+            toward = (
+                action.angle_deg * remaining_deg > 0 and abs(action.angle_deg) <= abs(remaining_deg) + 1.0
+            )
+            if not toward:
+                return None
+            remaining_deg -= action.angle_deg
+    return remaining_deg
 
 
 def _last(observation: Observation) -> Action | None:
