@@ -15,6 +15,9 @@ import numpy as np
 
 from common.camera import CameraProfile
 
+# Pixels go through the one implementation the controller uses too (re-exported for pilots).
+from common.camera import undistort_pixels as undistort_pixels
+
 _Key = tuple[int, int, float, float, float, float, tuple[float, ...]]
 
 
@@ -57,13 +60,3 @@ def undistort_frame(image: np.ndarray, profile: CameraProfile) -> np.ndarray:
         profile = profile.scaled_to(width, height)
     map1, map2 = _maps(_key(profile))
     return cv2.remap(image, map1, map2, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
-
-
-def undistort_pixels(points_px: np.ndarray, profile: CameraProfile) -> np.ndarray:
-    """Ideal (undistorted) pixel positions of observed pixels (N x 2), in the same camera matrix."""
-    points = np.asarray(points_px, np.float64).reshape(-1, 1, 2)
-    if not profile.has_distortion:
-        return points.reshape(-1, 2)
-    k, dist = _matrix(_key(profile))
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 50, 1e-9)
-    return cv2.undistortPoints(points, k, dist, None, None, k, criteria).reshape(-1, 2)

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 import yaml
 
 from common.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 
 class CameraProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -106,6 +111,31 @@ class CameraProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ConfigError(f"camera profile {path}: expected a mapping, got {type(data).__name__}")
         data.setdefault("name", path.stem)
         return cls.from_mapping(data, str(path))
+
+
+def undistort_pixels(points_px: ArrayLike, camera: CameraProfile) -> NDArray[np.float64]:
+    """Ideal-pinhole pixels (N x 2) of pixels (N x 2) seen through the camera's lens distortion, in the
+    same camera matrix (P = K), iterated to convergence (AGENT.md §3). The one implementation: the
+    controller's back-projection and calibration's pixel helper both call it."""
+    import numpy as np  # only callers that undistort pay for numpy and OpenCV
+
+    points = np.asarray(points_px, np.float64).reshape(-1, 1, 2)
+    if not camera.has_distortion:
+        return points.reshape(-1, 2)
+    import cv2
+
+    k = np.array(
+        [[camera.fx_px, 0.0, camera.cx_px], [0.0, camera.fy_px, camera.cy_px], [0.0, 0.0, 1.0]], np.float64
+    )
+    dist = np.array(camera.distortion, np.float64)
+    # cv2.undistortPoints without criteria stops after 5 fixed-point iterations, which leaves tenths of
+    # a pixel near the corners of a strongly distorted lens; these criteria run it to convergence.
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-10)
+    if hasattr(cv2, "undistortPointsIter"):  # OpenCV 4.x: undistortPoints takes no criteria
+        out = cv2.undistortPointsIter(points, k, dist, None, k, criteria)
+    else:  # OpenCV 5 folded the criteria into undistortPoints
+        out = cv2.undistortPoints(points, k, dist, R=None, P=k, criteria=criteria)
+    return np.asarray(out, np.float64).reshape(-1, 2)
 
 
 BUILTIN_CAMERAS: dict[str, CameraProfile] = {

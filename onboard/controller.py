@@ -16,7 +16,7 @@ import math
 import msgspec
 
 from common.actions import Action, Finished, Go, Rotate, Think
-from common.camera import CameraProfile
+from common.camera import CameraProfile, undistort_pixels
 from common.pose import Pose, wrap_deg
 from onboard.profiles import FlightProfile
 
@@ -62,24 +62,9 @@ def hold_plan(action: str) -> ControlPlan:
 def undistort_pixel(px: float, py: float, camera: CameraProfile) -> tuple[float, float]:
     """The ideal-pinhole pixel of a pixel seen through the camera's lens distortion (P = K)."""
     if not camera.has_distortion:
-        return px, py
-    import cv2  # only cameras with distortion pay for OpenCV
-    import numpy as np
-
-    k = np.array(
-        [[camera.fx_px, 0.0, camera.cx_px], [0.0, camera.fy_px, camera.cy_px], [0.0, 0.0, 1.0]],
-        dtype=np.float64,
-    )
-    dist = np.array(camera.distortion, dtype=np.float64)
-    # cv2.undistortPoints stops after 5 fixed-point iterations, which leaves tenths of a pixel near
-    # the corners of a strongly distorted lens; the Iter variant runs to convergence.
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-10)
-    src = np.array([[[px, py]]], dtype=np.float64)
-    if hasattr(cv2, "undistortPointsIter"):  # OpenCV 4.x
-        out = cv2.undistortPointsIter(src, k, dist, None, k, criteria)
-    else:  # OpenCV 5 folded the criteria into undistortPoints
-        out = cv2.undistortPoints(src, k, dist, R=None, P=k, criteria=criteria)
-    return float(out[0, 0, 0]), float(out[0, 0, 1])
+        return px, py  # the common case skips numpy and OpenCV altogether
+    ((x, y),) = undistort_pixels([(px, py)], camera)
+    return float(x), float(y)
 
 
 def back_project(

@@ -26,6 +26,7 @@ from onboard.controller import (
     plan_go,
     plan_rotate,
     plan_toward,
+    undistort_pixel,
     world_to_body,
 )
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES, flight_profile, load_flight_profile
@@ -264,6 +265,27 @@ def test_distorted_camera_round_trip(point):
     plan = plan_go(Go(point, depth), DISTORTED, OUTDOOR)
     bearing = math.degrees(math.atan2(right, forward))
     assert plan.yaw_deg == pytest.approx(bearing if abs(bearing) > 8 else 0.0)
+
+
+def test_undistortion_converges_at_the_corners_and_is_shared():
+    """AGENT.md §3 "iterated to convergence": OpenCV's default 5 iterations leave ~0.3 px at the
+    corners of this lens; every pixel, corners included, must re-project onto itself. Calibration's
+    pixel helper and the controller use the same implementation."""
+    from calibration.undistort import undistort_pixels as calibration_undistort_pixels
+    from common.camera import undistort_pixels
+
+    observed = np.array([[0, 0], [1279, 719], [1279, 0], [0, 719], [645, 355], [100, 600]], np.float64)
+    ideal = undistort_pixels(observed, DISTORTED)
+    k = np.array([[650.0, 0, 645.0], [0, 648.0, 355.0], [0, 0, 1]])
+    rays = np.column_stack(
+        [(ideal[:, 0] - 645.0) / 650.0, (ideal[:, 1] - 355.0) / 648.0, np.ones(len(ideal))]
+    )
+    reprojected, _ = cv2.projectPoints(rays, np.zeros(3), np.zeros(3), k, np.array(DISTORTED.distortion))
+    assert np.abs(reprojected.reshape(-1, 2) - observed).max() < 1e-6
+    assert calibration_undistort_pixels is undistort_pixels
+    for (px, py), (x, y) in zip(observed, ideal, strict=True):
+        assert undistort_pixel(px, py, DISTORTED) == pytest.approx((x, y), abs=1e-9)
+    assert undistort_pixel(12.5, 7.0, BUILTIN_CAMERAS["outdoor"]) == (12.5, 7.0)
 
 
 def test_canonical_depth_rescales_and_feeds_the_bands():
