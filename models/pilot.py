@@ -8,6 +8,7 @@ back as a decision with `action=None` (the drone holds) and the reason, as AGENT
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -62,6 +63,10 @@ class Decision:
     stats: CallStats | None = None
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Seconds of the pilot's own work around the model call, when it measures them: building the
+    # request (frame encoding, prompt) and parsing the reply. The runtime logs them as stages.
+    preprocess_s: float | None = None
+    parse_s: float | None = None
 
 
 @runtime_checkable
@@ -134,16 +139,32 @@ class ModelPilot:
         )
 
     def decide(self, observation: Observation) -> Decision:
+        t0 = time.perf_counter()
         request = self.build_request(observation)
+        preprocess_s = time.perf_counter() - t0
         try:
             completion = self.backend.complete(request)
         except BackendError as exc:
-            return Decision(action=None, raw="", error=f"backend: {exc}")
+            return Decision(action=None, raw="", error=f"backend: {exc}", preprocess_s=preprocess_s)
+        t2 = time.perf_counter()
         try:
             action = self.prompt.parse(completion.text, request)
         except MalformedReply as exc:
-            return Decision(action=None, raw=completion.text, stats=completion.stats, error=exc.reason)
-        return Decision(action=action, raw=completion.text, stats=completion.stats)
+            return Decision(
+                action=None,
+                raw=completion.text,
+                stats=completion.stats,
+                error=exc.reason,
+                preprocess_s=preprocess_s,
+                parse_s=time.perf_counter() - t2,
+            )
+        return Decision(
+            action=action,
+            raw=completion.text,
+            stats=completion.stats,
+            preprocess_s=preprocess_s,
+            parse_s=time.perf_counter() - t2,
+        )
 
     def close(self) -> None:
         self.backend.close()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from common.clock import Clock
 from common.interfaces import Telemetry, Vehicle
+from onboard.realtime import set_thread_fifo
 from onboard.safety import Clamp, Mode, SafetyGovernor
 from onboard.setpoints import HOLD, MotionSchedule, Setpoint
 
@@ -29,11 +30,21 @@ class TelemetryPoller:
     busy rendering) never delays a setpoint. The tick reads the newest sample; one older than
     max_age_s counts as no telemetry (the tick then holds)."""
 
-    def __init__(self, vehicle: Vehicle, clock: Clock, period_s: float, max_age_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        vehicle: Vehicle,
+        clock: Clock,
+        period_s: float,
+        max_age_s: float = 0.5,
+        phase_s: float = 0.0,
+    ) -> None:
         self.vehicle = vehicle
         self.clock = clock
         self.period_s = period_s
         self.max_age_s = max_age_s
+        # Polls are offset from the ticks so that poll and tick never wake at the same instant and
+        # queue for the interpreter lock together.
+        self.phase_s = phase_s
         self._latest: tuple[float, Telemetry] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -56,7 +67,8 @@ class TelemetryPoller:
         return sample[1]
 
     def _run(self) -> None:
-        next_s = self.clock.now()
+        next_s = self.clock.now() + self.phase_s
+        self.clock.sleep_until(next_s)
         while not self._stop.is_set():
             started = self.clock.now()
             try:
@@ -164,14 +176,28 @@ class Actuator:
 
 
 class ActuationThread:
-    """Runs Actuator.tick at rate_hz on `clock` until stopped."""
+    """Runs Actuator.tick at rate_hz on `clock` until stopped.
 
-    def __init__(self, actuator: Actuator, clock: Clock, rate_hz: float, history: int = 2000) -> None:
+    rt_priority > 0 asks SCHED_FIFO at that priority for this thread (onboard.realtime; best effort,
+    `scheduling` says what it got); 0 leaves it normally scheduled.
+    """
+
+    def __init__(
+        self,
+        actuator: Actuator,
+        clock: Clock,
+        rate_hz: float,
+        history: int = 2000,
+        rt_priority: int = 0,
+    ) -> None:
         if rate_hz <= 0:
             raise ValueError(f"rate_hz={rate_hz} must be > 0")
         self.actuator = actuator
         self.clock = clock
         self.period_s = 1.0 / rate_hz
+        self.rt_priority = rt_priority
+        self.scheduling: str | None = None  # set by the thread when it starts
+        self._started = threading.Event()
         self.period_errors_s: deque[float] = deque(maxlen=history)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="actuation", daemon=True)
@@ -179,10 +205,11 @@ class ActuationThread:
         self.error: BaseException | None = None
 
     def start(self) -> None:
-        poller = TelemetryPoller(self.actuator.vehicle, self.clock, self.period_s)
+        poller = TelemetryPoller(self.actuator.vehicle, self.clock, self.period_s, phase_s=self.period_s / 2)
         poller.start()
         self.actuator.poller = poller
         self._thread.start()
+        self._started.wait(2.0)  # `scheduling` is known once start() returns
 
     def stop(self, timeout_s: float = 2.0) -> None:
         self._stop.set()
@@ -198,6 +225,10 @@ class ActuationThread:
         return 1.0 / mean_period if mean_period > 0 else 0.0
 
     def _run(self) -> None:
+        try:
+            self.scheduling = set_thread_fifo(self.rt_priority)
+        finally:
+            self._started.set()
         next_s = self.clock.now()
         last_s: float | None = None
         while not self._stop.is_set():

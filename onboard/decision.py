@@ -24,13 +24,23 @@ log = logging.getLogger(__name__)
 
 
 class StageLatencies(msgspec.Struct):
-    """Seconds spent in each stage of one decision (model = the pilot call, parse included)."""
+    """Seconds spent in each stage of one decision: capture (camera read), preprocess (the pilot
+    building its request: frame encoding, prompt), model (the model call), parse (the reply into an
+    action), plan (checks, controller plan, hand-over to the actuation loop). A pilot that does not
+    report preprocess/parse (the baseline) has them inside model."""
 
     capture_s: float = 0.0
+    preprocess_s: float = 0.0
     model_s: float = 0.0
+    parse_s: float = 0.0
     plan_s: float = 0.0
     total_s: float = 0.0
     frame_age_s: float = 0.0  # capture -> plan handed to the actuation loop, on the runtime clock
+
+    @property
+    def pilot_s(self) -> float:
+        """The whole pilot call: preprocess + model + parse."""
+        return self.preprocess_s + self.model_s + self.parse_s
 
 
 @dataclass

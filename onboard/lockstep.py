@@ -31,8 +31,9 @@ class Stepper(Protocol):
 
 
 def measured_latency(pending: PendingDecision) -> float:
-    """The pilot's real wall-clock time (the baseline's few ms, or a real model's call)."""
-    return pending.stages.model_s
+    """The pilot's real wall-clock time (the baseline's few ms, or a real model's call with its
+    request building and reply parsing)."""
+    return pending.stages.pilot_s
 
 
 class LockstepDriver:

@@ -51,6 +51,9 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     drone: str = "Drone1"
     instruction: str = ""
     rate_hz: float = 20.0
+    # SCHED_FIFO priority of the actuation thread (0: normal scheduling). Best effort: without root
+    # or CAP_SYS_NICE it is logged and recorded, and the loop runs normally (onboard.realtime).
+    actuation_rt_priority: int = 10
     loop: str = "tolerant"  # "tolerant" or "naive"
     action_deadline_s: float = 3.0  # an action reply older than this (since capture) is discarded
     plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
@@ -82,6 +85,8 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError(f"loop={self.loop!r} must be 'tolerant' or 'naive'")
         if self.rate_hz <= 0:
             raise ValueError(f"rate_hz={self.rate_hz} must be > 0")
+        if not 0 <= self.actuation_rt_priority <= 99:
+            raise ValueError(f"actuation_rt_priority={self.actuation_rt_priority} must be 0 (off) or 1..99")
 
 
 def _builtins(value: Any) -> Any:
@@ -195,7 +200,9 @@ class OnboardRuntime:
         self.canonical_focal_px = config.canonical_focal_px or _canonical_focal_px(pilot, self.camera_profile)
         self.governor = SafetyGovernor(config.safety, home=Pose(0.0, 0.0, 0.0, 0.0))
         self.actuator = Actuator(vehicle, self.governor, self._on_clamp, self._on_telemetry)
-        self.actuation = ActuationThread(self.actuator, clock, config.rate_hz)
+        self.actuation = ActuationThread(
+            self.actuator, clock, config.rate_hz, rt_priority=config.actuation_rt_priority
+        )
         self.counters = DecisionCounters()
         self.history: list[Action] = []
         self.history_images: list[Any] = []
@@ -259,7 +266,7 @@ class OnboardRuntime:
             self._trace_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace")
             self.actuation.start()
             self.jetson.start()
-        self.event("started", takeoff_altitude_m=altitude)
+        self.event("started", takeoff_altitude_m=altitude, actuation_scheduling=self.actuation.scheduling)
 
     def prearm_check(self) -> None:
         """The pilot must be warm and return a valid action on a real frame before the motors arm."""
@@ -390,7 +397,10 @@ class OnboardRuntime:
         except Exception as exc:  # a pilot bug must not crash the drone: it is a failed decision
             log.exception("pilot raised")
             decision = Decision(action=None, raw="", error=f"pilot raised {type(exc).__name__}: {exc}")
-        stages.model_s = wall_timer() - w1
+        pilot_s = wall_timer() - w1
+        stages.preprocess_s = decision.preprocess_s or 0.0
+        stages.parse_s = decision.parse_s or 0.0
+        stages.model_s = max(0.0, pilot_s - stages.preprocess_s - stages.parse_s)
         return PendingDecision(frame, observation, decision, capture_clock_s, stages, w0)
 
     def apply_decision(self, pending: PendingDecision) -> ControlPlan | None:
@@ -426,7 +436,7 @@ class OnboardRuntime:
             plan = self._execute(action, frame)
             stages.plan_s = wall_timer() - w2
             self.governor.pilot_ok()
-        stages.total_s = stages.capture_s + stages.model_s + (wall_timer() - w2)
+        stages.total_s = stages.capture_s + stages.pilot_s + (wall_timer() - w2)
         stages.frame_age_s = self.clock.now() - pending.capture_clock_s
         self.last_stages = stages
         self._record_step(frame, decision, discarded, stages)

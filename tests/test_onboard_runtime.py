@@ -95,6 +95,9 @@ def test_same_episode_through_serve_pilot_and_openai(world, tmp_path) -> None:
     meta = json.loads((tmp_path / "episode.json").read_text())
     assert meta["run"]["model_profile"] == "qwen3.5-2b"
     assert meta["run"]["prompt_hashes"], "a model pilot's prompt hashes are recorded"
+    stages = [json.loads(line)["stages"] for line in (tmp_path / "steps.jsonl").read_text().splitlines()]
+    # A model pilot's request building and reply parsing are their own stages, outside the model call.
+    assert all(s["preprocess_s"] > 0 and s["parse_s"] > 0 and s["model_s"] > 0 for s in stages)
 
 
 def test_injected_latency_costs_episode_time_and_stale_replies_hold(world, tmp_path) -> None:
