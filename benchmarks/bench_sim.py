@@ -52,6 +52,39 @@ def bench_render(frames: int) -> None:
             )
 
 
+def bench_truth(frames: int) -> None:
+    """Ground truth per question: a full-frame render (the cost before issue 9's crop) vs the crop of the
+    target's region vs one pixel, on the same poses, interleaved (same machine load for each)."""
+    with World("residential", vehicles=1) as w:
+        w.pause(True)
+        target = w.spawn("target", "car@red", Pose(25.0, 0.0, 0.0, 90.0)).name
+        full_s, crop_s, pixel_s, crop_px, flips = [], [], [], [], 0
+        for i in range(frames):
+            # approaching the car along the street, turning: in view, at the edge, out of view
+            pose = Pose(-5.0 + 0.6 * i, (i % 5) - 2.0, -2.0 - (i % 3), ((i * 23) % 120) - 60.0)
+            w.set_vehicle_pose("Drone1", pose)
+            t = time.perf_counter()
+            full = w.target_truth("Drone1", target, w.render("Drone1", segmentation=True))
+            full_s.append(time.perf_counter() - t)
+            before = w.render_stats.crop_pixels
+            t = time.perf_counter()
+            crop = w.target_truth("Drone1", target)
+            crop_s.append(time.perf_counter() - t)
+            crop_px.append(w.render_stats.crop_pixels - before)
+            flips += crop.visible != full.visible
+            t = time.perf_counter()
+            w.point_on_target_at("Drone1", target, 500.0, 500.0)
+            pixel_s.append(time.perf_counter() - t)
+        med_full, med_crop = statistics.median(full_s), statistics.median(crop_s)
+        print(
+            f"ground truth (visibility), residential, car 0-25 m ahead: full render {med_full * 1e3:6.1f} ms,"
+            f" crop {med_crop * 1e3:5.1f} ms (median; {med_full / med_crop:4.1f}x), crop p90 "
+            f"{pct(crop_s, 0.9) * 1e3:5.1f} ms, crop pixels median {statistics.median(crop_px):.0f} of "
+            f"{640 * 360}; point on target (1 px) {statistics.median(pixel_s) * 1e3:4.1f} ms; "
+            f"visibility differing {flips}/{frames}"
+        )
+
+
 def bench_rtf(sim_seconds: float) -> None:
     with World("residential", vehicles=1) as w:
         w.takeoff("Drone1", 3.0)
@@ -132,6 +165,7 @@ def main() -> None:
         f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared: figures are noisy)"
     )
     bench_render(args.frames)
+    bench_truth(args.frames)
     bench_rtf(args.sim_seconds)
     bench_rpc(args.calls)
 

@@ -29,6 +29,7 @@ class RemoteTruth:
         self._timeout_s = timeout_s
         self._local = threading.local()  # the airsim client is not thread-safe: one per thread
         self._unsupported = False
+        self._in_frame = True  # until the simulator says it has no dcPointOnTargetInFrame
 
     def _call(self, method: str, *args: Any) -> Any:
         client = getattr(self._local, "client", None)
@@ -63,19 +64,26 @@ class RemoteTruth:
         )
 
     def point_on_target(self, frame: Frame, point_xy: tuple[int, int]) -> bool | None:
+        """Asked about the frame the model saw: the simulator answers from that frame's segmentation
+        when it still keeps it (dcPointOnTargetInFrame, by the frame's time stamp and pose), else from
+        a re-render at the frame's pose. A simulator without the ring gets dcPointOnTargetAt."""
         if self._unsupported:
             return None
+        pose = [float(v) for v in frame.pose.as_list()]
+        u, v = float(point_xy[0]), float(point_xy[1])
+        vehicle = self.target_url.vehicle
+        if self._in_frame:
+            try:
+                stamp_ns = round(frame.capture_time_s * 1e9)
+                return bool(self._call("dcPointOnTargetInFrame", vehicle, self.target, u, v, stamp_ns, pose))
+            except Exception as exc:
+                if "could not find function" not in str(exc):
+                    log.warning("dcPointOnTargetInFrame failed: %s", exc)
+                    return None
+                log.info("the simulator has no dcPointOnTargetInFrame: re-rendered at the frame's pose")
+                self._in_frame = False
         try:
-            return bool(
-                self._call(
-                    "dcPointOnTargetAt",
-                    self.target_url.vehicle,
-                    self.target,
-                    float(point_xy[0]),
-                    float(point_xy[1]),
-                    [float(v) for v in frame.pose.as_list()],
-                )
-            )
+            return bool(self._call("dcPointOnTargetAt", vehicle, self.target, u, v, pose))
         except Exception as exc:
             log.warning("dcPointOnTargetAt failed: %s", exc)
             return None

@@ -12,16 +12,19 @@ import fnmatch
 import logging
 import math
 import re
+import threading
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import cv2
 import numpy as np
 
 from common.errors import ConfigError, VehicleError
-from common.pose import Pose
+from common.pose import Pose, wrap_deg
 from sim_bridge.sim.frames import yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
-from sim_bridge.sim.world import VISIBLE_RANGE_M, World
+from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, image_pixel
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,13 @@ CAMERA_NAMES = {"", "0", "front_center"}
 HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M = 47.641468, -122.140165, 122.0
 EARTH_RADIUS_M = 6378137.0
 WAIT_WALL_S = 24 * 3600.0  # a motion RPC waits for simulation time, which may be paused for long
+# Segmentations of each vehicle's last frames kept for dcPointOnTargetInFrame: a frame is asked about
+# once its model call returns (~1-2 s on a Jetson-class model, 5-10 frames at 5 fps). int16 ids:
+# 0.46 MB per 640x360 frame, ~7 MB per vehicle.
+FRAME_RING_SIZE = 16
+RING_TIME_TOLERANCE_NS = 1000  # time stamps travel as float seconds in a Frame: allow rounding
+RING_POSE_TOLERANCE = 1e-3  # metres and degrees: the pose the frame reports vs the render's
+TRUTH_RENDER_MODES = ("crop", "full")
 
 EXTENSIONS = {
     "dcGroundTruth": "(vehicle_name, object_name) -> {distance_m, bbox_distance_m, visible, "
@@ -37,6 +47,14 @@ EXTENSIONS = {
     "dcPointOnTarget": "(vehicle_name, object_name, u, v) -> bool: image point (0-1000) on the object now",
     "dcPointOnTargetAt": "(vehicle_name, object_name, u, v, [x, y, z, yaw_deg]) -> bool: the same for "
     "a frame taken at that world vehicle pose (re-rendered with the scene as it is now)",
+    "dcPointOnTargetInFrame": "(vehicle_name, object_name, u, v, time_stamp_ns, [x, y, z, yaw_deg]) -> "
+    "bool: the same for the frame simGetImages served with that time_stamp (and vehicle pose), read from "
+    "its segmentation kept in a ring of the vehicle's last frames; an unknown frame is re-rendered "
+    "at the pose with the scene as it is now (as dcPointOnTargetAt)",
+    "dcRenderStats": "(reset) -> {frames, full, full_pixels, full_s, crop, crop_pixels, crop_s, skipped, "
+    "ring_hits, ring_misses, truth_render}: renders since start (or the last reset); frames per vehicle",
+    "dcSetTruthRender": "(mode) -> None: 'crop' (default: ground truth renders only the target's region, "
+    "point-on-target answers from the frame ring) or 'full' (a full-frame render for each, for comparison)",
     "dcSetObjectPath": "(object_name, [[x, y, z], ...] world NED, speed_m_s) -> True: follow from now",
     "dcGetObjectInfo": "(object_name) -> {name, cls, colour, asset, text, bbox_centre, bbox_half_m, pose}",
     "dcGetVehicleSpawn": "(vehicle_name) -> Pose: the vehicle's spawn pose in the world NED frame",
@@ -99,11 +117,26 @@ def _yaw_mode(d: Any) -> tuple[bool, float]:
     return bool(d.get("is_rate", True)), float(d.get("yaw_or_rate", 0.0))
 
 
+@dataclass(frozen=True)
+class FrameSeg:
+    """One served frame's segmentation (body ids), for point-on-target questions about it later."""
+
+    time_stamp_ns: int
+    vehicle_pose: Pose  # world NED at capture
+    seg: np.ndarray
+
+
 class AirSimApi:
     """The handlers; `table()` gives name -> callable for the RPC server."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, truth_render: str = "crop") -> None:
         self.world = world
+        self._frames: dict[str, deque[FrameSeg]] = {}
+        self._frames_served: dict[str, int] = {}
+        self._ring_hits = 0
+        self._ring_misses = 0
+        self._ring_lock = threading.Lock()
+        self.dcSetTruthRender(truth_render)
 
     # ---------------------------------------------------------------- helpers
     def _slot(self, vehicle_name: str) -> Any:
@@ -487,6 +520,7 @@ class AirSimApi:
             parsed.append((req, image_type))
         need_depth = any(t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE) for _, t in parsed)
         render = self.world.render(str(vehicle_name), segmentation=True, depth=need_depth)
+        self._keep_frame(render)
         cam_pose = pose_msg(*render.camera_position_ned, render.camera_yaw_deg)
         out = []
         for req, image_type in parsed:
@@ -635,7 +669,11 @@ class AirSimApi:
 
     # ---------------------------------------------------------------- built-in-sim extensions (dc*)
     def dcGroundTruth(self, vehicle_name: str, object_name: str) -> dict[str, Any]:
-        t = self.world.target_truth(str(vehicle_name), str(object_name))
+        if self._truth_render == "full":
+            render = self.world.render(str(vehicle_name), segmentation=True)
+            t = self.world.target_truth(str(vehicle_name), str(object_name), render)
+        else:
+            t = self.world.target_truth(str(vehicle_name), str(object_name))
         p = t.target_pose
         return {
             "distance_m": t.distance_m,
@@ -649,17 +687,91 @@ class AirSimApi:
         }
 
     def dcPointOnTarget(self, vehicle_name: str, object_name: str, u: float, v: float) -> bool:
-        render = self.world.render(str(vehicle_name), segmentation=True)
-        return self.world.point_on_target(render, str(object_name), float(u), float(v))
+        return self._point_on_target(str(vehicle_name), str(object_name), float(u), float(v), None)
 
     def dcPointOnTargetAt(
         self, vehicle_name: str, object_name: str, u: float, v: float, vehicle_pose_world: Any
     ) -> bool:
         """point_on_target for a frame taken earlier: re-render from the frame's vehicle pose
         ([x, y, z, yaw_deg] world NED) with the scene as it is now."""
-        x, y, z, yaw = (float(a) for a in vehicle_pose_world)
-        render = self.world.render(str(vehicle_name), segmentation=True, vehicle_pose=Pose(x, y, z, yaw))
-        return self.world.point_on_target(render, str(object_name), float(u), float(v))
+        pose = _pose_list(vehicle_pose_world)
+        return self._point_on_target(str(vehicle_name), str(object_name), float(u), float(v), pose)
+
+    def dcPointOnTargetInFrame(
+        self,
+        vehicle_name: str,
+        object_name: str,
+        u: float,
+        v: float,
+        time_stamp_ns: int,
+        vehicle_pose_world: Any,
+    ) -> bool:
+        """point_on_target for the served frame with this time stamp and pose, from the frame ring;
+        a frame no longer (or never) in it is re-rendered at the pose (dcPointOnTargetAt)."""
+        name = self.world.vehicle(str(vehicle_name)).model.name
+        pose = _pose_list(vehicle_pose_world)
+        if self._truth_render == "crop":
+            frame = self._find_frame(name, int(time_stamp_ns), pose)
+            if frame is not None:
+                h, w = frame.seg.shape
+                col, row = image_pixel(w, h, float(u), float(v))
+                return bool(frame.seg[row, col] == self.world.get_object(str(object_name)).body_id)
+        return self._point_on_target(name, str(object_name), float(u), float(v), pose)
+
+    def _point_on_target(self, vehicle: str, target: str, u: float, v: float, pose: Pose | None) -> bool:
+        if self._truth_render == "full":
+            render = self.world.render(vehicle, segmentation=True, vehicle_pose=pose)
+            return self.world.point_on_target(render, target, u, v)
+        return self.world.point_on_target_at(vehicle, target, u, v, pose)
+
+    def _keep_frame(self, render: Render) -> None:
+        if render.seg is None:
+            return
+        seg = render.seg
+        if seg.size and int(seg.min()) >= -32768 and int(seg.max()) <= 32767:
+            seg = seg.astype(np.int16)
+        frame = FrameSeg(round(render.time_s * 1e9), render.vehicle_pose, seg)
+        with self._ring_lock:
+            self._frames.setdefault(render.vehicle, deque(maxlen=FRAME_RING_SIZE)).append(frame)
+            self._frames_served[render.vehicle] = self._frames_served.get(render.vehicle, 0) + 1
+
+    def _find_frame(self, vehicle: str, time_stamp_ns: int, pose: Pose) -> FrameSeg | None:
+        """The newest kept frame of `vehicle` with this time stamp and pose (frames rendered at one
+        paused instant share a time stamp; the pose tells them apart)."""
+        with self._ring_lock:
+            for frame in reversed(self._frames.get(vehicle, ())):
+                p = frame.vehicle_pose
+                if (
+                    abs(frame.time_stamp_ns - time_stamp_ns) <= RING_TIME_TOLERANCE_NS
+                    and max(abs(p.x_m - pose.x_m), abs(p.y_m - pose.y_m), abs(p.z_m - pose.z_m))
+                    <= RING_POSE_TOLERANCE
+                    and abs(wrap_deg(p.yaw_deg - pose.yaw_deg)) <= RING_POSE_TOLERANCE
+                ):
+                    self._ring_hits += 1
+                    return frame
+            self._ring_misses += 1
+        return None
+
+    def dcRenderStats(self, reset: bool) -> dict[str, Any]:
+        w = self.world
+        with w.lock, self._ring_lock:
+            out: dict[str, Any] = dict(vars(w.render_stats))
+            out.update(
+                frames=dict(self._frames_served),
+                ring_hits=self._ring_hits,
+                ring_misses=self._ring_misses,
+                truth_render=self._truth_render,
+            )
+            if reset:
+                w.render_stats = RenderStats()
+                self._frames_served.clear()
+                self._ring_hits = self._ring_misses = 0
+        return out
+
+    def dcSetTruthRender(self, mode: str) -> None:
+        if str(mode) not in TRUTH_RENDER_MODES:
+            raise ConfigError(f"truth render mode {mode!r} is not one of {TRUTH_RENDER_MODES}")
+        self._truth_render = str(mode)
 
     def dcSetObjectPath(self, object_name: str, waypoints: Any, speed_m_s: float) -> bool:
         pts = [(float(a), float(b), float(c)) for a, b, c in waypoints]
@@ -695,6 +807,16 @@ class AirSimApi:
             for name in dir(self)
             if not name.startswith("_") and name not in ("world", "table") and callable(getattr(self, name))
         }
+
+
+def _pose_list(values: Any) -> Pose:
+    try:
+        x, y, z, yaw = (float(a) for a in values)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"vehicle pose: expected [x, y, z, yaw_deg] world NED, got {values!r:.80}"
+        ) from None
+    return Pose(x, y, z, yaw)
 
 
 def segmentation_colours(seg: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cv2
+import msgspec
 import numpy as np
 
 from common.camera import BUILTIN_CAMERAS, CameraProfile
@@ -40,6 +41,10 @@ DRONE_COLLISION_RADIUS_M = 0.3
 TAKEOFF_SPEED_M_S = 1.0
 SCENERY_TILE_M = 25.0
 SCENERY_MAX_LINKS = 100
+# pixels added around a target's projected box: mesh edges rasterise up to a pixel beyond it
+REGION_MARGIN_PX = 2
+BOX_CORNER_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+BOX_EDGES = [(a, b) for a in range(8) for b in range(a + 1, 8) if bin(a ^ b).count("1") == 1]
 
 
 @dataclass
@@ -118,6 +123,30 @@ class TargetTruth:
 
 
 @dataclass
+class RenderStats:
+    """What the renderer has done: full frames and crops (count, pixels, seconds inside PyBullet), and
+    ground-truth questions answered without rendering (target outside the frame)."""
+
+    full: int = 0
+    full_pixels: int = 0
+    full_s: float = 0.0
+    crop: int = 0
+    crop_pixels: int = 0
+    crop_s: float = 0.0
+    skipped: int = 0
+
+    def add(self, kind: str, pixels: int, seconds: float) -> None:
+        if kind == "crop":
+            self.crop += 1
+            self.crop_pixels += pixels
+            self.crop_s += seconds
+        else:
+            self.full += 1
+            self.full_pixels += pixels
+            self.full_s += seconds
+
+
+@dataclass
 class VehicleSlot:
     model: Multirotor
     body_id: int
@@ -170,6 +199,7 @@ class World:
         self._texture_ids: dict[str, int] = {}
         self.objects: dict[str, SceneObject] = {}
         self.vehicles: dict[str, VehicleSlot] = {}
+        self.render_stats = RenderStats()
         self.ground_ids: set[int] = set()
         self.ground = GroundMap((90, 128, 77))
         self._paused = False
@@ -639,6 +669,42 @@ class World:
         pos[2] = min(pos[2], m.floor_z_m - 0.02)  # a landed drone's camera stays above the ground
         return pos, p.yaw_deg
 
+    def _camera_image(
+        self,
+        slot: VehicleSlot,
+        cam: CameraProfile,
+        eye: np.ndarray,
+        yaw: float,
+        vehicle_pose: Pose | None,
+        kind: str = "full",
+    ) -> tuple[Any, Any, Any]:
+        """PyBullet's (rgba, zbuf, seg) for camera `cam` at (eye, yaw); the caller holds the lock.
+
+        With `vehicle_pose`, the vehicle's own body is moved out of the way meanwhile (its camera is
+        placed as if the vehicle were there). `cam` may be a crop (see crop_camera): same pixel grid.
+        """
+        p, c = self._p, self.client
+        if vehicle_pose is not None:
+            p.resetBasePositionAndOrientation(
+                slot.body_id, (0.0, 0.0, -1000.0), (0, 0, 0, 1), physicsClientId=c
+            )
+        fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
+        view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
+        t0 = time.perf_counter()
+        _, _, rgba, zbuf, seg = p.getCameraImage(
+            cam.width_px,
+            cam.height_px,
+            view,
+            projection_matrix(cam),
+            renderer=p.ER_TINY_RENDERER,
+            flags=0,  # the segmentation mask also tells the ground fill which pixels are empty
+            physicsClientId=c,
+        )
+        self.render_stats.add(kind, cam.width_px * cam.height_px, time.perf_counter() - t0)
+        if vehicle_pose is not None:
+            self._place_vehicle(slot)
+        return rgba, zbuf, seg
+
     def render(
         self,
         name: str = "",
@@ -652,32 +718,14 @@ class World:
         With `vehicle_pose`, the camera is placed as if the vehicle were there (the scene as it is now;
         the vehicle's own body is moved out of the way meanwhile): a frame's view re-rendered later.
         """
-        p, c = self._p, self.client
         with self.lock:
             slot = self.vehicle(name)
             cam = camera or slot.camera
             eye, yaw = self.camera_pose(name, vehicle_pose)
-            if vehicle_pose is not None:
-                p.resetBasePositionAndOrientation(
-                    slot.body_id, (0.0, 0.0, -1000.0), (0, 0, 0, 1), physicsClientId=c
-                )
             eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
-            fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
-            view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
-            flags = 0  # the segmentation mask also tells the ground fill which pixels are empty
-            _, _, rgba, zbuf, seg = p.getCameraImage(
-                cam.width_px,
-                cam.height_px,
-                view,
-                projection_matrix(cam),
-                renderer=p.ER_TINY_RENDERER,
-                flags=flags,
-                physicsClientId=c,
-            )
+            rgba, zbuf, seg = self._camera_image(slot, cam, eye, yaw, vehicle_pose)
             t = self.clock.now()
             pose = vehicle_pose or slot.model.pose()
-            if vehicle_pose is not None:
-                self._place_vehicle(slot)
         h, w = cam.height_px, cam.width_px
         rgba = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
         seg_arr = np.asarray(seg, np.int32).reshape(h, w)
@@ -702,14 +750,68 @@ class World:
             image, seg_arr if segmentation else None, depth_arr, t, slot.model.name, pose, eye_t, yaw, cam
         )
 
+    def render_segmentation(
+        self, name: str, region: tuple[int, int, int, int], vehicle_pose: Pose | None = None
+    ) -> np.ndarray:
+        """Body ids of the pixels region = (u0, v0, u1, v1) (end exclusive) of the vehicle's frame.
+
+        Renders only that crop, on the full frame's pixel grid (crop_camera), with everything in the
+        scene drawn so that occlusion is as in the full render; the ground fill is not needed for ids
+        (ground pixels read -1 here, -2 in a full render: neither is an object). The caller holds the
+        lock when the region must match other state read at the same instant.
+        """
+        with self.lock:
+            slot = self.vehicle(name)
+            eye, yaw = self.camera_pose(name, vehicle_pose)
+            cam = crop_camera(slot.camera, region)
+            _, _, seg = self._camera_image(slot, cam, eye, yaw, vehicle_pose, "crop")
+        return np.asarray(seg, np.int32).reshape(cam.height_px, cam.width_px)
+
+    def projected_region(
+        self, obj: SceneObject, eye: np.ndarray, yaw_deg: float, cam: CameraProfile
+    ) -> tuple[int, int, int, int] | None:
+        """The pixels (u0, v0, u1, v1), end exclusive, that can hold `obj` in a frame from (eye, yaw):
+        the part of its oriented bounding box in front of the near plane, projected, REGION_MARGIN_PX
+        wider, clipped to the frame. None when no pixel can (behind the camera, outside the frustum).
+
+        A box that crosses the near plane is cut there (its corners in front plus its edges' crossing
+        points): TinyRenderer does not clip at the near plane, but measured over 107 such poses no
+        target pixel of a full render fell outside this region (tests/test_sim_crop_truth.py).
+        """
+        half = np.asarray(obj.bbox_half_m)
+        corners = obj.bbox_centre_ned() + (BOX_CORNER_SIGNS * half) @ yaw_rotation_ned(obj.pose.yaw_deg).T
+        rel = (corners - eye) @ yaw_rotation_ned(yaw_deg)  # rows: (forward, right, down) in the camera
+        ahead = rel[:, 0] - NEAR_M
+        points = [rel[ahead > 0]]
+        for a, b in BOX_EDGES:
+            if ahead[a] * ahead[b] < 0:  # the edge crosses the near plane: keep the crossing point
+                points.append(rel[a] + (ahead[a] / (ahead[a] - ahead[b])) * (rel[b] - rel[a]))
+        pts = np.vstack(points)
+        if len(pts) == 0:
+            return None
+        fwd = np.maximum(pts[:, 0], NEAR_M)
+        u = cam.fx_px * pts[:, 1] / fwd + cam.cx_px
+        v = cam.fy_px * pts[:, 2] / fwd + cam.cy_px
+        u0 = max(0, math.floor(u.min()) - REGION_MARGIN_PX)
+        v0 = max(0, math.floor(v.min()) - REGION_MARGIN_PX)
+        u1 = min(cam.width_px, math.ceil(u.max()) + REGION_MARGIN_PX + 1)
+        v1 = min(cam.height_px, math.ceil(v.max()) + REGION_MARGIN_PX + 1)
+        if u0 >= u1 or v0 >= v1:
+            return None
+        return (u0, v0, u1, v1)
+
     def min_visible_pixels(self, cam: CameraProfile) -> int:
         """20 pixels of a 640x360 frame, scaled with the frame's area (AGENT.md §6)."""
         return max(1, round(VISIBLE_PIXELS_640x360 * cam.width_px * cam.height_px / (640 * 360)))
 
-    def target_truth(self, vehicle: str, target: str, render: Render | None = None) -> TargetTruth:
-        """Distance, bbox distance and visibility of `target` from `vehicle` (a fresh render unless given)."""
+    def target_truth(
+        self, vehicle: str, target: str, render: Render | None = None, vehicle_pose: Pose | None = None
+    ) -> TargetTruth:
+        """Distance, bbox distance and visibility of `target` from `vehicle`, read from `render` when
+        given; otherwise from a render of just the target's projected region (crop_truth), at the
+        vehicle's pose now or at `vehicle_pose`."""
         if render is None:
-            render = self.render(vehicle, segmentation=True)
+            return self._crop_truth(vehicle, target, vehicle_pose)
         if render.seg is None:
             raise ConfigError("target_truth needs a render with segmentation")
         with self.lock:
@@ -718,13 +820,47 @@ class World:
             drone = np.array([render.vehicle_pose.x_m, render.vehicle_pose.y_m, render.vehicle_pose.z_m])
             dist = float(np.linalg.norm(obj.bbox_centre_ned() - drone))
             bbox_dist = obj.bbox_distance_m(drone)
-        mask = render.seg == body
+        return self._truth_from_mask(render.seg == body, (0, 0), dist, bbox_dist, target_pose, render.camera)
+
+    def _crop_truth(self, vehicle: str, target: str, vehicle_pose: Pose | None) -> TargetTruth:
+        """target_truth from the target's projected region only: the same pixel count as a full render
+        (the crop is the same pixel grid with the same scene; see tests/test_sim_crop_truth.py) at
+        the cost of the region's pixels. Not in the frame at all: 0 pixels without rendering."""
+        with self.lock:
+            slot = self.vehicle(vehicle)
+            obj = self.get_object(target)
+            pose = vehicle_pose or slot.model.pose()
+            drone = np.array([pose.x_m, pose.y_m, pose.z_m])
+            dist = float(np.linalg.norm(obj.bbox_centre_ned() - drone))
+            bbox_dist = obj.bbox_distance_m(drone)
+            eye, yaw = self.camera_pose(vehicle, pose)
+            region = self.projected_region(obj, eye, yaw, slot.camera)
+            if region is None:
+                self.render_stats.skipped += 1
+                mask = np.zeros((0, 0), bool)
+                origin = (0, 0)
+            else:
+                mask = self.render_segmentation(vehicle, region, vehicle_pose) == obj.body_id
+                origin = (region[0], region[1])
+            target_pose = obj.pose
+        return self._truth_from_mask(mask, origin, dist, bbox_dist, target_pose, slot.camera)
+
+    def _truth_from_mask(
+        self,
+        mask: np.ndarray,
+        origin: tuple[int, int],
+        dist: float,
+        bbox_dist: float,
+        target_pose: Pose,
+        cam: CameraProfile,
+    ) -> TargetTruth:
         count = int(mask.sum())
-        need = self.min_visible_pixels(render.camera)
+        need = self.min_visible_pixels(cam)
         box = None
         if count:
             vs, us = np.nonzero(mask)
-            box = (int(us.min()), int(vs.min()), int(us.max()), int(vs.max()))
+            u0, v0 = origin
+            box = (int(us.min()) + u0, int(vs.min()) + v0, int(us.max()) + u0, int(vs.max()) + v0)
         return TargetTruth(
             distance_m=dist,
             bbox_distance_m=bbox_dist,
@@ -740,6 +876,47 @@ class World:
         if render.seg is None:
             raise ConfigError("point_on_target needs a render with segmentation")
         h, w = render.seg.shape
-        col = min(w - 1, max(0, int(u * w / 1000.0)))
-        row = min(h - 1, max(0, int(v * h / 1000.0)))
+        col, row = image_pixel(w, h, u, v)
         return bool(render.seg[row, col] == self.get_object(target).body_id)
+
+    def point_on_target_at(
+        self, vehicle: str, target: str, u: float, v: float, vehicle_pose: Pose | None = None
+    ) -> bool:
+        """point_on_target for the vehicle's frame now (or at `vehicle_pose`), rendering that one pixel
+        only (none when it lies outside the target's projected region)."""
+        with self.lock:
+            slot = self.vehicle(vehicle)
+            obj = self.get_object(target)
+            cam = slot.camera
+            col, row = image_pixel(cam.width_px, cam.height_px, u, v)
+            eye, yaw = self.camera_pose(vehicle, vehicle_pose)
+            region = self.projected_region(obj, eye, yaw, cam)
+            if region is None or not (region[0] <= col < region[2] and region[1] <= row < region[3]):
+                self.render_stats.skipped += 1
+                return False
+            seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
+            return bool(seg[0, 0] == obj.body_id)
+
+
+def image_pixel(width_px: int, height_px: int, u: float, v: float) -> tuple[int, int]:
+    """(column, row) of image point (u, v), each 0-1000 in image order, clamped to the frame."""
+    col = min(width_px - 1, max(0, int(u * width_px / 1000.0)))
+    row = min(height_px - 1, max(0, int(v * height_px / 1000.0)))
+    return col, row
+
+
+def crop_camera(cam: CameraProfile, region: tuple[int, int, int, int]) -> CameraProfile:
+    """The camera that sees just the pixels region = (u0, v0, u1, v1) (end exclusive) of `cam`'s frame:
+    an off-axis sub-frustum with the same fx, fy and the principal point moved by the integer crop
+    origin, so its pixel (i, j) is the full frame's pixel (u0 + i, v0 + j) on the same grid."""
+    u0, v0, u1, v1 = region
+    if not (0 <= u0 < u1 <= cam.width_px and 0 <= v0 < v1 <= cam.height_px):
+        raise ConfigError(f"crop {region} is empty or outside the {cam.width_px}x{cam.height_px} frame")
+    return msgspec.structs.replace(
+        cam,
+        name=f"{cam.name}[{u0}:{u1},{v0}:{v1}]",
+        width_px=u1 - u0,
+        height_px=v1 - v0,
+        cx_px=cam.cx_px - u0,
+        cy_px=cam.cy_px - v0,
+    )
