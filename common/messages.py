@@ -35,7 +35,32 @@ class Body(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 # --- drone → ground, published -------------------------------------------------------------------
 
 
-class Telemetry(Body, frozen=True, forbid_unknown_fields=True):
+class JetsonHealth(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The companion computer's health (onboard.jetson: tegrastats or jtop), sampled on the drone.
+
+    Unknown fields are ignored (no forbid_unknown_fields) so that a later sensor added here never makes
+    an older ground station drop the whole telemetry message."""
+
+    source: str  # "tegrastats" or "jtop"
+    max_temp_c: float | None = None  # hottest sensor
+    cpu_temp_c: float | None = None
+    gpu_temp_c: float | None = None
+    temps_c: dict[str, float] = {}  # every sensor, lower-case name -> °C
+    cpu_load_pct: float | None = None  # mean over online cores
+    gpu_load_pct: float | None = None
+    ram_used_mb: float | None = None
+    ram_total_mb: float | None = None
+    swap_used_mb: float | None = None
+    power_mw: float | None = None  # whole module input power
+    power_mode: str | None = None  # nvpmodel mode name, e.g. "MAXN" or "25W"
+    throttled: bool = False
+    throttle_reasons: tuple[str, ...] = ()  # e.g. "thermal: 96.0 C >= 95 C"
+
+
+# omit_defaults: a field at its default is not sent, so a drone without Jetson health (jetson=None)
+# sends exactly what peers from before the field decode; a peer from before the field still rejects
+# telemetry that carries `jetson` (forbid_unknown_fields), so update ground stations first.
+class Telemetry(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     TYPE: ClassVar[str] = "telemetry"
 
     time_s: float  # drone clock, when the state was sampled
@@ -49,6 +74,7 @@ class Telemetry(Body, frozen=True, forbid_unknown_fields=True):
     latencies_s: dict[str, float] = {}  # per-stage latency of the last step, e.g. {"model": 0.41}
     safety_state: str = "ok"  # e.g. "ok", "geofence", "estop", "link_lost_hold"
     pose_source: str = "vehicle"  # "vehicle", or "dead_reckoning" (Tello, AGENT.md §7)
+    jetson: JetsonHealth | None = None  # None off a Jetson, or when its health sample is stale
 
 
 class FrameMeta(Body, frozen=True, forbid_unknown_fields=True):

@@ -11,6 +11,8 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
+import msgspec
+
 from common.actions import action_from_dict
 from common.link.drone import CommandOutcome, DroneLink, DroneLinkConfig, ReceivedCommand
 from common.link.liveness import LinkEvent
@@ -20,6 +22,7 @@ from common.messages import (
     EStop,
     Hold,
     Instruction,
+    JetsonHealth,
     Judgement,
     Land,
     Order,
@@ -51,6 +54,7 @@ class RuntimeLink:
         self.link = link
         self.frame_seq = -1  # the seq of the newest frame sent (DroneLink numbers the frames it queues)
         self.declaration_times: dict[str, float] = {}  # declaration_id -> t, for judgements
+        self._jetson_warned = False
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, data: dict[str, Any]) -> None:
@@ -68,8 +72,22 @@ class RuntimeLink:
                 control_rate_hz=float(data.get("served_rate_hz") or 0.0),
                 latencies_s={k: float(v) for k, v in stages.items() if isinstance(v, (int, float))},
                 safety_state=data.get("mode_reason") or "ok",
+                jetson=self._jetson(data.get("jetson")),
             )
         )
+
+    def _jetson(self, health: dict[str, Any] | None) -> JetsonHealth | None:
+        """onboard.jetson's snapshot as the typed message field (None off a Jetson)."""
+        if health is None:
+            return None
+        try:
+            return msgspec.convert(health, JetsonHealth)
+        except msgspec.ValidationError as exc:
+            # Telemetry goes out regardless: a health reading that does not fit is dropped, once logged.
+            if not self._jetson_warned:
+                log.warning("Jetson health not sent: %s", exc)
+                self._jetson_warned = True
+            return None
 
     def publish_frame(self, frame: Frame) -> None:
         # Stamped on the runtime's clock (the link's clock): RemoteActions come back with this stamp

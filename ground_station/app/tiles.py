@@ -1,9 +1,11 @@
 """One tile per drone: the live frame with the model's `go` point ringed and labelled, heading, last
 actions, current order and its expiry, link state, battery, mode, served control rate, model
-latency; a stale drone is greyed out and says for how long it has been silent."""
+latency, the Jetson's health when the drone reports it; a stale drone is greyed out and says for how
+long it has been silent."""
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Callable
 
@@ -12,6 +14,7 @@ from PyQt6.QtGui import QColor, QFont, QImage, QPainter, QPen
 from PyQt6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from common.actions import Go, action_name
+from common.messages import JetsonHealth
 from ground_station.app.metrics import Metrics
 from ground_station.fleet.state import DroneState, FrameRecord, StepRecord
 
@@ -27,6 +30,25 @@ def short_action(step: StepRecord) -> str:
     name = action_name(action).upper()
     angle = getattr(action, "angle_deg", None)
     return f"{name} {angle:+.0f}°" if angle is not None else name
+
+
+def jetson_text(health: JetsonHealth) -> str:
+    """The companion computer's line on a tile: power mode, hottest sensor, GPU load, power, and a red
+    THROTTLED with its reasons (a throttled GPU slows every model step)."""
+    parts = [f"power mode {html.escape(health.power_mode or '?')}"]
+    if health.max_temp_c is not None:
+        parts.append(f"max {health.max_temp_c:.0f} °C")
+    if health.gpu_temp_c is not None:
+        parts.append(f"GPU {health.gpu_temp_c:.0f} °C")
+    if health.gpu_load_pct is not None:
+        parts.append(f"GPU load {health.gpu_load_pct:.0f}%")
+    if health.power_mw is not None:
+        parts.append(f"{health.power_mw / 1000:.1f} W")
+    text = "jetson: " + " · ".join(parts)
+    if health.throttled:
+        reasons = html.escape("; ".join(health.throttle_reasons))
+        text += f" · <span style='color:#c62828'><b>THROTTLED</b> {reasons}</span>"
+    return text
 
 
 class FrameView(QWidget):
@@ -195,5 +217,6 @@ class DroneTile(QFrame):
             f"heading {heading} · alt {alt} · control {rate} · model {latency_text}"
             f" · steps {state.step_count}"
             f"<br>last: {last}<br>order: {order_text}"
+            + (f"<br>{jetson_text(t.jetson)}" if t is not None and t.jetson is not None else "")
         )
         self.view.update()
