@@ -171,3 +171,21 @@ def test_search_sectors_stay_fixed_in_the_world_across_plans() -> None:
         "find the red car; search straight ahead",
         "find the red car; search straight ahead",
     )
+
+
+def test_a_drone_keeps_its_candidate_while_it_is_seen() -> None:
+    commander = RuleCommander()
+    marks = [(20, 0), (20, 8)]
+    first = commander.plan(CommanderInput("go to the red car", [view("Drone1", 0, 0, 0.0)], marks))
+    assert first.detail["assignments"][0]["bearing_deg"] == pytest.approx(0.0)
+    # It has yawed toward the other car meanwhile (nearer in bearing now): still sent to its own.
+    again = commander.plan(CommanderInput("go to the red car", [view("Drone1", 2, 0, 25.0)], marks))
+    assert again.detail["assignments"][0]["bearing_deg"] == pytest.approx(0.0)
+
+
+def test_after_declaring_with_nothing_else_seen_the_drone_turns_away() -> None:
+    commander = RuleCommander()
+    commander.plan(CommanderInput("go to the red car", [view("Drone1", 0, 0, 0.0)], [(20, 0)]))
+    declared = DroneView("Drone1", Pose(17, 0, -3, 0.0), None, Finished())
+    orders = commander.plan(CommanderInput("go to the red car", [declared], [(20, 0)]))
+    assert orders.orders == ("go to the red car; search behind you",)

@@ -12,6 +12,7 @@ sub-agent that cannot tell look-alikes apart would otherwise be sent back to the
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ SAME_CANDIDATE_DEG = 12.0  # two sightings closer than this in bearing are one c
 SAME_SPOT_M = 3.0  # two candidates closer than this on the ground are one object
 DECLARED_RADIUS_M = 5.0  # a candidate this close to a declaration's spot is the object declared
 DECLARE_AHEAD_M = 3.0  # a declaring drone's object lies about this far ahead (its arrival distance)
+MAX_POOLED_SPOTS = 8  # nearest candidate spots considered (the assignment search is exhaustive)
 ASSIGNED_NEAR_M = 10.0  # a declaration this close to the drone's assigned candidate was at that one
 
 
@@ -118,7 +120,9 @@ class RuleCommander:
             out.append(Candidate((pose.yaw_deg + offset_deg) % 360.0, det.depth_m, "seen"))
         return out
 
-    def _remember_declarations(self, drones: Sequence[DroneView]) -> None:
+    def _remember_declarations(self, drones: Sequence[DroneView]) -> dict[str, tuple[float, float]]:
+        """Where each drone that just declared did so (also kept in declared_spots for good)."""
+        just: dict[str, tuple[float, float]] = {}
         for drone in drones:
             if not isinstance(drone.last_action, Finished) or drone.pose is None:
                 continue
@@ -130,53 +134,89 @@ class RuleCommander:
                     pose.x_m + DECLARE_AHEAD_M * math.cos(rad),
                     pose.y_m + DECLARE_AHEAD_M * math.sin(rad),
                 )
+            just[drone.drone_id] = spot
             if all(math.dist(spot, known) > SAME_SPOT_M for known in self.declared_spots):
                 self.declared_spots.append(spot)
+        return just
 
     def _declared_already(self, spot: tuple[float, float] | None) -> bool:
         return spot is not None and any(math.dist(spot, d) <= DECLARED_RADIUS_M for d in self.declared_spots)
 
+    def _pool(self, situation: CommanderInput) -> list[tuple[float, float]]:
+        """Distinct world spots of the candidates every drone sees (declared ones left out)."""
+        pool: list[tuple[float, float]] = []
+        for drone in situation.drones:
+            for cand in self.candidates(situation, drone):
+                spot = _world_spot(drone.pose, cand)
+                if spot is None or self._declared_already(spot):
+                    continue
+                if all(math.dist(spot, known) > SAME_SPOT_M for known in pool):
+                    pool.append(spot)
+        return pool
+
+    def _assign(
+        self, drones: Sequence[DroneView], pool: list[tuple[float, float]], just_declared: dict[str, Any]
+    ) -> dict[str, tuple[float, float]]:
+        """Drone -> spot: as many drones as possible on distinct spots, least total distance.
+
+        A drone keeps the spot it was sent to while that spot is still seen (orders are re-sent at
+        every re-plan; switching would leave it stalling between two). Among the rest, the assignment
+        of least total flight distance: such an assignment never has two paths crossing, so drones
+        starting 2 m apart fan out instead of flying into each other.
+        """
+        result: dict[str, tuple[float, float]] = {}
+        free = list(pool)
+        for drone in drones:
+            previous = self._assigned_spot.get(drone.drone_id)
+            if drone.drone_id in just_declared or previous is None or drone.pose is None:
+                continue
+            kept = min(free, key=lambda s: math.dist(s, previous), default=None)
+            if kept is not None and math.dist(kept, previous) <= SAME_SPOT_M:
+                result[drone.drone_id] = kept
+                free.remove(kept)
+        waiting = [d for d in drones if d.drone_id not in result and d.pose is not None]
+        here = {d.drone_id: (d.pose.x_m, d.pose.y_m) for d in waiting if d.pose is not None}
+        free = sorted(free, key=lambda s: min((math.dist(s, p) for p in here.values()), default=0.0))
+        free = free[:MAX_POOLED_SPOTS]
+        slots = min(len(waiting), len(free))
+        best: tuple[float, tuple[Any, ...]] | None = None
+        for chosen in itertools.permutations(range(len(free)), slots):
+            for drones_used in itertools.combinations(range(len(waiting)), slots):
+                cost = sum(
+                    math.dist(here[waiting[i].drone_id], free[j])
+                    for i, j in zip(drones_used, chosen, strict=True)
+                )
+                if best is None or cost < best[0] - 1e-9:
+                    best = (cost, tuple(zip(drones_used, chosen, strict=True)))
+        for i, j in best[1] if best else ():
+            result[waiting[i].drone_id] = free[j]
+        return result
+
     def plan(self, situation: CommanderInput) -> Orders:
         n = len(situation.drones)
-        self._remember_declarations(situation.drones)
+        just_declared = self._remember_declarations(situation.drones)
         if self._sector_base_deg is None:
             self._sector_base_deg = next(
                 (d.pose.yaw_deg for d in situation.drones if d.pose is not None), None
             )
-        per_drone = [self.candidates(situation, d) for d in situation.drones]
-        # Distinct candidates: a candidate is identified across drones by where it is in the world
-        # when its distance is known, else by its bearing from that drone alone.
-        taken: list[tuple[float, float] | None] = []
+        spots = self._assign(situation.drones, self._pool(situation), just_declared)
         orders: list[str] = []
         assigned: list[dict[str, Any]] = []
-        for index, (drone, cands) in enumerate(zip(situation.drones, per_drone, strict=True)):
+        for index, drone in enumerate(situation.drones):
             heading = drone.pose.yaw_deg if drone.pose is not None else 0.0
-            ranked = sorted(
-                cands, key=lambda c: (abs(wrap_deg(c.bearing_deg - heading)), c.distance_m or 0.0)
-            )
-            chosen = None
-            chosen_spot = None
-            for cand in ranked:
-                spot = _world_spot(drone.pose, cand)
-                if self._declared_already(spot):
-                    continue
-                if spot is None or all(t is None or math.dist(spot, t) > SAME_SPOT_M for t in taken):
-                    chosen, chosen_spot = cand, spot
-                    taken.append(spot)
-                    break
-            self._assigned_spot[drone.drone_id] = chosen_spot
-            if chosen is not None:
-                where = f"the one {relative_direction(chosen.bearing_deg - heading)}"
-                if chosen.distance_m is not None:
-                    where += f", about {chosen.distance_m:.0f} m away"
+            spot = spots.get(drone.drone_id)
+            self._assigned_spot[drone.drone_id] = spot
+            if spot is not None and drone.pose is not None:
+                bearing, distance = bearing_to(drone.pose, *spot)
+                where = f"the one {relative_direction(bearing - heading)}, about {distance:.0f} m away"
                 orders.append(f"{situation.instruction} ({where})")
-                assigned.append(
-                    {
-                        "drone": drone.drone_id,
-                        "bearing_deg": round(chosen.bearing_deg, 1),
-                        "source": chosen.source,
-                    }
-                )
+                assigned.append({"drone": drone.drone_id, "bearing_deg": round(bearing, 1)})
+            elif drone.drone_id in just_declared and drone.pose is not None:
+                # Nothing else in view: turn away from what it declared at, or the sub-agent (which
+                # cannot tell look-alikes apart) would find the same one first and declare again.
+                sector = (bearing_to(drone.pose, *just_declared[drone.drone_id])[0] + 180.0) % 360.0
+                orders.append(f"{situation.instruction}; search {relative_direction(sector - heading)}")
+                assigned.append({"drone": drone.drone_id, "search_bearing_deg": round(sector, 1)})
             else:
                 sector = ((self._sector_base_deg or 0.0) + 360.0 * index / max(n, 1)) % 360.0
                 orders.append(f"{situation.instruction}; search {relative_direction(sector - heading)}")
