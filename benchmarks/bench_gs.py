@@ -8,20 +8,27 @@ Prints (JSON) what the operator's screen experiences:
   call, so the render time is included; its p50/p95 from the drones' logs is printed too);
 - command -> last ack for `hold` sent to the whole fleet every few seconds while flying (button to
   every drone's ack shown), and for one final fleet-wide e-stop;
-- GUI event-loop stalls (a 10 ms timer's lateness), p50/p99/max.
+- GUI event-loop stalls (a 10 ms timer's lateness), p50/p99/max;
+- what the simulator rendered in the measured window (dcRenderStats): full frames and ground-truth
+  crops per frame served, their pixels and PyBullet seconds, and the share of wall time spent rendering.
+  `--truth-render full` makes the simulator answer ground truth with full-frame renders as before
+  issue 9's crops (for a side-by-side comparison); `--no-truth` runs the drones without ground truth.
 
-    .venv/bin/python benchmarks/bench_gs.py [--drones 4] [--seconds 40] [--period-s 0.2]
+    .venv/bin/python benchmarks/bench_gs.py [--drones 4] [--seconds 40] [--period-s 0.2] [--truth-render crop]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -36,6 +43,67 @@ def pct(values: list[float], q: float) -> float | None:
     return None if value is None else round(value * 1000, 1)
 
 
+def process_cpu_s() -> dict[str, float]:
+    """CPU seconds so far of this process (the ground station) and of its children by role (the
+    simulator, each onboard process), from /proc: where the machine's cores go."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    out = {"ground_station": time.process_time()}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != me:  # fields[1] is the parent pid
+                continue
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+        cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+        role = "sim" if b"sim" in argv else "onboard"
+        out[role] = out.get(role, 0.0) + cpu
+    return out
+
+
+class SimStats:
+    """The simulator's render counters (dcRenderStats), asked off the GUI thread: the simulator answers
+    between renders, and a GUI thread waiting for it would be measured as a stall."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self._reset_done = threading.Event()
+
+    def call(self, method: str, *args: object) -> Any:
+        import airsim
+
+        client = airsim.MultirotorClient(ip="127.0.0.1", port=self.port, timeout_value=30)
+        return client.client.call(method, *args)
+
+    def reset(self) -> None:
+        def run() -> None:
+            self.call("dcRenderStats", True)
+            self._reset_done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+
+    def figures(self, measured_s: float) -> dict[str, Any]:
+        self._reset_done.wait(30)
+        st = self.call("dcRenderStats", False)
+        frames = sum(st["frames"].values())
+        per_frame = 1.0 / frames if frames else math.nan
+        return {
+            "truth_render": st["truth_render"],
+            "frames_served": frames,
+            "full_renders_per_frame": round(st["full"] * per_frame, 2),
+            "crop_renders_per_frame": round(st["crop"] * per_frame, 2),
+            "crop_pixels_per_frame": round(st["crop_pixels"] * per_frame),
+            "answered_without_render_per_frame": round(st["skipped"] * per_frame, 2),
+            "ring_hits": st["ring_hits"],
+            "ring_misses": st["ring_misses"],
+            "full_render_ms": round(st["full_s"] / st["full"] * 1000, 1) if st["full"] else None,
+            "crop_render_ms": round(st["crop_s"] / st["crop"] * 1000, 1) if st["crop"] else None,
+            "rendering_share_of_wall": round((st["full_s"] + st["crop_s"]) / measured_s, 2),
+        }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--drones", type=int, default=4)
@@ -44,6 +112,12 @@ def main() -> int:
     parser.add_argument("--screenshot", default=None, help="save the window here near the end")
     parser.add_argument(
         "--no-truth", action="store_true", help="drones without ground truth (no extra sim renders per step)"
+    )
+    parser.add_argument(
+        "--truth-render",
+        choices=["crop", "full"],
+        default="crop",
+        help="how the simulator renders for ground truth (full: one full frame per question, as before)",
     )
     args = parser.parse_args()
 
@@ -62,6 +136,7 @@ def main() -> int:
     arrival_age_s: list[float] = []
     frames_per_drone: dict[str, int] = {}
     hold_s: list[float] = []
+    cpu_at_reset: dict[str, float] = {}
     with SimFleet(
         args.drones,
         "baseline",
@@ -70,6 +145,8 @@ def main() -> int:
         onboard_settings=settings,
         truth=not args.no_truth,
     ) as sim:
+        sim_rpc = SimStats(sim.sim_port)
+        sim_rpc.call("dcSetTruthRender", args.truth_render)
         fleet = FleetClient(sim.addresses).start()
 
         def on_event(event: FleetEvent) -> None:
@@ -95,6 +172,8 @@ def main() -> int:
                 window.loop_monitor.stalls_s.clear()
                 arrival_age_s.clear()
                 frames_per_drone.clear()
+                sim_rpc.reset()
+                cpu_at_reset.update(process_cpu_s())
 
             def hold_cycle() -> None:
                 # hold then resume, through the same path as the buttons; done() records the timing
@@ -115,6 +194,11 @@ def main() -> int:
             loop.exec()
             cycles.stop()
             measured_s = time.monotonic() - started - warmup_s
+            renders = sim_rpc.figures(measured_s)
+            cpu_end = process_cpu_s()
+            cores_used = {
+                k: round((v - cpu_at_reset.get(k, 0.0)) / measured_s, 2) for k, v in cpu_end.items()
+            }
             hold_s = list(window.metrics.command_last_ack_s.get("hold", []))
             frame_age = list(window.metrics.frame_age_s)
             stalls = list(window.loop_monitor.stalls_s)
@@ -159,6 +243,8 @@ def main() -> int:
         "estop_acks": {
             d: (a.result, round(a.latency_s * 1000, 1)) if a else None for d, a in estop_acks.items()
         },
+        "sim_renders": renders,
+        "cores_used": {**cores_used, "machine": os.cpu_count()},
         "event_loop_stall_ms": {
             "p50": pct(stalls, 50),
             "p99": pct(stalls, 99),
