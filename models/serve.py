@@ -1,10 +1,16 @@
 """An OpenAI-compatible HTTP server in front of any pilot (`dronecats serve-pilot`).
 
-POST /v1/chat/completions, GET /v1/models, GET /health. The request is read back into its parts
+POST /v1/chat/completions (also with `stream: true`), GET /v1/models, GET /health. The request is
+read back into its parts
 (models.chat_decode): the frame(s) from the data URLs, the instruction and history from the user
 text, the reply kind from `response_format`. The pilot answers; the answer is validated with
 jsonschema against the requested schema before it is sent, and a pilot whose answer does not
 satisfy the schema gets the request refused (HTTP 400), as a constrained server would never emit it.
+
+`stream: true` answers with server-sent events in OpenAI's chat.completion.chunk format. A pilot is
+not autoregressive: its whole reply exists (and is validated) before the first event, which is sent
+then, so a streaming client's time to first token is the pilot's answer time plus HTTP; the reply
+follows at once in JSON-lexeme pieces (no tokenizer here, so no usage chunk either).
 
 Standard library HTTP (ThreadingHTTPServer); the pilot itself is called under a lock, since pilots
 keep per-call state.
@@ -15,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -212,6 +219,53 @@ def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     return schema
 
 
+def requested_stream(body: dict[str, Any]) -> bool:
+    """Whether the request asks for server-sent events (`stream`, `stream_options` checked)."""
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise ProtocolError(f"stream={stream!r} must be true or false")
+    options = body.get("stream_options")
+    if options is not None:
+        if not stream:
+            raise ProtocolError("stream_options is only allowed with stream=true")
+        if not isinstance(options, dict):
+            raise ProtocolError("stream_options must be an object")
+    return stream
+
+
+# One JSON lexeme per piece: a string, a number, a literal, a run of white space, or one character.
+_LEXEME = re.compile(r'"(?:\\.|[^"\\])*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|\s+|.', re.DOTALL)
+
+
+def reply_pieces(text: str) -> list[str]:
+    """The reply cut where a tokenizer would cut JSON at the coarsest: joined, they are `text`."""
+    return _LEXEME.findall(text)
+
+
+def stream_events(completion: dict[str, Any]) -> list[str]:
+    """A chat.completion as the `data:` payloads of its chat.completion.chunk stream, [DONE] last."""
+    head = {
+        "id": completion["id"],
+        "object": "chat.completion.chunk",
+        "created": completion["created"],
+        "model": completion["model"],
+    }
+    choice = completion["choices"][0]
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        event = {
+            **head,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+        }
+        return json.dumps(event, separators=(",", ":"))
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": piece}) for piece in reply_pieces(choice["message"]["content"])]
+    events.append(chunk({}, choice["finish_reason"]))
+    events.append("[DONE]")
+    return events
+
+
 def _error_body(message: str, kind: str, code: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
@@ -270,10 +324,25 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         raw = self.rfile.read(length)
-        status, payload = self.server.handle_completion(raw)
+        status, payload, stream = self.server.handle_completion(raw)
         if status != 200:
             service.count(error=True)
-        self._send(status, payload)
+        if status == 200 and stream:
+            self._send_stream(payload)
+        else:
+            self._send(status, payload)
+
+    def _send_stream(self, completion: dict[str, Any]) -> None:
+        """The completion as server-sent events (chunked, so the keep-alive connection survives)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for event in stream_events(completion):
+            data = f"data: {event}\n\n".encode()
+            self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data))
+        self.wfile.write(b"0\r\n\r\n")
 
 
 class PilotHTTPServer(ThreadingHTTPServer):
@@ -288,52 +357,55 @@ class PilotHTTPServer(ThreadingHTTPServer):
     def port(self) -> int:
         return int(self.server_address[1])
 
-    def handle_completion(self, raw: bytes) -> tuple[int, dict[str, Any]]:
+    def handle_completion(self, raw: bytes) -> tuple[int, dict[str, Any], bool]:
+        """(HTTP status, chat.completion or error body, whether the client asked for a stream)."""
         try:
             body = json.loads(raw)
             if not isinstance(body, dict):
                 raise ProtocolError("request body must be a JSON object")
-            if body.get("stream"):
-                raise ProtocolError("stream=true is not supported")
+            stream = requested_stream(body)
             if body.get("tools") or body.get("functions"):
                 raise ProtocolError("tools/function calling are not supported (AGENT.md §2 sends none)")
             schema = requested_schema(body)
             chat = decode_chat(body, schema)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return 400, _error_body(f"request body is not JSON: {exc}", "invalid_request_error", 400)
+            return 400, _error_body(f"request body is not JSON: {exc}", "invalid_request_error", 400), False
         except (ProtocolError, BackendError) as exc:
-            return 400, _error_body(str(exc), "invalid_request_error", 400)
+            return 400, _error_body(str(exc), "invalid_request_error", 400), False
         started = time.perf_counter()
         try:
             text = self.service.answer(chat)
         except DroneCatsError as exc:
             logger.warning("pilot failed: %s", exc)
-            return 500, _error_body(f"pilot failed: {exc}", "server_error", 500)
+            return 500, _error_body(f"pilot failed: {exc}", "server_error", 500), False
         problem = validate_reply(text, schema)
         if problem is not None:
             logger.warning("refusing reply %r: %s", text[:200], problem)
-            return 400, _error_body(
-                f"pilot {self.service.pilot.name} cannot satisfy the requested response_format: {problem}",
-                "invalid_request_error",
-                400,
+            message = (
+                f"pilot {self.service.pilot.name} cannot satisfy the requested response_format: {problem}"
             )
+            return 400, _error_body(message, "invalid_request_error", 400), False
         elapsed_s = time.perf_counter() - started
         logger.info("%s reply in %.1f ms: %s", chat.kind, elapsed_s * 1000, text[:200])
-        return 200, {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": str(body.get("model") or self.service.model_name),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                }
-            ],
-            # No tokenizer here: token counts are unknown rather than invented.
-        }
+        return (
+            200,
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": str(body.get("model") or self.service.model_name),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                # No tokenizer here: token counts are unknown rather than invented.
+            },
+            stream,
+        )
 
 
 def start_server(

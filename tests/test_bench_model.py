@@ -1,6 +1,6 @@
 """bench-model: the figures it derives, its streaming client (TTFT, decode rate) against an SSE peer
-at the wire (serve-pilot does not stream), and the command end to end against serve-pilot on frames
-from the built-in simulator."""
+at the wire (one with token usage and paced chunks), and the command end to end against serve-pilot
+(which streams too) on frames from the built-in simulator."""
 
 from __future__ import annotations
 
@@ -187,7 +187,8 @@ def test_streaming_figures_against_an_sse_peer(sse_peer: SSEPeer) -> None:
 
 def test_bench_model_command_against_serve_pilot_on_sim_frames(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
-    with serve_pilot_process() as hostport:
+    # 0.2 s injected before every reply: the pilot answers no sooner, so neither can a first token
+    with serve_pilot_process("--latency-s", "0.2") as hostport:
         result = subprocess.run(
             dronecats_cmd(
                 "bench-model",
@@ -196,7 +197,7 @@ def test_bench_model_command_against_serve_pilot_on_sim_frames(tmp_path: Path) -
                 "--steps",
                 "4",
                 "--stream-calls",
-                "1",
+                "2",
                 "--out",
                 str(out),
                 "--save-frames",
@@ -213,9 +214,12 @@ def test_bench_model_command_against_serve_pilot_on_sim_frames(tmp_path: Path) -
     assert report["frames"] == 4 and report["frame_size_px"] == [640, 360]
     # the baseline behind serve-pilot answers every sim frame with a schema-valid action
     assert report["schema_validity_rate"] == 1.0
-    assert report["step_latency_ms"]["p50"] > 0
-    assert report["stream"]["supported"] is False
-    assert "stream=true is not supported" in report["stream"]["reason"]
+    assert report["step_latency_ms"]["p50"] >= 200
+    # serve-pilot streams: time to first token is measured (the pilot's answer time plus HTTP)
+    stream = report["stream"]
+    assert stream["supported"] is True and stream["calls"] == 2, stream
+    assert stream["ttft_ms"]["first"] >= 200 and 200 <= stream["ttft_ms"]["p50"] <= stream["ttft_ms"]["p95"]
+    assert stream["decode_tok_s"] is None  # no token counts from serve-pilot, none invented
     assert report["compact_encoding"]["unit"] == "characters"
     saved = sorted((tmp_path / "frames").glob("*.jpg"))
     assert len(saved) == 4 and cv2.imread(str(saved[0])).shape == (360, 640, 3)
