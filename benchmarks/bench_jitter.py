@@ -7,11 +7,19 @@ seed is flown under every (latency, loop) condition with the same scene and the 
   fixed      0.44 s every call (the paper's Cosmos3-Edge-2B decode on a datacentre GPU)
   jittered   lognormal, median 0.6 s, p95 2.0 s
   slow       lognormal, median 1.5 s, p95 3.0 s
+Loops:
+  tolerant       late `go` re-expressed from the current pose toward the point the model aimed at,
+                 fixed in the world at capture (cap and bands applied again from there)
+  tolerant-step  the same, toward the end of the capped step planned at capture (last session's
+                 reading: under jitter the drone reaches it early and hovers until the next reply)
+  naive          capture -> wait for the model -> execute the plan fully -> repeat
 Per episode: success (AGENT.md verdict, δ 5 m), mean distance to the target while tracking (trace
 samples from t = 15 s on, after the initial approach), and time inside δ (trace dwell).
-Printed: means with 95% t-intervals per condition, and the paired tolerant − naive differences.
+Printed per target speed (--target-speeds, a sweep; 0.3 m/s is AGENT.md's): means with 95%
+t-intervals per condition, the paired differences against naive and between the tolerant readings,
+and each tolerant loop's jittered / steady (fixed) mean tracking distance.
 
-    .venv/bin/python benchmarks/bench_jitter.py --seeds 8 --jobs 2 --t-max 60
+    .venv/bin/python benchmarks/bench_jitter.py --seeds 8 --jobs 2 --t-max 45 --target-speeds 0.3,0.6,1.0
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -30,6 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 DELTA_M = 5.0
 TRACK_FROM_S = 15.0
+LOOPS = {  # name -> (RuntimeConfig.loop, RuntimeConfig.latency_goal)
+    "tolerant": ("tolerant", "point"),
+    "tolerant-step": ("tolerant", "step"),
+    "naive": ("naive", "point"),
+}
 LATENCIES = {
     "fixed": ("fixed", 0.44, 0.44),
     "jittered": ("lognormal", 0.6, 2.0),
@@ -49,7 +63,8 @@ def latency_draws(kind: str, seed: int, n: int = 2000) -> list[float]:
 
 
 def fly(args: tuple[int, str, str, float, float]) -> dict:
-    seed, latency_kind, loop, t_max_s, speed_m_s = args
+    seed, latency_kind, loop_name, t_max_s, speed_m_s = args
+    loop, latency_goal = LOOPS[loop_name]
     import random
 
     from common.pose import Pose
@@ -73,11 +88,12 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
         target = world.spawn("target", "car@red", Pose(x0, 0.0, 0.0, 0.0))
         world.set_path(target.name, route, speed_m_s)
         world.pause(True)
-        out = Path(tempfile.mkdtemp(prefix=f"jitter-{latency_kind}-{loop}-{seed}-"))
+        out = Path(tempfile.mkdtemp(prefix=f"jitter-{speed_m_s}-{latency_kind}-{loop_name}-{seed}-"))
         camera = LocalCamera(world, "Drone1")
         config = RuntimeConfig(
             instruction="follow the red car",
             loop=loop,
+            latency_goal=latency_goal,
             delta_m=DELTA_M,
             t_max_s=t_max_s,
             stop_on_declaration=False,
@@ -111,7 +127,9 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
     return {
         "seed": seed,
         "latency": latency_kind,
-        "loop": loop,
+        "loop": loop_name,
+        "speed_m_s": speed_m_s,
+        "log_dir": str(out),
         "success": bool(verdict.success),
         "mean_tracking_distance_m": statistics.fmean(tracking) if tracking else math.nan,
         "time_inside_delta_s": 0.5 * len(within),  # trace is 2 Hz
@@ -166,19 +184,80 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return c - h, c + h
 
 
+def report(results: list[dict], loops: list[str], speed_m_s: float) -> None:
+    print(
+        f"{'latency':9s} {'loop':14s} {'SR [95% CI]':22s} {'mean tracking dist m [95% CI]':32s} "
+        f"{'time inside δ s [95% CI]':28s} stale/steps"
+    )
+    by: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        by.setdefault((r["latency"], r["loop"]), []).append(r)
+    for lat in LATENCIES:
+        for loop in loops:
+            rs = by[(lat, loop)]
+            k = sum(r["success"] for r in rs)
+            lo, hi = wilson(k, len(rs))
+            d, dlo, dhi = ci([r["mean_tracking_distance_m"] for r in rs])
+            w, wlo, whi = ci([r["time_inside_delta_s"] for r in rs])
+            stale = sum(r["stale"] for r in rs)
+            steps = sum(r["steps"] for r in rs)
+            print(
+                f"{lat:9s} {loop:14s} {k}/{len(rs)} [{lo:.2f}, {hi:.2f}]{'':6s} "
+                f"{d:6.2f} [{dlo:6.2f}, {dhi:6.2f}]{'':12s} "
+                f"{w:6.1f} [{wlo:6.1f}, {whi:6.1f}]{'':8s} {stale}/{steps}"
+            )
+    pairs = [(a, "naive") for a in loops if a != "naive" and "naive" in loops]
+    if "tolerant" in loops and "tolerant-step" in loops:
+        pairs.append(("tolerant", "tolerant-step"))
+    for a, b in pairs:
+        print(f"\npaired differences, {a} − {b} (negative distance = {a} closer):")
+        for lat in LATENCIES:
+            one = {r["seed"]: r for r in by[(lat, a)]}
+            two = {r["seed"]: r for r in by[(lat, b)]}
+            seeds = sorted(set(one) & set(two))
+            dd = [one[s]["mean_tracking_distance_m"] - two[s]["mean_tracking_distance_m"] for s in seeds]
+            dw = [one[s]["time_inside_delta_s"] - two[s]["time_inside_delta_s"] for s in seeds]
+            m, lo, hi = ci(dd)
+            mw, lwo, hwi = ci(dw)
+            excl = "excludes 0" if (hi < 0 or lo > 0) else "includes 0"
+            print(
+                f"  {lat:9s} distance {m:+6.2f} m [{lo:+6.2f}, {hi:+6.2f}] ({excl}); "
+                f"time inside δ {mw:+6.1f} s [{lwo:+6.1f}, {hwi:+6.1f}]"
+            )
+    print()
+    for loop in loops:
+        steady = ci([r["mean_tracking_distance_m"] for r in by[("fixed", loop)]])[0]
+        jitter = ci([r["mean_tracking_distance_m"] for r in by[("jittered", loop)]])[0]
+        print(
+            f"{loop}: jittered / steady mean tracking distance = {jitter / steady:.2f}"
+            f"{' (goal ≤ 1.2)' if loop.startswith('tolerant') else ''}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--t-max", type=float, default=60.0)
-    parser.add_argument("--target-speed", type=float, default=0.3, help="m/s (AGENT.md §6 outdoor: 0.3)")
+    parser.add_argument("--t-max", type=float, default=45.0)
+    parser.add_argument(
+        "--target-speeds",
+        default="0.3",
+        help="comma-separated m/s (AGENT.md §6 outdoor: 0.3), e.g. 0.3,0.6,1.0",
+    )
+    parser.add_argument("--loops", default=",".join(LOOPS), help=f"comma-separated, of {', '.join(LOOPS)}")
     parser.add_argument("--json", default=None, help="also write every episode's figures here")
     args = parser.parse_args()
+    speeds = [float(x) for x in args.target_speeds.split(",")]
+    loops = args.loops.split(",")
+    unknown = [loop for loop in loops if loop not in LOOPS]
+    if unknown:
+        raise SystemExit(f"unknown loop(s) {unknown}: choose from {list(LOOPS)}")
     jobs = [
-        (s, lat, loop, args.t_max, args.target_speed)
+        (s, lat, loop, args.t_max, speed)
+        for speed in speeds
         for s in range(args.seeds)
         for lat in LATENCIES
-        for loop in ("tolerant", "naive")
+        for loop in loops
     ]
     wall0 = time.monotonic()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -188,47 +267,13 @@ def main() -> int:
         Path(args.json).write_text(json.dumps(results, indent=1))
     sim_total = sum(r["sim_s"] for r in results)
     print(
-        f"{len(results)} episodes, {args.seeds} seeds, target {args.target_speed} m/s, "
-        f"T_max {args.t_max:.0f} s, "
-        f"{wall_s:.0f} s wall "
-        f"(real-time factor {sim_total / wall_s:.1f}x with {args.jobs} jobs)"
+        f"{len(results)} episodes, {args.seeds} seeds, T_max {args.t_max:.0f} s, {wall_s:.0f} s wall "
+        f"(real-time factor {sim_total / wall_s:.1f}x with {args.jobs} jobs; load average "
+        f"{os.getloadavg()[0]:.1f} at the end)"
     )
-    print(
-        f"{'latency':9s} {'loop':9s} {'SR [95% CI]':22s} {'mean tracking dist m [95% CI]':32s} "
-        f"{'time inside δ s [95% CI]':28s} stale/steps"
-    )
-    by: dict[tuple[str, str], list[dict]] = {}
-    for r in results:
-        by.setdefault((r["latency"], r["loop"]), []).append(r)
-    for (lat, loop), rs in by.items():
-        k = sum(r["success"] for r in rs)
-        lo, hi = wilson(k, len(rs))
-        d, dlo, dhi = ci([r["mean_tracking_distance_m"] for r in rs])
-        w, wlo, whi = ci([r["time_inside_delta_s"] for r in rs])
-        stale = sum(r["stale"] for r in rs)
-        steps = sum(r["steps"] for r in rs)
-        print(
-            f"{lat:9s} {loop:9s} {k}/{len(rs)} [{lo:.2f}, {hi:.2f}]{'':6s} "
-            f"{d:6.2f} [{dlo:6.2f}, {dhi:6.2f}]{'':12s} "
-            f"{w:6.1f} [{wlo:6.1f}, {whi:6.1f}]{'':8s} {stale}/{steps}"
-        )
-    print("\npaired differences, tolerant − naive (negative distance = tolerant closer):")
-    for lat in LATENCIES:
-        tol = {r["seed"]: r for r in by[(lat, "tolerant")]}
-        nai = {r["seed"]: r for r in by[(lat, "naive")]}
-        seeds = sorted(set(tol) & set(nai))
-        dd = [tol[s]["mean_tracking_distance_m"] - nai[s]["mean_tracking_distance_m"] for s in seeds]
-        dw = [tol[s]["time_inside_delta_s"] - nai[s]["time_inside_delta_s"] for s in seeds]
-        m, lo, hi = ci(dd)
-        mw, lwo, hwi = ci(dw)
-        excl = "excludes 0" if (hi < 0 or lo > 0) else "includes 0"
-        print(
-            f"  {lat:9s} distance {m:+6.2f} m [{lo:+6.2f}, {hi:+6.2f}] ({excl}); "
-            f"time inside δ {mw:+6.1f} s [{lwo:+6.1f}, {hwi:+6.1f}]"
-        )
-    steady = ci([r["mean_tracking_distance_m"] for r in by[("fixed", "tolerant")]])[0]
-    jitter = ci([r["mean_tracking_distance_m"] for r in by[("jittered", "tolerant")]])[0]
-    print(f"\ntolerant loop: jittered / steady mean tracking distance = {jitter / steady:.2f} (goal ≤ 1.2)")
+    for speed in speeds:
+        print(f"\n=== target at {speed} m/s ===")
+        report([r for r in results if r["speed_m_s"] == speed], loops, speed)
     return 0
 
 

@@ -4,9 +4,11 @@ A plan is at most one turn (yaw in place) followed by at most one move (a body-f
 for a duration). The maths is in (forward, right, up) with yaw positive clockwise seen from above;
 conversion to a vehicle's own frame happens in its adapter. Nothing here talks to a vehicle.
 
-Latency compensation uses two helpers: `go_world_goal` fixes where a `go` planned from the pose at
-frame capture would end, in the world, and `plan_toward` re-plans toward that point from a later
-pose with the same rules (turn outside the deadband, altitude hold, cap, fixed speed).
+Latency compensation: `go_world_point` fixes the point a `go` aimed at (the model's pixel at its
+depth) in the world from the pose at frame capture, and `plan_toward_point` re-plans toward it from
+a later pose with the same rules (turn outside the deadband, altitude hold, cap, depth bands, fixed
+speed). The older reading, kept for comparison: `go_world_goal` fixes where the capped step planned
+at capture would end, and `plan_toward` re-plans toward that end.
 """
 
 from __future__ import annotations
@@ -236,3 +238,39 @@ def plan_toward(
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
     return _assemble("replan", yaw_deg, right, forward, up, min(dist, profile.cap_m), profile)
+
+
+def go_world_point(
+    go: Go,
+    capture_pose: Pose,
+    camera: CameraProfile,
+    canonical_focal_px: float | None = None,
+) -> tuple[float, float, float]:
+    """The point a `go` aimed at, in world NED: the pixel back-projected at the model's (metric)
+    depth from the pose at capture (AGENT.md §3 steps 1–2, before any turn, cap or band)."""
+    depth_m = metric_depth_m(go.depth_m, camera, canonical_focal_px)
+    right, forward, up = back_project(go.point, depth_m, camera)
+    dn, de, dd = body_to_world(forward, right, up, capture_pose.yaw_deg)
+    return capture_pose.x_m + dn, capture_pose.y_m + de, capture_pose.z_m + dd
+
+
+def plan_toward_point(
+    point_ned: tuple[float, float, float], pose: Pose, profile: FlightProfile
+) -> ControlPlan:
+    """A late `go` re-expressed from the current pose toward the point it aimed at (fixed in the world).
+
+    AGENT.md §3 steps 3–7 from here: the displacement to the point, the deadband turn, the altitude
+    hold, step = min(dist, cap), then the depth bands on the point's depth as seen from here (its
+    forward distance after the turn), so a late reply still gets a full capped step toward a far
+    point and still brakes near one.
+    """
+    dn, dd_e, dd = point_ned[0] - pose.x_m, point_ned[1] - pose.y_m, point_ned[2] - pose.z_m
+    forward, right, up = world_to_body(dn, dd_e, dd, pose.yaw_deg)
+    yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
+    dist = math.sqrt(right * right + forward * forward + up * up)
+    step_m = min(dist, profile.cap_m)
+    if forward < profile.stop_band_m:
+        step_m = 0.0
+    elif forward < profile.slow_band_m:
+        step_m *= profile.slow_factor
+    return _assemble("replan", yaw_deg, right, forward, up, step_m, profile)

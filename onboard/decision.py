@@ -17,7 +17,15 @@ import msgspec
 from common.actions import Action, Finished, Go, Rotate, action_name, action_to_dict
 from common.camera import CameraProfile
 from common.pose import Frame, Pose, wrap_deg
-from onboard.controller import ControlPlan, go_world_goal, hold_plan, plan_action, plan_toward
+from onboard.controller import (
+    ControlPlan,
+    go_world_goal,
+    go_world_point,
+    hold_plan,
+    plan_action,
+    plan_toward,
+    plan_toward_point,
+)
 from onboard.profiles import FlightProfile
 
 log = logging.getLogger(__name__)
@@ -54,16 +62,34 @@ class DecisionCounters:
     by_action: dict[str, int] = field(default_factory=dict)
 
 
+LATENCY_GOALS = ("point", "step")
+
+
 def replan_from_current(
     action: Action,
     plan: ControlPlan,
     capture_pose: Pose,
     current_pose: Pose,
     profile: FlightProfile,
+    goal: str = "point",
+    camera: CameraProfile | None = None,
+    canonical_focal_px: float | None = None,
 ) -> ControlPlan:
-    """Re-express a plan made at `capture_pose` from `current_pose` (latency compensation)."""
+    """Re-express a plan made at `capture_pose` from `current_pose` (latency compensation).
+
+    A late `go` flies from here toward what it meant, fixed in the world at capture: goal "point"
+    (default) is the point the model aimed at, with the cap and bands applied again from here (a
+    reply that arrives after the drone flew part of a step still gets a full step toward a far
+    target); goal "step" is the end of the capped step planned at capture (last session's reading:
+    under jitter the drone reaches that end early and hovers until the next reply).
+    """
     if plan.hold:
         return plan  # a brake or a hold stays one: never fly back to where the frame was taken
+    if isinstance(action, Go) and goal == "point":
+        if camera is None:
+            raise ValueError("latency goal 'point' needs the camera profile to back-project the point")
+        point = go_world_point(action, capture_pose, camera, canonical_focal_px)
+        return plan_toward_point(point, current_pose, profile)
     if isinstance(action, Go):
         return plan_toward(go_world_goal(plan, capture_pose), current_pose, profile)
     if isinstance(action, Rotate):
@@ -96,10 +122,13 @@ def make_plan(
     profile: FlightProfile,
     canonical_focal_px: float | None,
     compensate: bool,
+    latency_goal: str = "point",
 ) -> ControlPlan:
     plan = plan_action(action, camera, profile, canonical_focal_px)
     if compensate and current_pose is not None:
-        plan = replan_from_current(action, plan, frame_pose, current_pose, profile)
+        plan = replan_from_current(
+            action, plan, frame_pose, current_pose, profile, latency_goal, camera, canonical_focal_px
+        )
     return plan
 
 

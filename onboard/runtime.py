@@ -32,7 +32,14 @@ from common.pose import Frame, Pose
 from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
 from onboard.controller import ControlPlan, hold_plan
-from onboard.decision import DecisionCounters, StageLatencies, count_action, make_plan, wall_timer
+from onboard.decision import (
+    LATENCY_GOALS,
+    DecisionCounters,
+    StageLatencies,
+    count_action,
+    make_plan,
+    wall_timer,
+)
 from onboard.jetson import JetsonMonitor
 from onboard.profiles import flight_profile
 from onboard.recorder import FlightRecorder, RecorderConfig
@@ -58,6 +65,10 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     action_deadline_s: float = 3.0  # an action reply older than this (since capture) is discarded
     plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
     compensate_latency: bool = True  # tolerant loop: re-express late plans from the current pose
+    # What a late `go` flies toward from the current pose: "point" (the point the model aimed at,
+    # fixed in the world at capture; cap and bands applied again) or "step" (the end of the capped
+    # step planned at capture; the previous reading, kept for comparison). onboard.decision.
+    latency_goal: str = "point"
     flight_profile: str = "outdoor"
     camera: str | None = None  # camera profile for back-projection; default: the flight profile's
     canonical_focal_px: float | None = None  # from the model profile's depth convention
@@ -85,6 +96,8 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError(f"loop={self.loop!r} must be 'tolerant' or 'naive'")
         if self.rate_hz <= 0:
             raise ValueError(f"rate_hz={self.rate_hz} must be > 0")
+        if self.latency_goal not in LATENCY_GOALS:
+            raise ValueError(f"latency_goal={self.latency_goal!r} must be one of {LATENCY_GOALS}")
         if not 0 <= self.actuation_rt_priority <= 99:
             raise ValueError(f"actuation_rt_priority={self.actuation_rt_priority} must be 0 (off) or 1..99")
 
@@ -485,6 +498,7 @@ class OnboardRuntime:
             self.profile,
             self.canonical_focal_px,
             compensate,
+            self.config.latency_goal,
         )
         if self.governor.mode == Mode.FLYING:
             self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))
