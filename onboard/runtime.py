@@ -374,6 +374,7 @@ class OnboardRuntime:
                 "steps": self.steps,
                 "declarations": self.declarations,
                 "served_control_rate_hz": round(self.actuation.served_rate_hz(), 3) or None,
+                "actuation_scheduling": self.actuation.scheduling,  # None when a lock-step driver ticks
                 "counters": self.counters.__dict__,
                 "safety_events": self.governor.status().events,
             }

@@ -51,3 +51,6 @@ def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_pa
         assert summary["reason"] == "declared"
         verdict = verify(read_episode(out), VerifierSettings(delta_m=5.0, t_max_s=90.0))
         assert verdict.success and verdict.ne_m is not None and verdict.ne_m <= 5.0
+        # The actuation thread asked for real-time scheduling by default and recorded what it got.
+        scheduling = json.loads((out / "episode.json").read_text())["run"]["actuation_scheduling"]
+        assert scheduling == "SCHED_FIFO 10" or scheduling.startswith("normal (SCHED_FIFO 10 refused")
