@@ -64,6 +64,15 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
+def run_delay_s(tid: int | None) -> float:
+    """Seconds this thread has spent runnable but waiting for a CPU (Linux schedstat's run_delay).
+    Waiting for the interpreter lock is sleeping, not this: the two causes of a late tick part here."""
+    try:
+        return int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 # ---- one onboard process ---------------------------------------------------------------------------
 def worker(args: argparse.Namespace) -> int:
     """Fly one drone for --seconds and write its timing figures as JSON to --out."""
@@ -109,14 +118,16 @@ def worker(args: argparse.Namespace) -> int:
     truth_s = [0.0]
     record_step = runtime._record_step
     assert runtime.truth is not None
-    sample = runtime.truth.sample
 
-    def timed_sample(*a: Any, **kw: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return sample(*a, **kw)
-        finally:
-            truth_s[0] += time.perf_counter() - t0
+    def timed(fn: Any) -> Any:
+        def call(*a: Any, **kw: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                truth_s[0] += time.perf_counter() - t0
+
+        return call
 
     def timed_record_step(*a: Any, **kw: Any) -> None:
         truth_s[0] = 0.0
@@ -125,10 +136,27 @@ def worker(args: argparse.Namespace) -> int:
         record_s.append(time.perf_counter() - t0 - truth_s[0])
         truth_record_s.append(truth_s[0])
 
-    runtime.truth.sample = timed_sample  # type: ignore[method-assign]
+    runtime.truth.sample = timed(runtime.truth.sample)  # type: ignore[method-assign]
+    runtime.truth.point_on_target = timed(runtime.truth.point_on_target)  # type: ignore[method-assign]
     runtime._record_step = timed_record_step  # type: ignore[method-assign]
     runtime.start()
+    # The actuation thread's run-queue wait, sampled while it lives (it is gone after run()).
+    act_tid = runtime.actuation._thread.native_id
+    first = (run_delay_s(act_tid), runtime.actuator.ticks)
+    last = [first]
+    done = threading.Event()
+
+    def sample_schedstat() -> None:
+        while not done.wait(0.25):
+            delay = run_delay_s(act_tid)
+            if delay == delay:  # not NaN: the thread still runs
+                last[0] = (delay, runtime.actuator.ticks)
+
+    threading.Thread(target=sample_schedstat, daemon=True).start()
     runtime.run()
+    done.set()
+    runqueue_wait_s = last[0][0] - first[0]
+    run_ticks = last[0][1] - first[1]
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
     act = runtime.actuation
     poller = runtime.actuator.poller
@@ -143,6 +171,7 @@ def worker(args: argparse.Namespace) -> int:
         "stages": [s["stages"] for s in steps if s.get("stages")],
         "record_s": record_s,
         "truth_s": truth_record_s,
+        "runqueue_wait_per_tick_s": runqueue_wait_s / max(1, run_ticks),
     }
     Path(args.out).write_text(json.dumps(result))
     return 0
@@ -212,6 +241,12 @@ def report(title: str, results: dict[str, dict], args: argparse.Namespace) -> No
     row("served rate Hz / skipped ticks", [f"{r['served_hz']:.2f} / {r['skipped']}" for r in rs])
     for label, q in (("median", 0.5), ("p95", 0.95), ("p99 (target <= 5 ms)", 0.99), ("max", 1.0)):
         row(f"|period error| ms {label}", [f"{pct(e, q):.2f}" for e in errs])
+    late = [[1000 * max(0.0, e) for e in r["period_errors_s"]] for r in rs]
+    row("mean tick lateness ms", [f"{sum(v) / max(1, len(v)):.3f}" for v in late])
+    row(
+        "  of which waiting for a CPU (schedstat) ms",
+        [f"{1000 * r['runqueue_wait_per_tick_s']:.3f}" for r in rs],
+    )
     rtts = [[1000 * x for x in r["telemetry_rtt_s"]] for r in rs]
     row("telemetry poll round trip ms p50 / p95", [f"{pct(x, 0.5):.1f} / {pct(x, 0.95):.1f}" for x in rtts])
     row("decisions", [str(len(r["stages"])) for r in rs])
@@ -219,7 +254,7 @@ def report(title: str, results: dict[str, dict], args: argparse.Namespace) -> No
         vals = [[1000 * s[stage] for s in r["stages"]] for r in rs]
         row(f"stage {stage[:-2]} ms p50 / p95", [f"{pct(v, 0.5):.2f} / {pct(v, 0.95):.2f}" for v in vals])
     truth = [[1000 * x for x in r["truth_s"]] for r in rs]
-    row("log: sim ground truth RPC ms p50 / p95", [f"{pct(v, 0.5):.1f} / {pct(v, 0.95):.1f}" for v in truth])
+    row("log: sim ground truth RPCs ms p50 / p95", [f"{pct(v, 0.5):.1f} / {pct(v, 0.95):.1f}" for v in truth])
     rec = [[1000 * x for x in r["record_s"]] for r in rs]
     row("log: the rest (JSON line) ms p50 / p95", [f"{pct(v, 0.5):.2f} / {pct(v, 0.95):.2f}" for v in rec])
     own = [[1000 * (s["preprocess_s"] + s["parse_s"] + s["plan_s"]) for s in r["stages"]] for r in rs]
