@@ -76,6 +76,9 @@ def test_url_parsing() -> None:
     assert parse_mavlink_url("mavlink:///dev/ttyTHS1,921600").connection == "/dev/ttyTHS1,921600"
     with pytest.raises(ConfigError, match="dialect"):
         parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?dialect=inav")
+    assert parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?spawn=1,2,0,45").spawn.yaw_deg == 45
+    with pytest.raises(ConfigError, match="spawn needs 3 or 4 numbers, got 2"):
+        parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?spawn=1,2")
 
 
 def test_px4_approach_episode_is_accepted(rig, tmp_path) -> None:

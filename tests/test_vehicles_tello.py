@@ -16,6 +16,7 @@ from vehicles_support import events, make_runtime, make_world, spawn_query, step
 
 from common.camera import camera_profile
 from common.errors import VehicleError
+from common.pose import Pose
 from onboard.safety import SafetyConfig
 from onboard.vehicles.tello import TelloVehicle, parse_tello_url
 from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
@@ -81,6 +82,9 @@ def test_url_parsing() -> None:
         parse_tello_url("tello://192.168.10.1?keepalive_s=15")
     with pytest.raises(ConfigError, match="unknown parameters"):
         parse_tello_url("tello://192.168.10.1?sped=3")
+    assert parse_tello_url("tello://192.168.10.1").spawn == Pose(0.0, 0.0, 0.0, 0.0)
+    with pytest.raises(ConfigError, match="spawn must be x,y,z"):
+        parse_tello_url("tello://192.168.10.1?spawn=1,north,0")
 
 
 def test_approach_episode_through_djitellopy_is_accepted(rig, tmp_path) -> None:

@@ -4,5 +4,6 @@
 - `px4.MavlinkVehicle` (``mavlink://udpin:0.0.0.0:14540``): PX4 offboard or ArduPilot GUIDED over pymavlink.
 - `video`: H.264-over-UDP and OpenCV camera sources with frame-age tracking.
 - `deadreckon`: position for vehicles that do not measure it (labelled as dead-reckoned).
+- `spawn`: the `spawn=` URL parameter (the vehicle's origin in the episode's world frame).
 - `faults`: vehicle faults (failsafe, RC takeover, stale video, link loss) reported into the runtime.
 """

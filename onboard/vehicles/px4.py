@@ -40,6 +40,7 @@ from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry
 from common.pose import Pose, wrap_deg
 from onboard.vehicles.faults import FaultReporter
+from onboard.vehicles.spawn import ORIGIN, parse_spawn
 from onboard.vehicles.video import FrameSource, FreshFrameCamera, open_frame_source
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,6 @@ APM_GUIDED, APM_LAND = 4, 9
 AUTOPILOT_PX4, AUTOPILOT_ARDUPILOT = 12, 3
 ACK_TIMEOUT_S = 3.0
 STREAM_HZ = 20.0
-ORIGIN = Pose(0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -73,15 +73,7 @@ def parse_mavlink_url(url: str) -> MavlinkTarget:
     if not connection:
         raise ConfigError(f"{url!r}: no pymavlink connection string (e.g. udpin:0.0.0.0:14540)")
     q = {k: v[0] for k, v in parse_qs(query).items()}
-    spawn = ORIGIN
-    if "spawn" in q:
-        try:
-            values = [float(v) for v in q.pop("spawn").split(",")]
-        except ValueError:
-            raise ConfigError(f"{url!r}: spawn must be x,y,z[,yaw_deg] in metres") from None
-        if len(values) not in (3, 4):
-            raise ConfigError(f"{url!r}: spawn needs 3 or 4 numbers, got {len(values)}")
-        spawn = Pose(values[0], values[1], values[2], values[3] if len(values) == 4 else 0.0)
+    spawn = parse_spawn(url, q)
     dialect = q.pop("dialect", "px4")
     if dialect not in ("px4", "ardupilot"):
         raise ConfigError(f"{url!r}: dialect={dialect!r} must be 'px4' or 'ardupilot'")

@@ -39,13 +39,13 @@ from common.interfaces import Telemetry
 from common.pose import Pose, wrap_deg
 from onboard.vehicles.deadreckon import DeadReckoner
 from onboard.vehicles.faults import FaultReporter
+from onboard.vehicles.spawn import ORIGIN, parse_spawn
 from onboard.vehicles.video import FreshFrameCamera, H264UdpReceiver
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "192.168.10.1"
 CONTROL_PORT = 8889
-ORIGIN = Pose(0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,7 @@ def parse_tello_url(url: str) -> TelloTarget:
     if parts.scheme != "tello":
         raise ConfigError(f"not a tello:// URL: {url!r}")
     q = {k: v[0] for k, v in parse_qs(parts.query).items()}
-    spawn = Pose(0.0, 0.0, 0.0, 0.0)
-    if "spawn" in q:
-        try:
-            values = [float(v) for v in q.pop("spawn").split(",")]
-        except ValueError:
-            raise ConfigError(f"{url!r}: spawn must be x,y,z[,yaw_deg] in metres") from None
-        if len(values) not in (3, 4):
-            raise ConfigError(f"{url!r}: spawn needs 3 or 4 numbers, got {len(values)}")
-        spawn = Pose(values[0], values[1], values[2], values[3] if len(values) == 4 else 0.0)
+    spawn = parse_spawn(url, q)
     mode = q.pop("mode", "rc")
     if mode not in ("rc", "go"):
         raise ConfigError(f"{url!r}: mode={mode!r} must be 'rc' or 'go'")
