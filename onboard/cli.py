@@ -58,6 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--camera", default=None, help="camera profile (name or calibrate's YAML)")
     parser.add_argument("--profile", default=None, help="flight profile: outdoor, indoor, tello or FILE")
     parser.add_argument(
+        "--rt-priority",
+        type=int,
+        default=None,
+        metavar="N",
+        help="SCHED_FIFO priority of the actuation thread, 1-99 (default 10; 0: normal scheduling). "
+        "Needs root or CAP_SYS_NICE; refused -> logged, and the loop runs normally",
+    )
+    parser.add_argument(
         "--truth-target",
         default=None,
         help="simulator object to measure distance/visibility against (logs only)",
@@ -73,15 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from onboard.recorder import FlightRecorder
     from onboard.runtime import OnboardRuntime, RuntimeConfig
 
-    overrides = list(args.set)
-    if args.instruction:
-        overrides.append(f"instruction={json.dumps(args.instruction)}")
-    if args.camera:
-        overrides.append(f"camera={args.camera}")
-    if args.profile:
-        overrides.append(f"flight_profile={args.profile}")
-    if args.pilot == "remote":
-        overrides.append("remote=true")
+    overrides = config_overrides(args)
     try:
         config = load_config(RuntimeConfig, args.config, overrides)
         log_dir = Path(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -132,6 +132,22 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def config_overrides(args: argparse.Namespace) -> list[str]:
+    """RuntimeConfig overrides from the command line: --set first, then the dedicated flags."""
+    overrides = list(args.set)
+    if args.instruction:
+        overrides.append(f"instruction={json.dumps(args.instruction)}")
+    if args.camera:
+        overrides.append(f"camera={args.camera}")
+    if args.profile:
+        overrides.append(f"flight_profile={args.profile}")
+    if args.pilot == "remote":
+        overrides.append("remote=true")
+    if args.rt_priority is not None:
+        overrides.append(f"actuation_rt_priority={args.rt_priority}")
+    return overrides
 
 
 class GroundStationPilot:

@@ -133,3 +133,20 @@ def test_a_model_pilot_times_its_preprocess_and_parse() -> None:
     pilot.backend = CannedBackend("not json")  # type: ignore[assignment]
     bad = pilot.decide(obs)
     assert bad.action is None and bad.preprocess_s is not None and bad.parse_s is not None
+
+
+def test_the_onboard_command_sets_the_priority() -> None:
+    import argparse
+
+    from common.config import load_config
+    from onboard.cli import add_arguments, config_overrides
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--vehicle", "airsim://127.0.0.1:1/Drone1", "--rt-priority", "0"])
+    assert load_config(RuntimeConfig, None, config_overrides(args)).actuation_rt_priority == 0
+    default = parser.parse_args(["--vehicle", "airsim://127.0.0.1:1/Drone1"])
+    assert load_config(RuntimeConfig, None, config_overrides(default)).actuation_rt_priority == 10
+    bad = parser.parse_args(["--vehicle", "x", "--rt-priority", "200"])
+    with pytest.raises(Exception, match="actuation_rt_priority=200"):
+        load_config(RuntimeConfig, None, config_overrides(bad))
