@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 
 from calibration.pattern import BoardPattern
+from common.camera import undistort_points_converged
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,7 @@ class BoardRenderer:
             k[1, 2] = cam.cy_px * s + (s - 1) / 2.0
             us, vs = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
             pts = np.stack([us.ravel(), vs.ravel()], axis=1).reshape(-1, 1, 2)
-            criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-12)
-            und = cv2.undistortPoints(pts, k, np.array(cam.distortion), None, None, None, criteria)
+            und = undistort_points_converged(pts, k, np.array(cam.distortion), None, eps=1e-12)
             self._rays = und.reshape(h, w, 2)
         return self._rays
 

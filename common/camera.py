@@ -122,20 +122,31 @@ def undistort_pixels(points_px: ArrayLike, camera: CameraProfile) -> NDArray[np.
     points = np.asarray(points_px, np.float64).reshape(-1, 1, 2)
     if not camera.has_distortion:
         return points.reshape(-1, 2)
-    import cv2
-
     k = np.array(
         [[camera.fx_px, 0.0, camera.cx_px], [0.0, camera.fy_px, camera.cy_px], [0.0, 0.0, 1.0]], np.float64
     )
     dist = np.array(camera.distortion, np.float64)
-    # cv2.undistortPoints without criteria stops after 5 fixed-point iterations, which leaves tenths of
-    # a pixel near the corners of a strongly distorted lens; these criteria run it to convergence.
-    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-10)
-    if hasattr(cv2, "undistortPointsIter"):  # OpenCV 4.x: undistortPoints takes no criteria
-        out = cv2.undistortPointsIter(points, k, dist, None, k, criteria)
+    return undistort_points_converged(points, k, dist, k).reshape(-1, 2)
+
+
+def undistort_points_converged(
+    points: ArrayLike, k: ArrayLike, dist: ArrayLike, p: ArrayLike | None, eps: float = 1e-10
+) -> NDArray[np.float64]:
+    """cv2.undistortPoints run to convergence on OpenCV 4 and 5 (points N x 1 x 2; P None: normalised).
+
+    Without criteria it stops after 5 fixed-point iterations, which leaves tenths of a pixel near the
+    corners of a strongly distorted lens."""
+    import cv2
+    import numpy as np
+
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, eps)
+    points, k, dist = (np.asarray(a, np.float64) for a in (points, k, dist))
+    p = None if p is None else np.asarray(p, np.float64)
+    if hasattr(cv2, "undistortPointsIter"):  # OpenCV 4.x (JetPack's): undistortPoints takes no criteria
+        out = cv2.undistortPointsIter(points, k, dist, None, p, criteria)
     else:  # OpenCV 5 folded the criteria into undistortPoints
-        out = cv2.undistortPoints(points, k, dist, R=None, P=k, criteria=criteria)
-    return np.asarray(out, np.float64).reshape(-1, 2)
+        out = cv2.undistortPoints(points, k, dist, R=None, P=p, criteria=criteria)
+    return np.asarray(out, np.float64)
 
 
 BUILTIN_CAMERAS: dict[str, CameraProfile] = {
