@@ -145,7 +145,7 @@ def run_stream(pilot: ModelPilot, frames: Sequence[Any], instruction: str) -> St
             outcome.samples.append(stream_once(client, backend.build_body(request)))
         except (BackendError, httpx.HTTPError, json.JSONDecodeError) as exc:
             if not outcome.samples:
-                # The first call decides: a server that refuses stream=true (serve-pilot) is reported.
+                # The first call decides: a server that refuses stream=true is reported as such.
                 return StreamOutcome(False, str(exc) or type(exc).__name__)
             logger.warning("streaming call failed: %s", exc)
     return outcome
