@@ -11,6 +11,7 @@ Prints (JSON) what the operator's screen experiences:
 - GUI event-loop stalls (a 10 ms timer's lateness), p50/p99/max;
 - what the simulator rendered in the measured window (dcRenderStats): full frames and ground-truth
   crops per frame served, their pixels and PyBullet seconds, and the share of wall time spent rendering.
+  (with `--render-workers K` a render's ms is the server's wait for a worker, transfer included);
   `--truth-render full` makes the simulator answer ground truth with full-frame renders as before
   issue 9's crops (for a side-by-side comparison); `--no-truth` runs the drones without ground truth.
 
@@ -119,6 +120,12 @@ def main() -> int:
         default="crop",
         help="how the simulator renders for ground truth (full: one full frame per question, as before)",
     )
+    parser.add_argument(
+        "--render-workers",
+        type=int,
+        default=0,
+        help="dronecats sim --render-workers K (0: render in the sim)",
+    )
     args = parser.parse_args()
 
     from PyQt6.QtCore import QEventLoop, QTimer
@@ -144,6 +151,7 @@ def main() -> int:
         log_dir=out,
         onboard_settings=settings,
         truth=not args.no_truth,
+        sim_args=["--render-workers", str(args.render_workers)],
     ) as sim:
         sim_rpc = SimStats(sim.sim_port)
         sim_rpc.call("dcSetTruthRender", args.truth_render)
@@ -226,6 +234,7 @@ def main() -> int:
         "drones": args.drones,
         "decision_period_s": args.period_s,
         "ground_truth": not args.no_truth,
+        "render_workers": args.render_workers,
         "measured_s": round(measured_s, 1),
         "frames_received_per_drone_fps": {
             d: round(n / measured_s, 2) for d, n in sorted(frames_per_drone.items())

@@ -21,6 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--camera", default="sim", help="camera profile name or YAML file (default: sim)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--render-workers",
+        type=int,
+        default=0,
+        help="render in K worker processes (each a copy of the scene) instead of the server process: "
+        "renders of several drones run in parallel and no longer hold up the physics and the RPC "
+        "(default 0: render in the server process)",
+    )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
@@ -38,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         camera=camera_profile(args.camera),
         seed=args.seed,
         clock_speed=args.clock_speed,
+        render_workers=args.render_workers,
     )
     world.pause(args.paused)
     world.start()

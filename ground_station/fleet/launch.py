@@ -72,6 +72,7 @@ class SimFleet:
     startup_timeout_s: float = 90.0
     truth: bool = True  # ground truth for the drones' logs (costs the sim a render per `go` step)
     sim_port: int = 0
+    sim_args: list[str] = field(default_factory=list)  # more `dronecats sim` options (--render-workers K)
     addresses: list[DroneAddress] = field(default_factory=list)
     _procs: list[subprocess.Popen[str]] = field(default_factory=list)
     _logs: list[IO[str]] = field(default_factory=list)
@@ -97,7 +98,7 @@ class SimFleet:
         sim_log = (self.log_dir / "sim.log").open("w")
         self._logs.append(sim_log)
         argv = [sys.executable, "-m", "dronecats", "sim", "--scene", self.scene, "--port", "0"]
-        argv += ["--vehicles", str(self.n_drones), "--seed", str(self.seed)]
+        argv += ["--vehicles", str(self.n_drones), "--seed", str(self.seed), *self.sim_args]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=sim_log, text=True, env=self.env())
         self._procs.append(proc)
         assert proc.stdout is not None

@@ -29,6 +29,7 @@ from sim_bridge.sim.assets import AssetSpec, Part, build_asset, tiled
 from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb, yaw_rotation_ned
 from sim_bridge.sim.ground import GroundMap, fill_background
 from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
+from sim_bridge.sim.render_pool import RenderJob, RenderPool, SceneState, WorldSpec
 from sim_bridge.sim.textures import TextureCache
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,10 @@ class World:
         tick_s: float = 0.02,
         clock_speed: float = 1.0,
         spawns: list[Pose] | None = None,
+        render_workers: int = 0,
     ) -> None:
+        if render_workers < 0:
+            raise ConfigError(f"render_workers={render_workers} must be >= 0 (0: render in this process)")
         import pybullet as p  # heavy: imported when a world is built, not at import time
 
         from sim_bridge.sim.scenes import build_scene
@@ -200,6 +204,7 @@ class World:
         self.objects: dict[str, SceneObject] = {}
         self.vehicles: dict[str, VehicleSlot] = {}
         self.render_stats = RenderStats()
+        self.render_pool: RenderPool | None = None
         self.ground_ids: set[int] = set()
         self.ground = GroundMap((90, 128, 77))
         self._paused = False
@@ -217,6 +222,13 @@ class World:
             )
         for name, spawn in zip(names, spawn_list, strict=False):
             self.add_vehicle(name, spawn)
+        if render_workers:
+            # the workers build this scene with these vehicles; objects spawned later follow by state
+            spawned = [(n, s.model.spawn) for n, s in self.vehicles.items()]
+            spec = WorldSpec(
+                scene, seed, [(n, (p.x_m, p.y_m, p.z_m, p.yaw_deg)) for n, p in spawned], self.camera
+            )
+            self.render_pool = RenderPool(spec, render_workers)
 
     # ------------------------------------------------------------------ bodies
     def _texture_id(self, path: str) -> int:
@@ -643,6 +655,8 @@ class World:
         self.advance(duration_s, pace=True)
 
     def close(self) -> None:
+        if self.render_pool is not None:
+            self.render_pool.close()
         self._stop.set()
         with self._run_cond:
             self._run_cond.notify_all()
@@ -718,6 +732,8 @@ class World:
         With `vehicle_pose`, the camera is placed as if the vehicle were there (the scene as it is now;
         the vehicle's own body is moved out of the way meanwhile): a frame's view re-rendered later.
         """
+        if self.render_pool is not None:
+            return self._render_in_pool(name, segmentation, depth, camera, vehicle_pose)
         with self.lock:
             slot = self.vehicle(name)
             cam = camera or slot.camera
@@ -750,6 +766,37 @@ class World:
             image, seg_arr if segmentation else None, depth_arr, t, slot.model.name, pose, eye_t, yaw, cam
         )
 
+    def _render_in_pool(
+        self,
+        name: str,
+        segmentation: bool,
+        depth: bool,
+        camera: CameraProfile | None,
+        vehicle_pose: Pose | None,
+    ) -> Render:
+        with self.lock:  # time, pose and camera at the instant of the state the worker copies
+            slot = self.vehicle(name)
+            cam = camera or slot.camera
+            eye, yaw = self.camera_pose(name, vehicle_pose)
+            t = self.clock.now()
+            pose = vehicle_pose or slot.model.pose()
+            job = RenderJob(
+                slot.model.name, self._scene_state(), camera, depth, None, _pose_tuple(vehicle_pose)
+            )
+        r = self._pool_run(job, "full", cam.width_px * cam.height_px)
+        eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
+        return Render(
+            r.image_bgr,
+            r.seg if segmentation else None,
+            r.depth_planar_m,
+            t,
+            slot.model.name,
+            pose,
+            eye_t,
+            yaw,
+            cam,
+        )
+
     def render_segmentation(
         self, name: str, region: tuple[int, int, int, int], vehicle_pose: Pose | None = None
     ) -> np.ndarray:
@@ -760,12 +807,42 @@ class World:
         (ground pixels read -1 here, -2 in a full render: neither is an object). The caller holds the
         lock when the region must match other state read at the same instant.
         """
+        if self.render_pool is not None:
+            with self.lock:
+                slot = self.vehicle(name)
+                cam = crop_camera(slot.camera, region)
+                job = RenderJob(
+                    slot.model.name, self._scene_state(), None, False, region, _pose_tuple(vehicle_pose)
+                )
+            return np.asarray(self._pool_run(job, "crop", cam.width_px * cam.height_px), np.int32)
         with self.lock:
             slot = self.vehicle(name)
             eye, yaw = self.camera_pose(name, vehicle_pose)
             cam = crop_camera(slot.camera, region)
             _, _, seg = self._camera_image(slot, cam, eye, yaw, vehicle_pose, "crop")
         return np.asarray(seg, np.int32).reshape(cam.height_px, cam.width_px)
+
+    def _scene_state(self) -> SceneState:
+        """The dynamic state a render worker copies (the caller holds the lock)."""
+        objects = {
+            name: (o.asset, o.scale, (o.pose.x_m, o.pose.y_m, o.pose.z_m, o.pose.yaw_deg), o.body_id)
+            for name, o in self.objects.items()
+        }
+        vehicles = {}
+        for name, slot in self.vehicles.items():
+            p = slot.model.pose()
+            vehicles[name] = ((p.x_m, p.y_m, p.z_m, p.yaw_deg), slot.body_id)
+        return SceneState(objects, vehicles)
+
+    def _pool_run(self, job: RenderJob, kind: str, pixels: int) -> Any:
+        """A render by a worker process; the caller took the job's state under the lock, the wait is
+        outside it (the physics and the RPC go on meanwhile)."""
+        assert self.render_pool is not None
+        t0 = time.perf_counter()
+        result = self.render_pool.run(job)
+        with self.lock:
+            self.render_stats.add(kind, pixels, time.perf_counter() - t0)
+        return result
 
     def projected_region(
         self, obj: SceneObject, eye: np.ndarray, yaw_deg: float, cam: CameraProfile
@@ -835,14 +912,18 @@ class World:
             bbox_dist = obj.bbox_distance_m(drone)
             eye, yaw = self.camera_pose(vehicle, pose)
             region = self.projected_region(obj, eye, yaw, slot.camera)
+            mask = np.zeros((0, 0), bool)
+            origin = (0, 0)
             if region is None:
                 self.render_stats.skipped += 1
-                mask = np.zeros((0, 0), bool)
-                origin = (0, 0)
             else:
-                mask = self.render_segmentation(vehicle, region, vehicle_pose) == obj.body_id
                 origin = (region[0], region[1])
+                if self.render_pool is None:  # in-process: the same instant as the distances
+                    mask = self.render_segmentation(vehicle, region, vehicle_pose) == obj.body_id
             target_pose = obj.pose
+        if region is not None and self.render_pool is not None:
+            # a worker renders while the world runs on: the scene as it is when the job is taken
+            mask = self.render_segmentation(vehicle, region, vehicle_pose) == obj.body_id
         return self._truth_from_mask(mask, origin, dist, bbox_dist, target_pose, slot.camera)
 
     def _truth_from_mask(
@@ -894,8 +975,15 @@ class World:
             if region is None or not (region[0] <= col < region[2] and region[1] <= row < region[3]):
                 self.render_stats.skipped += 1
                 return False
-            seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
-            return bool(seg[0, 0] == obj.body_id)
+            if self.render_pool is None:
+                seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
+                return bool(seg[0, 0] == obj.body_id)
+        seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
+        return bool(seg[0, 0] == obj.body_id)
+
+
+def _pose_tuple(pose: Pose | None) -> tuple[float, float, float, float] | None:
+    return None if pose is None else (pose.x_m, pose.y_m, pose.z_m, pose.yaw_deg)
 
 
 def image_pixel(width_px: int, height_px: int, u: float, v: float) -> tuple[int, int]:

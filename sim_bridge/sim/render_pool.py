@@ -1,0 +1,213 @@
+"""Render worker processes for one `World` (`dronecats sim --render-workers K`).
+
+PyBullet's TinyRenderer holds the GIL for a whole frame (~35-60 ms at 640x360), so in one process
+the renders of several drones run one after another and every RPC (telemetry, setpoints) waits
+behind them. Each worker here builds the same scene (same scene name and seed, same vehicles at the
+same spawns) in its own PyBullet instance and renders on request; the main process keeps the
+physics, the clock and the RPC, and waits for a render without holding the GIL or the world lock.
+
+A request carries the scene's dynamic state at the moment it was taken (every object's asset, scale
+and pose, every vehicle's pose): the worker spawns, destroys and moves its bodies to match, renders,
+and maps its body ids in the segmentation back to the main world's ids by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing as mp
+import queue
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from common.camera import CameraProfile
+from common.errors import VehicleError
+from common.pose import Pose
+
+log = logging.getLogger(__name__)
+
+WORKER_START_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class SceneState:
+    """The dynamic part of a world: what a worker must copy before it renders."""
+
+    objects: dict[str, tuple[str, tuple[float, float, float], tuple[float, float, float, float], int]]
+    # name -> (asset, scale, (x, y, z, yaw_deg) world NED, main body id)
+    vehicles: dict[str, tuple[tuple[float, float, float, float], int]]  # name -> (pose, main body id)
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """What a worker needs to build the same static world."""
+
+    scene: str
+    seed: int
+    vehicles: list[tuple[str, tuple[float, float, float, float]]]  # (name, spawn pose)
+    camera: CameraProfile
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    vehicle: str
+    state: SceneState
+    camera: CameraProfile | None = None  # a full render with this camera (None: the vehicle's)
+    depth: bool = False
+    region: tuple[int, int, int, int] | None = None  # a crop's body ids only (World.render_segmentation)
+    vehicle_pose: tuple[float, float, float, float] | None = None
+
+
+class RenderPool:
+    """K worker processes, each with a copy of the world; `run` blocks the calling thread only."""
+
+    def __init__(self, spec: WorldSpec, workers: int) -> None:
+        if workers < 1:
+            raise ValueError(f"a render pool needs >= 1 worker, got {workers}")
+        ctx = mp.get_context("spawn")  # never fork a process with PyBullet and threads in it
+        self._procs: list[Any] = []
+        self._idle: queue.Queue[Connection] = queue.Queue()
+        self._closed = threading.Event()
+        conns = []
+        for index in range(workers):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(
+                target=_worker_main, args=(child, spec), name=f"render-worker-{index}", daemon=True
+            )
+            proc.start()
+            child.close()
+            self._procs.append(proc)
+            conns.append(parent)
+        for index, conn in enumerate(conns):  # the workers build their worlds in parallel
+            if not conn.poll(WORKER_START_TIMEOUT_S):
+                self.close()
+                raise VehicleError(
+                    f"render worker {index} did not build its world in {WORKER_START_TIMEOUT_S} s"
+                )
+            status = conn.recv()
+            if status != "ready":
+                self.close()
+                raise VehicleError(f"render worker {index} failed to start: {status}")
+            self._idle.put(conn)
+        self.workers = workers
+
+    def run(self, job: RenderJob) -> Any:
+        """A Render (full) or an int32 array of body ids (region), rendered by the next idle worker."""
+        if self._closed.is_set():
+            raise VehicleError("the render pool is closed")
+        conn = self._idle.get()
+        try:
+            conn.send(job)
+            ok, result = conn.recv()
+        except (EOFError, OSError) as exc:
+            raise VehicleError(f"a render worker died: {exc}") from exc
+        self._idle.put(conn)
+        if not ok:
+            raise VehicleError(f"render worker: {result}")
+        return result
+
+    def close(self) -> None:
+        self._closed.set()
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            with contextlib.suppress(OSError):  # a worker that died already
+                conn.send(None)
+            conn.close()
+        for proc in self._procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+
+
+def _worker_main(conn: Connection, spec: WorldSpec) -> None:
+    try:
+        from sim_bridge.sim.world import World
+
+        world = World(
+            spec.scene,
+            vehicles=[name for name, _ in spec.vehicles],
+            camera=spec.camera,
+            seed=spec.seed,
+            spawns=[Pose(*pose) for _, pose in spec.vehicles],
+        )
+        world.pause(True)
+    except Exception as exc:  # reported to the parent, which refuses to start
+        conn.send(f"{type(exc).__name__}: {exc}")
+        return
+    conn.send("ready")
+    mirror = _Mirror(world)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            break
+        if job is None:
+            break
+        try:
+            conn.send((True, mirror.run(job)))
+        except Exception as exc:
+            log.exception("render job failed")
+            conn.send((False, f"{type(exc).__name__}: {exc}"))
+    world.close()
+
+
+class _Mirror:
+    """A worker's world kept equal to the main world's state as each job describes it."""
+
+    def __init__(self, world: Any) -> None:
+        self.world = world
+        self._poses: dict[str, tuple[float, ...]] = {}
+
+    def sync(self, state: SceneState) -> np.ndarray:
+        """Copy the state; returns the lookup table worker body id -> main body id."""
+        w = self.world
+        for name in [n for n in w.objects if n not in state.objects]:
+            w.destroy(name)
+            self._poses.pop(name, None)
+        for name, (asset, scale, pose, _) in state.objects.items():
+            if name not in w.objects:
+                if asset == "scenery":
+                    raise VehicleError(f"scenery {name!r} is not in the worker's scene")
+                spawned = w.spawn(name, asset, Pose(*pose), scale)
+                if spawned.name != name:
+                    raise VehicleError(f"worker spawned {name!r} as {spawned.name!r}")
+            elif self._poses.get(name) != pose:
+                w.set_object_pose(name, Pose(*pose))
+            self._poses[name] = pose
+        for name, (pose, _) in state.vehicles.items():
+            if self._poses.get(name) != pose:
+                w.set_vehicle_pose(name, Pose(*pose))
+                self._poses[name] = pose
+        pairs = [(w.objects[n].body_id, main) for n, (_, _, _, main) in state.objects.items()]
+        pairs += [(w.vehicles[n].body_id, main) for n, (_, main) in state.vehicles.items()]
+        lut = np.full(max(b for b, _ in pairs) + 1 if pairs else 1, -1, np.int32)
+        for body, main in pairs:
+            lut[body] = main
+        return lut
+
+    def run(self, job: RenderJob) -> Any:
+        lut = self.sync(job.state)
+        pose = Pose(*job.vehicle_pose) if job.vehicle_pose is not None else None
+        if job.region is not None:
+            return _to_main_ids(self.world.render_segmentation(job.vehicle, job.region, pose), lut)
+        render = self.world.render(
+            job.vehicle, segmentation=True, depth=job.depth, camera=job.camera, vehicle_pose=pose
+        )
+        render.seg = _to_main_ids(render.seg, lut)
+        return render
+
+
+def _to_main_ids(seg: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """Worker body ids -> the main world's; -1 (nothing) and -2 (ground) stay as they are."""
+    out = seg.copy()
+    bodies = (seg >= 0) & (seg < len(lut))
+    out[bodies] = lut[seg[bodies]]
+    return out
