@@ -10,7 +10,8 @@ Prints (JSON) what the operator's screen experiences:
   every drone's ack shown), and for one final fleet-wide e-stop;
 - GUI event-loop stalls (a 10 ms timer's lateness), p50/p99/max;
 - what the simulator rendered in the measured window (dcRenderStats): full frames and ground-truth
-  crops per frame served, their pixels and PyBullet seconds, and the share of wall time spent rendering.
+  crops per frame served, their pixels and PyBullet seconds, and render seconds per wall second
+  (summed over concurrent renders when there are render workers).
   (with `--render-workers K` a render's ms is the server's wait for a worker, transfer included);
   `--truth-render full` makes the simulator answer ground truth with full-frame renders as before
   issue 9's crops (for a side-by-side comparison); `--no-truth` runs the drones without ground truth.
@@ -46,21 +47,31 @@ def pct(values: list[float], q: float) -> float | None:
 
 def process_cpu_s() -> dict[str, float]:
     """CPU seconds so far of this process (the ground station) and of its children by role (the
-    simulator, each onboard process), from /proc: where the machine's cores go."""
+    simulator with its render workers, the onboard processes), from /proc: where the cores go."""
     ticks = os.sysconf("SC_CLK_TCK")
-    me = os.getpid()
-    out = {"ground_station": time.process_time()}
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) != me:  # fields[1] is the parent pid
-                continue
-            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+            pid = int(stat.parent.name)
+            parent[pid] = int(fields[1])
+            cpu[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
         except (OSError, IndexError, ValueError):
             continue  # exited meanwhile
-        cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+    out = {"ground_station": time.process_time()}
+    for child in [pid for pid, ppid in parent.items() if ppid == os.getpid()]:
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
         role = "sim" if b"sim" in argv else "onboard"
-        out[role] = out.get(role, 0.0) + cpu
+        tree, todo = 0.0, [child]
+        while todo:  # the child and its descendants (a simulator's render workers)
+            pid = todo.pop()
+            tree += cpu.get(pid, 0.0)
+            todo += [p for p, pp in parent.items() if pp == pid]
+        out[role] = out.get(role, 0.0) + tree
     return out
 
 
@@ -101,7 +112,7 @@ class SimStats:
             "ring_misses": st["ring_misses"],
             "full_render_ms": round(st["full_s"] / st["full"] * 1000, 1) if st["full"] else None,
             "crop_render_ms": round(st["crop_s"] / st["crop"] * 1000, 1) if st["crop"] else None,
-            "rendering_share_of_wall": round((st["full_s"] + st["crop_s"]) / measured_s, 2),
+            "render_s_per_wall_s": round((st["full_s"] + st["crop_s"]) / measured_s, 2),
         }
 
 
