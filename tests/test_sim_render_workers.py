@@ -88,7 +88,7 @@ def test_the_world_lock_is_free_while_a_worker_renders() -> None:
 
         pool.run = probing_run  # type: ignore[method-assign]
         w.render("Drone1")
-        w.target_truth("Drone1", "sign_north")
+        w.render("Drone1", vehicle_pose=Pose(1.0, 0.0, -2.0, 90.0))
         assert free == [True, True]
 
 
@@ -143,7 +143,7 @@ def test_sim_server_with_render_workers_serves_frames_and_truth_and_stops_them()
         truth = c.client.call("dcGroundTruth", "Drone1", car)
         assert truth["visible"] is True and truth["pixel_count"] > 500
         stats = c.client.call("dcRenderStats", False)
-        assert stats["full"] == 2 and stats["crop"] == 1
+        assert stats["full"] == 2 and stats["crop"] == 1  # crops render in the server process
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
         time.sleep(0.1)

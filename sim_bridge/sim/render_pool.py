@@ -58,7 +58,6 @@ class RenderJob:
     state: SceneState
     camera: CameraProfile | None = None  # a full render with this camera (None: the vehicle's)
     depth: bool = False
-    region: tuple[int, int, int, int] | None = None  # a crop's body ids only (World.render_segmentation)
     vehicle_pose: tuple[float, float, float, float] | None = None
 
 
@@ -96,7 +95,7 @@ class RenderPool:
         self.workers = workers
 
     def run(self, job: RenderJob) -> Any:
-        """A Render (full) or an int32 array of body ids (region), rendered by the next idle worker."""
+        """The Render (body ids in the main world's numbering), by the next idle worker."""
         if self._closed.is_set():
             raise VehicleError("the render pool is closed")
         conn = self._idle.get()
@@ -196,8 +195,6 @@ class _Mirror:
     def run(self, job: RenderJob) -> Any:
         lut = self.sync(job.state)
         pose = Pose(*job.vehicle_pose) if job.vehicle_pose is not None else None
-        if job.region is not None:
-            return _to_main_ids(self.world.render_segmentation(job.vehicle, job.region, pose), lut)
         render = self.world.render(
             job.vehicle, segmentation=True, depth=job.depth, camera=job.camera, vehicle_pose=pose
         )

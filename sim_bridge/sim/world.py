@@ -780,9 +780,7 @@ class World:
             eye, yaw = self.camera_pose(name, vehicle_pose)
             t = self.clock.now()
             pose = vehicle_pose or slot.model.pose()
-            job = RenderJob(
-                slot.model.name, self._scene_state(), camera, depth, None, _pose_tuple(vehicle_pose)
-            )
+            job = RenderJob(slot.model.name, self._scene_state(), camera, depth, _pose_tuple(vehicle_pose))
         r = self._pool_run(job, "full", cam.width_px * cam.height_px)
         eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
         return Render(
@@ -805,16 +803,10 @@ class World:
         Renders only that crop, on the full frame's pixel grid (crop_camera), with everything in the
         scene drawn so that occlusion is as in the full render; the ground fill is not needed for ids
         (ground pixels read -1 here, -2 in a full render: neither is an object). The caller holds the
-        lock when the region must match other state read at the same instant.
+        lock when the region must match other state read at the same instant. Crops render in this
+        process even with render workers: a few milliseconds, at the same instant as the distances,
+        and never queued behind full frames.
         """
-        if self.render_pool is not None:
-            with self.lock:
-                slot = self.vehicle(name)
-                cam = crop_camera(slot.camera, region)
-                job = RenderJob(
-                    slot.model.name, self._scene_state(), None, False, region, _pose_tuple(vehicle_pose)
-                )
-            return np.asarray(self._pool_run(job, "crop", cam.width_px * cam.height_px), np.int32)
         with self.lock:
             slot = self.vehicle(name)
             eye, yaw = self.camera_pose(name, vehicle_pose)
@@ -912,18 +904,14 @@ class World:
             bbox_dist = obj.bbox_distance_m(drone)
             eye, yaw = self.camera_pose(vehicle, pose)
             region = self.projected_region(obj, eye, yaw, slot.camera)
-            mask = np.zeros((0, 0), bool)
-            origin = (0, 0)
             if region is None:
                 self.render_stats.skipped += 1
+                mask = np.zeros((0, 0), bool)
+                origin = (0, 0)
             else:
+                mask = self.render_segmentation(vehicle, region, vehicle_pose) == obj.body_id
                 origin = (region[0], region[1])
-                if self.render_pool is None:  # in-process: the same instant as the distances
-                    mask = self.render_segmentation(vehicle, region, vehicle_pose) == obj.body_id
             target_pose = obj.pose
-        if region is not None and self.render_pool is not None:
-            # a worker renders while the world runs on: the scene as it is when the job is taken
-            mask = self.render_segmentation(vehicle, region, vehicle_pose) == obj.body_id
         return self._truth_from_mask(mask, origin, dist, bbox_dist, target_pose, slot.camera)
 
     def _truth_from_mask(
@@ -975,11 +963,8 @@ class World:
             if region is None or not (region[0] <= col < region[2] and region[1] <= row < region[3]):
                 self.render_stats.skipped += 1
                 return False
-            if self.render_pool is None:
-                seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
-                return bool(seg[0, 0] == obj.body_id)
-        seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
-        return bool(seg[0, 0] == obj.body_id)
+            seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
+            return bool(seg[0, 0] == obj.body_id)
 
 
 def _pose_tuple(pose: Pose | None) -> tuple[float, float, float, float] | None:
