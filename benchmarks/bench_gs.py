@@ -82,6 +82,7 @@ class SimStats:
     def __init__(self, port: int) -> None:
         self.port = port
         self._reset_done = threading.Event()
+        self._clock0 = (0.0, time.monotonic())
 
     def call(self, method: str, *args: object) -> Any:
         import airsim
@@ -92,6 +93,7 @@ class SimStats:
     def reset(self) -> None:
         def run() -> None:
             self.call("dcRenderStats", True)
+            self._clock0 = (self.call("dcGetSimTime"), time.monotonic())
             self._reset_done.set()
 
         threading.Thread(target=run, daemon=True).start()
@@ -99,6 +101,7 @@ class SimStats:
     def figures(self, measured_s: float) -> dict[str, Any]:
         self._reset_done.wait(30)
         st = self.call("dcRenderStats", False)
+        sim_s, wall_s = self.call("dcGetSimTime") - self._clock0[0], time.monotonic() - self._clock0[1]
         frames = sum(st["frames"].values())
         per_frame = 1.0 / frames if frames else math.nan
         return {
@@ -112,6 +115,8 @@ class SimStats:
             "ring_misses": st["ring_misses"],
             "full_render_ms": round(st["full_s"] / st["full"] * 1000, 1) if st["full"] else None,
             "crop_render_ms": round(st["crop_s"] / st["crop"] * 1000, 1) if st["crop"] else None,
+            # < 1: the physics loop fell behind the wall clock (renders held it up)
+            "sim_clock_s_per_wall_s": round(sim_s / wall_s, 3),
             "render_s_per_wall_s": round((st["full_s"] + st["crop_s"]) / measured_s, 2),
         }
 
