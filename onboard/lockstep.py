@@ -185,12 +185,25 @@ class MultiLockstepDriver:
         while True:
             now = self.clock.now()
             if now >= self._next_tick_s - 1e-9:
+                self._share_traffic()
                 for rt in self.runtimes:
                     rt.actuator.tick(now)
                 self._next_tick_s += self.period_s
             if now >= end_s - 1e-9:
                 break
             self.stepper.advance(min(end_s, self._next_tick_s) - now)
+
+    def _share_traffic(self) -> None:
+        """Each drone's safety governor learns where the others are (their newest telemetry), so that
+        fleet separation holds below every pilot (SafetyConfig.separation_m)."""
+        positions = {}
+        for rt in self.runtimes:
+            telemetry = rt.actuator.last_telemetry
+            if telemetry is not None:
+                pose = telemetry.pose
+                positions[rt.config.drone] = (pose.x_m, pose.y_m, pose.z_m)
+        for rt in self.runtimes:
+            rt.governor.set_traffic([p for name, p in positions.items() if name != rt.config.drone])
 
     def _climb(self) -> None:
         """All drones climb together while simulation time advances."""

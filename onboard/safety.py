@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -37,6 +38,11 @@ class SafetyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     battery_land_fraction: float = 0.15
     estop_action: str = "land"  # "land" or "kill"
     land_on_collision: bool = False  # default: hold and report
+    # Fleet traffic (other drones' positions, when something feeds them: see set_traffic): motion that
+    # would bring the drone within this horizontal distance of one inside the look-ahead is cut, unless
+    # the two are this far apart in height.
+    separation_m: float = 1.5
+    separation_vertical_m: float = 1.0
 
     def __post_init__(self) -> None:
         if self.estop_action not in ("land", "kill"):
@@ -84,6 +90,7 @@ class SafetyGovernor:
         self._status = SafetyStatus()
         self._link_lost_since_s: float | None = None
         self._land_requested = False
+        self._traffic: list[tuple[float, float, float]] = []  # other drones' world NED positions
 
     # ---- mode changes -------------------------------------------------------------------------
     @property
@@ -178,7 +185,50 @@ class SafetyGovernor:
         sent = self._speed_caps(asked, clamps)
         if telemetry is not None:
             sent = self._fence(sent, telemetry.pose, clamps)
+            sent = self._separate(sent, telemetry.pose, clamps)
         return self._count(sent, clamps)
+
+    def set_traffic(self, positions_ned: Sequence[tuple[float, float, float]]) -> None:
+        """The other drones' current world NED positions (replacing the previous ones; empty: none known).
+
+        Whoever flies several drones in one world feeds this every tick (onboard.lockstep's fleet
+        driver does); a drone alone, or one whose fleet mates' positions are unknown, keeps none."""
+        with self._lock:
+            self._traffic = [(float(n), float(e), float(d)) for n, e, d in positions_ned]
+
+    def _separate(self, sp: Setpoint, pose: Pose, clamps: list[Clamp]) -> Setpoint:
+        """Cut the velocity component toward any fleet drone that would close within separation_m."""
+        with self._lock:
+            traffic = list(self._traffic)
+        if not traffic:
+            return sp
+        c = self.config
+        fwd, right, up, yaw = sp
+        psi = math.radians(pose.yaw_deg)
+        vn = fwd * math.cos(psi) - right * math.sin(psi)
+        ve = fwd * math.sin(psi) + right * math.cos(psi)
+        closest = None
+        for n, e, d in traffic:
+            if abs(d - pose.z_m) >= c.separation_vertical_m:
+                continue
+            dn, de = n - pose.x_m, e - pose.y_m
+            dist = math.hypot(dn, de)
+            if dist < 1e-6:
+                continue
+            un, ue = dn / dist, de / dist
+            closing = vn * un + ve * ue
+            if closing > 0 and dist - closing * c.lookahead_s < c.separation_m:
+                vn, ve = vn - closing * un, ve - closing * ue
+                closest = dist if closest is None else min(closest, dist)
+        if closest is None:
+            return sp
+        sent = Setpoint(
+            vn * math.cos(psi) + ve * math.sin(psi), -vn * math.sin(psi) + ve * math.cos(psi), up, yaw
+        )
+        clamps.append(
+            Clamp("separation", sp, sent, f"fleet drone {closest:.1f} m away (keep {c.separation_m} m)")
+        )
+        return sent
 
     def _count(self, sent: Setpoint, clamps: list[Clamp]) -> tuple[Setpoint, list[Clamp]]:
         if clamps:

@@ -99,3 +99,28 @@ def test_battery_low_lands_and_estop_wins() -> None:
     assert g.estop("button") and g.mode == Mode.ESTOP
     assert not g.resume("cannot resume from e-stop") and g.mode == Mode.ESTOP
     assert not g.hold("lower modes never override") and g.mode == Mode.ESTOP
+
+
+def test_fleet_separation_cuts_closing_motion_only() -> None:
+    g = governor(separation_m=1.5, lookahead_s=0.5)
+    g.set_traffic([(2.0, 0.0, -5.0)])  # a fleet drone 2 m north, same height; we face north
+    sent, clamps = g.filter(Setpoint(2.0, 1.0, 0.0, 0.0), telemetry())
+    # 2 m - 2 m/s * 0.5 s < 1.5 m: the northward (closing) part goes, the sideways part stays
+    assert sent.forward_m_s == pytest.approx(0.0, abs=1e-9) and sent.right_m_s == pytest.approx(1.0)
+    assert clamps[0].rule == "separation" and "2.0 m" in clamps[0].detail
+    # moving away, or slowly enough to stay outside 1.5 m within the look-ahead: untouched
+    assert g.filter(Setpoint(-1.0, 0.0, 0.0, 0.0), telemetry())[1] == []
+    assert g.filter(Setpoint(0.8, 0.0, 0.0, 0.0), telemetry())[1] == []
+    # facing east: the drone to the north is on the left; the leftward part is cut
+    sent, _ = g.filter(Setpoint(1.0, -2.0, 0.0, 0.0), telemetry(yaw=90.0))
+    assert sent.forward_m_s == pytest.approx(1.0) and sent.right_m_s == pytest.approx(0.0, abs=1e-9)
+
+
+def test_fleet_separation_ignores_drones_at_another_height_and_a_cleared_picture() -> None:
+    g = governor(separation_m=1.5, separation_vertical_m=1.0)
+    g.set_traffic([(1.0, 0.0, -7.0)])  # 2 m above us
+    assert g.filter(Setpoint(2.0, 0.0, 0.0, 0.0), telemetry(alt=5.0))[1] == []
+    g.set_traffic([(1.0, 0.0, -5.0)])
+    assert g.filter(Setpoint(2.0, 0.0, 0.0, 0.0), telemetry(alt=5.0))[1][0].rule == "separation"
+    g.set_traffic([])
+    assert g.filter(Setpoint(2.0, 0.0, 0.0, 0.0), telemetry(alt=5.0))[1] == []
