@@ -22,6 +22,7 @@ Prints (JSON) what the operator's screen experiences:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -239,13 +240,21 @@ def main() -> int:
         finally:
             fleet.close()
     capture: list[float] = []
+    interval: list[float] = []  # between a drone's consecutive pilot steps
+    outside: list[float] = []  # of that, what the stages (capture, model, apply) do not cover
     for index in range(args.drones):
         steps = out / f"Drone{index + 1}" / "steps.jsonl"
         if steps.exists():
-            for line in steps.read_text().splitlines():
-                stages = json.loads(line).get("stages") or {}
+            rows = [json.loads(line) for line in steps.read_text().splitlines()]
+            for row in rows:
+                stages = row.get("stages") or {}
                 if "capture_s" in stages:
                     capture.append(float(stages["capture_s"]))
+            # the step line's t is taken after apply, before its ground truth, frame JPEG and publish
+            pilot = [r for r in rows if r.get("source") == "pilot" and r.get("stages")]
+            for a, b in itertools.pairwise(pilot):
+                interval.append(b["t"] - a["t"])
+                outside.append(b["t"] - a["t"] - b["stages"]["total_s"])
     result = {
         "drones": args.drones,
         "decision_period_s": args.period_s,
@@ -258,6 +267,10 @@ def main() -> int:
         "frame_age_on_screen_ms": {"p50": pct(frame_age, 50), "p95": pct(frame_age, 95), "n": len(frame_age)},
         "frame_age_at_arrival_ms": {"p50": pct(arrival_age_s, 50), "p95": pct(arrival_age_s, 95)},
         "onboard_camera_read_ms": {"p50": pct(capture, 50), "p95": pct(capture, 95)},
+        # a step's interval = its stages + the previous step's record (ground truth RPCs, frame JPEG,
+        # publish) + any sleep to the period
+        "onboard_step_interval_ms": {"p50": pct(interval, 50), "p95": pct(interval, 95)},
+        "onboard_outside_stages_ms": {"p50": pct(outside, 50), "p95": pct(outside, 95)},
         "hold_to_last_ack_ms": {
             "p50": pct(hold_s, 50),
             "p95": pct(hold_s, 95),
