@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pybullet")
 
-from common.errors import ConfigError
+from common.errors import ConfigError, VehicleError
 from common.pose import Pose
 from sim_bridge.sim.world import World
 
@@ -151,3 +151,19 @@ def test_sim_server_with_render_workers_serves_frames_and_truth_and_stops_them()
     for pid in alive:  # do not leave them behind even when the test fails
         os.kill(pid, signal.SIGKILL)
     assert not alive, "render workers outlived the simulator"
+
+
+def test_a_dead_worker_is_an_error_not_a_hang() -> None:
+    with World("blocks", vehicles=1, render_workers=1) as w:
+        w.pause(True)
+        pool = w.render_pool
+        assert pool is not None
+        w.render("Drone1")
+        for proc in pool._procs:
+            proc.kill()
+            proc.join(5)
+        with pytest.raises(VehicleError, match="a render worker died"):
+            w.render("Drone1")
+        with pytest.raises(VehicleError, match="no render worker is left"):
+            w.render("Drone1")
+        assert w.target_truth("Drone1", "sign_north").pixel_count >= 0  # crops render in-process still

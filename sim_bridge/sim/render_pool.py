@@ -71,6 +71,9 @@ class RenderPool:
         self._procs: list[Any] = []
         self._idle: queue.Queue[Connection] = queue.Queue()
         self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._alive = workers
+        self.workers = workers
         conns = []
         for index in range(workers):
             parent, child = ctx.Pipe()
@@ -92,22 +95,33 @@ class RenderPool:
                 self.close()
                 raise VehicleError(f"render worker {index} failed to start: {status}")
             self._idle.put(conn)
-        self.workers = workers
 
     def run(self, job: RenderJob) -> Any:
         """The Render (body ids in the main world's numbering), by the next idle worker."""
-        if self._closed.is_set():
-            raise VehicleError("the render pool is closed")
-        conn = self._idle.get()
+        conn = self._take()
         try:
             conn.send(job)
             ok, result = conn.recv()
         except (EOFError, OSError) as exc:
-            raise VehicleError(f"a render worker died: {exc}") from exc
+            with self._lock:
+                self._alive -= 1  # its connection is not handed out again
+            conn.close()
+            raise VehicleError(f"a render worker died ({self._alive} of {self.workers} left): {exc}") from exc
         self._idle.put(conn)
         if not ok:
             raise VehicleError(f"render worker: {result}")
         return result
+
+    def _take(self) -> Connection:
+        while True:
+            if self._closed.is_set():
+                raise VehicleError("the render pool is closed")
+            if self._alive <= 0:
+                raise VehicleError(f"no render worker is left (all {self.workers} died)")
+            try:
+                return self._idle.get(timeout=0.5)
+            except queue.Empty:
+                continue  # all busy: wait on, unless the pool closed or its workers died meanwhile
 
     def close(self) -> None:
         self._closed.set()
