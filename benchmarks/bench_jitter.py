@@ -173,6 +173,22 @@ def ci(values: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def ratio_ci(num: list[float], den: list[float], draws: int = 4000) -> tuple[float, float, float]:
+    """mean(num) / mean(den) with a 95% paired bootstrap interval over seeds (fixed RNG: reproducible)."""
+    import random
+
+    pairs = [(a, b) for a, b in zip(num, den, strict=True) if not (math.isnan(a) or math.isnan(b))]
+    if len(pairs) < 2:
+        return math.nan, math.nan, math.nan
+    rng = random.Random(0)
+
+    def ratio(sample: list[tuple[float, float]]) -> float:
+        return statistics.fmean(a for a, _ in sample) / statistics.fmean(b for _, b in sample)
+
+    boots = sorted(ratio([rng.choice(pairs) for _ in pairs]) for _ in range(draws))
+    return ratio(pairs), boots[int(0.025 * draws)], boots[int(0.975 * draws) - 1]
+
+
 def wilson(k: int, n: int) -> tuple[float, float]:
     if n == 0:
         return math.nan, math.nan
@@ -226,10 +242,12 @@ def report(results: list[dict], loops: list[str], speed_m_s: float) -> None:
             )
     print()
     for loop in loops:
-        steady = ci([r["mean_tracking_distance_m"] for r in by[("fixed", loop)]])[0]
-        jitter = ci([r["mean_tracking_distance_m"] for r in by[("jittered", loop)]])[0]
+        steady = {r["seed"]: r["mean_tracking_distance_m"] for r in by[("fixed", loop)]}
+        jitter = {r["seed"]: r["mean_tracking_distance_m"] for r in by[("jittered", loop)]}
+        seeds = sorted(set(steady) & set(jitter))
+        ratio, lo, hi = ratio_ci([jitter[s] for s in seeds], [steady[s] for s in seeds])
         print(
-            f"{loop}: jittered / steady mean tracking distance = {jitter / steady:.2f}"
+            f"{loop}: jittered / steady mean tracking distance = {ratio:.2f} [{lo:.2f}, {hi:.2f}]"
             f"{' (goal ≤ 1.2)' if loop.startswith('tolerant') else ''}"
         )
 
@@ -246,7 +264,18 @@ def main() -> int:
     )
     parser.add_argument("--loops", default=",".join(LOOPS), help=f"comma-separated, of {', '.join(LOOPS)}")
     parser.add_argument("--json", default=None, help="also write every episode's figures here")
+    parser.add_argument(
+        "--from-json", default=None, help="print the report of an earlier --json run (no flying)"
+    )
     args = parser.parse_args()
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        for speed in sorted({r["speed_m_s"] for r in results}):
+            rows = [r for r in results if r["speed_m_s"] == speed]
+            seeds = len({r["seed"] for r in rows})
+            print(f"\n=== target at {speed} m/s ({seeds} seeds, from {args.from_json}) ===")
+            report(rows, [loop for loop in LOOPS if any(r["loop"] == loop for r in rows)], speed)
+        return 0
     speeds = [float(x) for x in args.target_speeds.split(",")]
     loops = args.loops.split(",")
     unknown = [loop for loop in loops if loop not in LOOPS]
