@@ -4,11 +4,14 @@ decision loop makes real HTTP calls, and the per-step overhead outside the model
 Set-up, all real: `dronecats sim --vehicles 2` (AirSim-compatible server) and `dronecats serve-pilot
 --pilot baseline` in their own processes, and two onboard processes (this script with --worker), each
 an OnboardRuntime on wall-clock time flying its own drone (airsim://…/DroneN) toward a red car with
-the openai:// pilot. The two differ only in the actuation thread's scheduling:
-  old   normal scheduling (actuation_rt_priority 0; last session's configuration)
-  new   SCHED_FIFO (actuation_rt_priority 10, the default; onboard.realtime)
+the openai:// pilot. They differ only in scheduling (onboard.realtime):
+  old   normal scheduling (actuation_rt_priority 0, nice 0; last session's configuration)
+  fifo  the actuation thread SCHED_FIFO 10, the other threads as they were
+  new   SCHED_FIFO 10 and the runtime's own threads at nice -5 (the defaults)
 They fly at the same time, so they see the same seconds and the same machine state. A second
 phase repeats it with one CPU-burning process per core started by this script (--burners, 0 skips).
+Each late tick's cause is split: time the actuation thread waited for a CPU (schedstat run-queue
+delay) against its mean lateness; the rest is the interpreter lock held by another thread.
 
     .venv/bin/python benchmarks/bench_onboard.py --seconds 30
 """
@@ -30,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CONFIGS = {"old": 0, "new": 10}  # name -> actuation_rt_priority
+CONFIGS = {"old": (0, 0), "fifo": (10, 0), "new": (10, -5)}  # name -> (actuation_rt_priority, nice)
 
 
 def start(cmd: list[str], marker: str) -> tuple[subprocess.Popen, str]:
@@ -95,6 +98,7 @@ def worker(args: argparse.Namespace) -> int:
         instruction="go to the red car",
         rate_hz=args.rate_hz,
         actuation_rt_priority=args.rt_priority,
+        nice=args.nice,
         t_max_s=args.seconds,
         stop_on_declaration=False,
         save_frames=False,
@@ -164,6 +168,7 @@ def worker(args: argparse.Namespace) -> int:
         "drone": args.drone,
         "rt_priority": args.rt_priority,
         "scheduling": act.scheduling,
+        "nice": runtime.nice,
         "period_errors_s": list(act.period_errors_s),
         "served_hz": act.served_rate_hz(),
         "skipped": act.skipped_ticks,
@@ -192,7 +197,7 @@ def phase(port: int, hostport: str, args: argparse.Namespace, burners: int) -> d
     }
     workers = []
     try:
-        for i, (name, prio) in enumerate(CONFIGS.items()):
+        for i, (name, (prio, nice)) in enumerate(CONFIGS.items()):
             cmd = [
                 sys.executable,
                 __file__,
@@ -205,6 +210,8 @@ def phase(port: int, hostport: str, args: argparse.Namespace, burners: int) -> d
                 f"Drone{i + 1}",
                 "--rt-priority",
                 str(prio),
+                "--nice",
+                str(nice),
                 "--seconds",
                 str(args.seconds),
                 "--rate-hz",
@@ -227,9 +234,11 @@ def phase(port: int, hostport: str, args: argparse.Namespace, burners: int) -> d
 
 def report(title: str, results: dict[str, dict], args: argparse.Namespace) -> None:
     print(f"\n== {title} ==")
+    print(f"  {'':42s}" + "".join(f"{name:>24s}" for name in results))
+    rs = list(results.values())
+    print(f"  {'actuation thread':42s}" + "".join(f"{r['scheduling'].split(' (')[0]:>24s}" for r in rs))
     print(
-        f"{'':44s}"
-        + "".join(f"{name + ' (' + r['scheduling'].split(' (')[0] + ')':>24s}" for name, r in results.items())
+        f"  {'other runtime threads':42s}" + "".join(f"{(r['nice'] or '').split(' (')[0]:>24s}" for r in rs)
     )
 
     def row(label: str, values: list[str]) -> None:
@@ -273,6 +282,7 @@ def main() -> int:
     parser.add_argument("--pilot-hostport", help=argparse.SUPPRESS)
     parser.add_argument("--drone", help=argparse.SUPPRESS)
     parser.add_argument("--rt-priority", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--nice", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -282,7 +292,18 @@ def main() -> int:
 
     py = sys.executable
     sim, line = start(
-        [py, "-m", "dronecats", "sim", "--scene", "residential", "--vehicles", "2", "--port", "0"],
+        [
+            py,
+            "-m",
+            "dronecats",
+            "sim",
+            "--scene",
+            "residential",
+            "--vehicles",
+            str(len(CONFIGS)),
+            "--port",
+            "0",
+        ],
         "listening on",
     )
     port = int(line.rsplit(":", 1)[1])
@@ -298,7 +319,7 @@ def main() -> int:
         load = os.getloadavg()
         print(
             f"{os.cpu_count()} cores, load average before {load[0]:.2f}; {args.seconds:.0f} s per phase at "
-            f"{args.rate_hz:.0f} Hz; old and new fly at the same time (Drone1, Drone2)"
+            f"{args.rate_hz:.0f} Hz; {', '.join(CONFIGS)} fly at the same time (Drone1..{len(CONFIGS)})"
         )
         report("phase 1: no added load", phase(port, hostport, args, 0), args)
         if args.burners > 0:

@@ -5,6 +5,11 @@ Under CPU load a normally scheduled thread that wakes for its tick waits behind 
 more: that is where the period error's long tail comes from. SCHED_FIFO lets the woken thread
 preempt normal work at once. It needs root or CAP_SYS_NICE (give the onboard service that
 capability on a Jetson); without it the loop runs normally and says so.
+
+The rest of the lateness is the interpreter lock: the woken tick waits while another of the
+runtime's threads holds it, and that wait grows long when other work preempts the holder.
+`set_thread_nice` gives the runtime's own threads a lower nice value so that they are not starved
+while they hold it (bench_onboard measures both effects side by side).
 """
 
 from __future__ import annotations
@@ -42,3 +47,41 @@ def set_thread_fifo(priority: int) -> str:
         )
         return f"normal (SCHED_FIFO {priority} refused: {exc.strerror or exc})"
     return f"SCHED_FIFO {priority}"
+
+
+def set_thread_nice(nice: int) -> tuple[str, int | None]:
+    """Give the calling thread nice value `nice`; threads it starts afterwards inherit it.
+
+    On Linux the nice value is per thread, so this touches only the caller and its future threads.
+    Used for the runtime's own Python threads (decision loop, telemetry poller, logging): they hold
+    the interpreter lock the actuation thread needs at each tick, and when other work on the board
+    preempts them while they hold it, the tick waits (SCHED_FIFO on the actuation thread cannot help
+    there). Returns (what the thread runs with, the previous value to restore, or None if unchanged);
+    a refusal (no CAP_SYS_NICE for a negative value) is logged and never raised.
+    """
+    if not -20 <= nice <= 19:
+        raise ValueError(f"nice={nice} must be in -20..19")
+    if nice == 0:
+        return "nice unchanged (0: left as started)", None
+    getter, setter = getattr(os, "getpriority", None), getattr(os, "setpriority", None)
+    if getter is None or setter is None:
+        return "nice unchanged (not available on this platform)", None
+    previous = getter(os.PRIO_PROCESS, 0)
+    if previous == nice:
+        return f"nice {nice}", None
+    try:
+        setter(os.PRIO_PROCESS, 0, nice)
+    except OSError as exc:
+        log.warning(
+            "nice %d for the onboard threads not permitted (%s): they stay at %d", nice, exc, previous
+        )
+        return f"nice {previous} (nice {nice} refused: {exc.strerror or exc})", None
+    return f"nice {nice}", previous
+
+
+def restore_thread_nice(previous: int) -> None:
+    """Back to the value set_thread_nice replaced (raising a nice value is always permitted)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, previous)
+    except OSError as exc:
+        log.warning("could not restore nice %d: %s", previous, exc)

@@ -42,6 +42,7 @@ from onboard.decision import (
 )
 from onboard.jetson import JetsonMonitor
 from onboard.profiles import flight_profile
+from onboard.realtime import restore_thread_nice, set_thread_nice
 from onboard.recorder import FlightRecorder, RecorderConfig
 from onboard.safety import Clamp, Mode, SafetyConfig, SafetyGovernor
 from onboard.setpoints import MotionSchedule, Setpoint
@@ -61,6 +62,10 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     # SCHED_FIFO priority of the actuation thread (0: normal scheduling). Best effort: without root
     # or CAP_SYS_NICE it is logged and recorded, and the loop runs normally (onboard.realtime).
     actuation_rt_priority: int = 10
+    # Nice value of the runtime's own threads (decision loop, telemetry poller, logging) while flying;
+    # they hold the interpreter lock the actuation tick needs, so they must not be starved by other
+    # work on the board. 0 leaves them as they are. Best effort, like the priority above.
+    nice: int = -5
     loop: str = "tolerant"  # "tolerant" or "naive"
     action_deadline_s: float = 3.0  # an action reply older than this (since capture) is discarded
     plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
@@ -98,6 +103,8 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError(f"rate_hz={self.rate_hz} must be > 0")
         if self.latency_goal not in LATENCY_GOALS:
             raise ValueError(f"latency_goal={self.latency_goal!r} must be one of {LATENCY_GOALS}")
+        if not -20 <= self.nice <= 19:
+            raise ValueError(f"nice={self.nice} must be in -20..19")
         if not 0 <= self.actuation_rt_priority <= 99:
             raise ValueError(f"actuation_rt_priority={self.actuation_rt_priority} must be 0 (off) or 1..99")
 
@@ -234,6 +241,9 @@ class OnboardRuntime:
         self.order_steps_left: int | None = None  # executed steps left on the current order
         self._pending_declaration: dict[str, Any] | None = None
         self._step_order: tuple[str | None, int | None] = (None, None)  # of the step being recorded
+        self.nice: str | None = None  # what the runtime's own threads run with (set by start)
+        self._nice_restore: int | None = None
+        self._nice_thread: int | None = None
 
     @property
     def takeoff_altitude_m(self) -> float:
@@ -276,10 +286,21 @@ class OnboardRuntime:
         self.vehicle.takeoff(altitude)
         self.t0_s = self.clock.now()
         if threaded:
+            # This thread (the decision loop's) and the threads it starts now inherit the nice value.
+            self.nice, self._nice_restore = set_thread_nice(self.config.nice)
+            self._nice_thread = threading.get_ident()
             self._trace_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace")
+            # Its thread is made here, not on the first submit from the actuation thread, whose
+            # SCHED_FIFO policy a new thread would inherit.
+            self._trace_worker.submit(lambda: None).result()
             self.actuation.start()
             self.jetson.start()
-        self.event("started", takeoff_altitude_m=altitude, actuation_scheduling=self.actuation.scheduling)
+        self.event(
+            "started",
+            takeoff_altitude_m=altitude,
+            actuation_scheduling=self.actuation.scheduling,
+            nice=self.nice,
+        )
 
     def prearm_check(self) -> None:
         """The pilot must be warm and return a valid action on a real frame before the motors arm."""
@@ -363,6 +384,9 @@ class OnboardRuntime:
             self.jetson.stop()
             if self._trace_worker is not None:
                 self._trace_worker.shutdown(wait=True)
+            if self._nice_restore is not None and self._nice_thread == threading.get_ident():
+                restore_thread_nice(self._nice_restore)
+                self._nice_restore = None
         last = self.actuator.last_telemetry
         if self.publisher is not None and last is not None:
             # The final state (e.g. estop, landing) reaches the operator even when the run ends
@@ -375,6 +399,7 @@ class OnboardRuntime:
                 "declarations": self.declarations,
                 "served_control_rate_hz": round(self.actuation.served_rate_hz(), 3) or None,
                 "actuation_scheduling": self.actuation.scheduling,  # None when a lock-step driver ticks
+                "nice": self.nice,  # of the decision loop's and helper threads; None in lock-step
                 "counters": self.counters.__dict__,
                 "safety_events": self.governor.status().events,
             }

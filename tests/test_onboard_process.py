@@ -52,5 +52,8 @@ def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_pa
         verdict = verify(read_episode(out), VerifierSettings(delta_m=5.0, t_max_s=90.0))
         assert verdict.success and verdict.ne_m is not None and verdict.ne_m <= 5.0
         # The actuation thread asked for real-time scheduling by default and recorded what it got.
-        scheduling = json.loads((out / "episode.json").read_text())["run"]["actuation_scheduling"]
-        assert scheduling == "SCHED_FIFO 10" or scheduling.startswith("normal (SCHED_FIFO 10 refused")
+        run = json.loads((out / "episode.json").read_text())["run"]
+        assert run["actuation_scheduling"] == "SCHED_FIFO 10" or run["actuation_scheduling"].startswith(
+            "normal (SCHED_FIFO 10 refused"
+        )
+        assert run["nice"] == "nice -5" or "(nice -5 refused" in run["nice"]

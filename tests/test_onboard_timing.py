@@ -150,3 +150,33 @@ def test_the_onboard_command_sets_the_priority() -> None:
     bad = parser.parse_args(["--vehicle", "x", "--rt-priority", "200"])
     with pytest.raises(Exception, match="actuation_rt_priority=200"):
         load_config(RuntimeConfig, None, config_overrides(bad))
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="POSIX priority API")
+def test_nice_applies_to_the_thread_and_the_threads_it_starts() -> None:
+    from onboard.realtime import restore_thread_nice, set_thread_nice
+
+    def probe() -> tuple[str, int | None, int, int, int]:
+        before = os.getpriority(os.PRIO_PROCESS, 0)
+        got, previous = set_thread_nice(-3)
+        child: list[int] = []
+        t = threading.Thread(target=lambda: child.append(os.getpriority(os.PRIO_PROCESS, 0)))
+        t.start()
+        t.join()
+        now = os.getpriority(os.PRIO_PROCESS, 0)
+        if previous is not None:
+            restore_thread_nice(previous)
+        return got, previous, now, child[0], os.getpriority(os.PRIO_PROCESS, 0) - before
+
+    outer = os.getpriority(os.PRIO_PROCESS, 0)
+    got, previous, now, child, drift = in_thread(probe)
+    if got == "nice -3":  # root or CAP_SYS_NICE
+        assert now == child == -3 and previous is not None
+    else:
+        assert "refused" in got and previous is None
+    assert drift == 0 and os.getpriority(os.PRIO_PROCESS, 0) == outer  # restored; the runner untouched
+    assert in_thread(lambda: set_thread_nice(0)) == ("nice unchanged (0: left as started)", None)
+    with pytest.raises(ValueError, match="nice=-21"):
+        set_thread_nice(-21)
+    with pytest.raises(ValueError, match="nice=30"):
+        RuntimeConfig(nice=30)
