@@ -8,7 +8,8 @@ the openai:// pilot. They differ only in scheduling (onboard.realtime):
   old   normal scheduling (actuation_rt_priority 0, nice 0; last session's configuration)
   fifo  the actuation thread SCHED_FIFO 10, the other threads as they were
   new   SCHED_FIFO 10 and the runtime's own threads at nice -5 (the defaults)
-They fly at the same time, so they see the same seconds and the same machine state. A second
+They fly at the same time, so they see the same seconds and the same machine state (to one red car,
+3 m of altitude apart so that no collision hold stops one drone's decisions). A second
 phase repeats it with one CPU-burning process per core started by this script (--burners, 0 skips).
 Each late tick's cause is split: time the actuation thread waited for a CPU (schedstat run-queue
 delay) against its mean lateness; the rest is the interpreter lock held by another thread.
@@ -86,8 +87,13 @@ def worker(args: argparse.Namespace) -> int:
     from models.pilot import model_pilot_from_url
     from onboard.recorder import FlightRecorder, RecorderConfig
     from onboard.runtime import OnboardRuntime, RuntimeConfig
+    from onboard.safety import SafetyConfig
     from sim_bridge.remote_truth import RemoteTruth
 
+    # The drones (spawned 2 m apart) all fly to one red car, each 3 m above the one before, held
+    # apart by the altitude floor: a collision hold would stop that drone's decisions and leave its
+    # loop less contended than the others'.
+    level_m = 3.0 * (int(args.drone.removeprefix("Drone")) - 1)
     url = f"airsim://127.0.0.1:{args.port}/{args.drone}"
     vehicle = open_vehicle(url)
     camera = vehicle.camera()  # type: ignore[attr-defined]
@@ -103,6 +109,8 @@ def worker(args: argparse.Namespace) -> int:
         stop_on_declaration=False,
         save_frames=False,
         land_at_end=False,
+        takeoff_altitude_m=3.0 + level_m,
+        safety=SafetyConfig(altitude_floor_m=2.5 + level_m),  # above the traffic, as in bench_jitter
     )
     runtime = OnboardRuntime(
         config,
@@ -123,20 +131,27 @@ def worker(args: argparse.Namespace) -> int:
     record_step = runtime._record_step
     assert runtime.truth is not None
 
+    recording = threading.local()  # the trace worker samples truth too: count the recording thread's only
+
     def timed(fn: Any) -> Any:
         def call(*a: Any, **kw: Any) -> Any:
             t0 = time.perf_counter()
             try:
                 return fn(*a, **kw)
             finally:
-                truth_s[0] += time.perf_counter() - t0
+                if getattr(recording, "on", False):
+                    truth_s[0] += time.perf_counter() - t0
 
         return call
 
     def timed_record_step(*a: Any, **kw: Any) -> None:
         truth_s[0] = 0.0
+        recording.on = True
         t0 = time.perf_counter()
-        record_step(*a, **kw)
+        try:
+            record_step(*a, **kw)
+        finally:
+            recording.on = False
         record_s.append(time.perf_counter() - t0 - truth_s[0])
         truth_record_s.append(truth_s[0])
 
@@ -173,7 +188,9 @@ def worker(args: argparse.Namespace) -> int:
         "served_hz": act.served_rate_hz(),
         "skipped": act.skipped_ticks,
         "telemetry_rtt_s": list(poller.round_trips_s) if poller is not None else [],
-        "stages": [s["stages"] for s in steps if s.get("stages")],
+        "stages": [
+            {**s["stages"], "action": (s.get("action") or {}).get("action")} for s in steps if s.get("stages")
+        ],
         "record_s": record_s,
         "truth_s": truth_record_s,
         "runqueue_wait_per_tick_s": runqueue_wait_s / max(1, run_ticks),
@@ -258,17 +275,25 @@ def report(title: str, results: dict[str, dict], args: argparse.Namespace) -> No
     )
     rtts = [[1000 * x for x in r["telemetry_rtt_s"]] for r in rs]
     row("telemetry poll round trip ms p50 / p95", [f"{pct(x, 0.5):.1f} / {pct(x, 0.95):.1f}" for x in rtts])
-    row("decisions", [str(len(r["stages"])) for r in rs])
+    # A `finished` step measures its declaration inside plan (ground truth RPC in the sim, an fsynced
+    # line): those steps are counted apart and kept out of the per-step figures.
+    decl = [[1000 * s["plan_s"] for s in r["stages"] if s["action"] == "finished"] for r in rs]
+    moves = [[s for s in r["stages"] if s["action"] != "finished"] for r in rs]
+    row(
+        "decisions (of which declarations)",
+        [f"{len(r['stages'])} ({len(v)})" for r, v in zip(rs, decl, strict=True)],
+    )
+    row("declaration steps: plan ms p50", [f"{pct(v, 0.5):.1f}" for v in decl])
     for stage in ("capture_s", "preprocess_s", "model_s", "parse_s", "plan_s"):
-        vals = [[1000 * s[stage] for s in r["stages"]] for r in rs]
+        vals = [[1000 * s[stage] for s in m] for m in moves]
         row(f"stage {stage[:-2]} ms p50 / p95", [f"{pct(v, 0.5):.2f} / {pct(v, 0.95):.2f}" for v in vals])
     truth = [[1000 * x for x in r["truth_s"]] for r in rs]
     row("log: sim ground truth RPCs ms p50 / p95", [f"{pct(v, 0.5):.1f} / {pct(v, 0.95):.1f}" for v in truth])
     rec = [[1000 * x for x in r["record_s"]] for r in rs]
     row("log: the rest (JSON line) ms p50 / p95", [f"{pct(v, 0.5):.2f} / {pct(v, 0.95):.2f}" for v in rec])
-    own = [[1000 * (s["preprocess_s"] + s["parse_s"] + s["plan_s"]) for s in r["stages"]] for r in rs]
-    row("overhead w/o render ms p50 / p95 (<= 10)", [f"{pct(v, 0.5):.2f} / {pct(v, 0.95):.2f}" for v in own])
-    withr = [[1000 * (s["total_s"] - s["model_s"]) for s in r["stages"]] for r in rs]
+    own = [[1000 * (s["preprocess_s"] + s["parse_s"] + s["plan_s"]) for s in m] for m in moves]
+    row("overhead w/o render, p50 / p95 ms (<= 10)", [f"{pct(v, 0.5):.2f} / {pct(v, 0.95):.2f}" for v in own])
+    withr = [[1000 * (s["total_s"] - s["model_s"]) for s in m] for m in moves]
     row("overhead with render ms p50 / p95", [f"{pct(v, 0.5):.1f} / {pct(v, 0.95):.1f}" for v in withr])
 
 
@@ -314,7 +339,7 @@ def main() -> int:
     try:
         client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
-        pose = airsim.Pose(airsim.Vector3r(40.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
+        pose = airsim.Pose(airsim.Vector3r(45.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
         client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1))
         load = os.getloadavg()
         print(
