@@ -197,7 +197,8 @@ class SafetyGovernor:
             self._traffic = [(float(n), float(e), float(d)) for n, e, d in positions_ned]
 
     def _separate(self, sp: Setpoint, pose: Pose, clamps: list[Clamp]) -> Setpoint:
-        """Cut the velocity component toward any fleet drone that would close within separation_m."""
+        """Cut the velocity component toward any fleet drone that would close within separation_m, and
+        vertical motion into its height band while the two are horizontally that close."""
         with self._lock:
             traffic = list(self._traffic)
         if not traffic:
@@ -209,11 +210,15 @@ class SafetyGovernor:
         ve = fwd * math.sin(psi) + right * math.cos(psi)
         closest = None
         for n, e, d in traffic:
-            if abs(d - pose.z_m) >= c.separation_vertical_m:
-                continue
-            dn, de = n - pose.x_m, e - pose.y_m
+            dn, de, dz = n - pose.x_m, e - pose.y_m, d - pose.z_m
             dist = math.hypot(dn, de)
-            if dist < 1e-6:
+            if dist < c.separation_m and abs(dz) > 1e-6:
+                # Inside the ring: no climbing or descending into the other's height band either.
+                closing_down = -up if dz > 0 else up  # NED: dz > 0 means the other is below us
+                if closing_down > 0 and abs(dz) - closing_down * c.lookahead_s < c.separation_vertical_m:
+                    up = 0.0
+                    closest = dist if closest is None else min(closest, dist)
+            if abs(dz) >= c.separation_vertical_m or dist < 1e-6:
                 continue
             un, ue = dn / dist, de / dist
             closing = vn * un + ve * ue

@@ -124,3 +124,13 @@ def test_fleet_separation_ignores_drones_at_another_height_and_a_cleared_picture
     assert g.filter(Setpoint(2.0, 0.0, 0.0, 0.0), telemetry(alt=5.0))[1][0].rule == "separation"
     g.set_traffic([])
     assert g.filter(Setpoint(2.0, 0.0, 0.0, 0.0), telemetry(alt=5.0))[1] == []
+
+
+def test_fleet_separation_stops_descending_onto_a_drone_below() -> None:
+    g = governor(separation_m=1.5, separation_vertical_m=1.0, lookahead_s=0.5)
+    g.set_traffic([(0.5, 0.0, -3.8)])  # 0.5 m ahead horizontally, 1.2 m below (we are at 5 m)
+    sent, clamps = g.filter(Setpoint(0.0, 0.0, -1.0, 0.0), telemetry(alt=5.0))  # descending 1 m/s
+    assert sent.up_m_s == 0.0 and clamps[0].rule == "separation"
+    assert g.filter(Setpoint(0.0, 0.0, 1.0, 0.0), telemetry(alt=5.0))[1] == []  # climbing away: fine
+    g.set_traffic([(3.0, 0.0, -3.8)])  # horizontally clear: descending is fine
+    assert g.filter(Setpoint(0.0, 0.0, -1.0, 0.0), telemetry(alt=5.0))[1] == []
