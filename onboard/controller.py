@@ -160,13 +160,16 @@ def plan_go(
     right, forward, up = back_project(go.point, depth_m, camera)
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
-    step_m = min(dist, profile.cap_m)
     # Cap first, then the bands, on the model's depth (not on dist).
-    if depth_m < profile.stop_band_m:
-        step_m = 0.0
-    elif depth_m < profile.slow_band_m:
-        step_m *= profile.slow_factor
-    return _assemble("go", yaw_deg, right, forward, up, step_m, profile)
+    return _assemble("go", yaw_deg, right, forward, up, _banded_step_m(dist, depth_m, profile), profile)
+
+
+def _banded_step_m(dist_m: float, band_depth_m: float, profile: FlightProfile) -> float:
+    """step = min(dist, cap), then the depth bands on `band_depth_m` (AGENT.md §3 steps 5–6)."""
+    if band_depth_m < profile.stop_band_m:
+        return 0.0
+    step_m = min(dist_m, profile.cap_m)
+    return step_m * profile.slow_factor if band_depth_m < profile.slow_band_m else step_m
 
 
 def plan_rotate(rotate: Rotate, profile: FlightProfile) -> ControlPlan:
@@ -268,9 +271,4 @@ def plan_toward_point(
     forward, right, up = world_to_body(dn, dd_e, dd, pose.yaw_deg)
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
-    step_m = min(dist, profile.cap_m)
-    if forward < profile.stop_band_m:
-        step_m = 0.0
-    elif forward < profile.slow_band_m:
-        step_m *= profile.slow_factor
-    return _assemble("replan", yaw_deg, right, forward, up, step_m, profile)
+    return _assemble("replan", yaw_deg, right, forward, up, _banded_step_m(dist, forward, profile), profile)
