@@ -276,3 +276,18 @@ def test_a_hint_is_spent_once_faced_so_the_search_goes_on_its_own_way() -> None:
     assert pilot.decide(Observation(empty, behind, faced)).action == Rotate(angle_deg=60.0)
     searching = (*faced, Rotate(angle_deg=60.0))
     assert pilot.decide(Observation(empty, behind, searching)).action == Rotate(angle_deg=60.0)
+
+
+def sign_board(distance_m: float):
+    # A 1.0 x 0.35 m red board at the camera's height, straight ahead (640x360 at 90°: f = 320 px).
+    image = scene()
+    w, h = round(320 * 1.0 / distance_m), round(320 * 0.35 / distance_m)
+    draw_box(image, 320 - w // 2, 180 - h // 2, w, h, RED)
+    return image
+
+
+def test_a_sign_at_flight_height_is_arrived_at_mid_frame() -> None:
+    """A board hanging at the drone's height never sinks low in the frame: 'low' is a ground-object cue."""
+    pilot = BaselinePilot(delta_m=5.0)
+    assert isinstance(pilot.decide(Observation(sign_board(3.5), "go to the red sign")).action, Finished)
+    assert isinstance(pilot.decide(Observation(sign_board(9.0), "go to the red sign")).action, Go)

@@ -150,7 +150,11 @@ class BaselinePilot:
             or det.cut_top
             or (not (det.cut_left or det.cut_right) and camera.fx_px * widest_m / det.w_px <= arrive_m)
         )
-        low = det.bottom_px >= LOW_IN_FRAME * height
+        # Low in the frame: a ground-standing target seen from above sinks toward the bottom as the
+        # drone closes in. A class that hangs or flies (bottom_m None: a sign board at flight height)
+        # stays mid-frame however close the drone gets, so for it that cue says nothing.
+        grounded = OBJECT_CLASSES[target.object_class].bottom_m is not None
+        low = det.bottom_px >= LOW_IN_FRAME * height or not grounded
         return det.depth_m <= arrive_m and large and low
 
     def _search_turn(self, observation: Observation) -> float:
