@@ -74,9 +74,7 @@ def test_commander_orders_expire_and_the_commander_replans(baseline_fleet) -> No
     assert {o.drone for o in orders} == {"Drone1", "Drone2"}
     # distinct candidates by bearing: one car, so one drone is sent to it and the other searches
     first = [o.text for o in orders[:2]]
-    assert (
-        sum("red car (the one" in t for t in first) == 1 and sum("; search " in t for t in first) == 1
-    )
+    assert sum("red car (the one" in t for t in first) == 1 and sum("; search " in t for t in first) == 1
     assert all(t.startswith("go to the red car") for t in first), first
     expired = [o for o in orders if o.state == "expired"]
     assert expired and all(o.steps_used == 2 for o in expired)
