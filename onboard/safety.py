@@ -18,6 +18,7 @@ import msgspec
 
 from common.interfaces import Telemetry
 from common.pose import Pose
+from onboard.controller import body_to_world, world_to_body
 from onboard.setpoints import HOLD, Setpoint
 
 log = logging.getLogger(__name__)
@@ -205,9 +206,7 @@ class SafetyGovernor:
             return sp
         c = self.config
         fwd, right, up, yaw = sp
-        psi = math.radians(pose.yaw_deg)
-        vn = fwd * math.cos(psi) - right * math.sin(psi)
-        ve = fwd * math.sin(psi) + right * math.cos(psi)
+        vn, ve, _ = body_to_world(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
         closest = None
         for n, e, d in traffic:
             dn, de, dz = n - pose.x_m, e - pose.y_m, d - pose.z_m
@@ -227,9 +226,7 @@ class SafetyGovernor:
                 closest = dist if closest is None else min(closest, dist)
         if closest is None:
             return sp
-        sent = Setpoint(
-            vn * math.cos(psi) + ve * math.sin(psi), -vn * math.sin(psi) + ve * math.cos(psi), up, yaw
-        )
+        sent = Setpoint(*world_to_body(vn, ve, 0.0, pose.yaw_deg)[:2], up, yaw)
         clamps.append(
             Clamp("separation", sp, sent, f"fleet drone {closest:.1f} m away (keep {c.separation_m} m)")
         )
@@ -279,9 +276,7 @@ class SafetyGovernor:
         """Cut the components that would carry the drone out of the fence within the look-ahead."""
         c = self.config
         fwd, right, up, yaw = sp
-        psi = math.radians(pose.yaw_deg)
-        vn = fwd * math.cos(psi) - right * math.sin(psi)
-        ve = fwd * math.sin(psi) + right * math.cos(psi)
+        vn, ve, _ = body_to_world(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
         rn, re = pose.x_m - self.home.x_m, pose.y_m - self.home.y_m
         r = math.hypot(rn, re)
         details = []
@@ -300,9 +295,7 @@ class SafetyGovernor:
             details.append(f"ceiling alt={altitude_m:.1f} m (limit {c.altitude_ceiling_m} m)")
         if not details:
             return sp
-        sent = Setpoint(
-            vn * math.cos(psi) + ve * math.sin(psi), -vn * math.sin(psi) + ve * math.cos(psi), up, yaw
-        )
+        sent = Setpoint(*world_to_body(vn, ve, 0.0, pose.yaw_deg)[:2], up, yaw)
         clamps.append(Clamp("fence", sp, sent, "; ".join(details)))
         return sent
 
