@@ -254,7 +254,7 @@ def fly_fleet_local(
     """Fly a multi-drone record in lock-step; `config` is the RuntimeConfig every drone starts from."""
     import msgspec
 
-    from episodes.preflight import check
+    from episodes.preflight import check_or_refuse
     from episodes.scenario import build_world
     from models.serve import make_pilot
     from onboard.lockstep import MultiLockstepDriver, measured_latency
@@ -274,12 +274,7 @@ def fly_fleet_local(
     joint: JointModel | None = None
     commander: Any = None
     try:
-        report = check(world, record)
-        recorder.write_metadata(
-            run={"preflight": {"ok": report.ok, "problems": report.problems, "occupancy": report.occupancy}}
-        )
-        if not report.ok:
-            raise ConfigError(f"episode {record.id}: pre-flight checks failed: " + "; ".join(report.problems))
+        check_or_refuse(world, record, recorder)
         names = [d.name for d in record.drones]
         cameras = {name: LocalCamera(world, name) for name in names}
         truth = LocalTruth(world, record.targets[0].id, cameras)

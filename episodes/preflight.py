@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 
+from common.errors import ConfigError
 from common.pose import Pose, wrap_deg
 from episodes.records import COMMANDING_TASKS, EpisodeRecord
 from episodes.scenario import start_pose, takeoff_altitude_m
@@ -143,6 +144,17 @@ def start_clearance(world: World, record: EpisodeRecord) -> list[str]:
                     f"drone {drone.name} starts {gap:.2f} m from {name!r} (< {START_CLEARANCE_M} m clearance)"
                 )
     return problems
+
+
+def check_or_refuse(world: World, record: EpisodeRecord, recorder: Any) -> PreflightReport:
+    """check(), with the report written into the episode's metadata; ConfigError when it fails."""
+    report = check(world, record)
+    recorder.write_metadata(
+        run={"preflight": {"ok": report.ok, "problems": report.problems, "occupancy": report.occupancy}}
+    )
+    if not report.ok:
+        raise ConfigError(f"episode {record.id}: pre-flight checks failed: " + "; ".join(report.problems))
+    return report
 
 
 def check(world: World, record: EpisodeRecord, expect: Expectation | None = None) -> PreflightReport:

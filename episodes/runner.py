@@ -238,7 +238,7 @@ def _median(values: list[float]) -> float | None:
 def _fly_local(
     record: EpisodeRecord, config: Any, pilot: Any, recorder: Any, options: RunOptions, seed: int
 ) -> tuple[dict, list[float]]:
-    from episodes.preflight import check
+    from episodes.preflight import check_or_refuse
     from episodes.scenario import build_world
     from onboard.lockstep import LockstepDriver, measured_latency
     from onboard.runtime import OnboardRuntime
@@ -246,12 +246,7 @@ def _fly_local(
 
     world = build_world(record)
     try:
-        report = check(world, record)
-        recorder.write_metadata(
-            run={"preflight": {"ok": report.ok, "problems": report.problems, "occupancy": report.occupancy}}
-        )
-        if not report.ok:
-            raise ConfigError(f"episode {record.id}: pre-flight checks failed: " + "; ".join(report.problems))
+        check_or_refuse(world, record, recorder)
         drone = record.drones[0].name
         camera = LocalCamera(world, drone)
         runtime = OnboardRuntime(
