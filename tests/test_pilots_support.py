@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import cv2
 import numpy as np
-from conftest import dronecats_cmd, subprocess_env
+from conftest import dronecats_cmd, stop_process, subprocess_env
 
 SKY_BGR = (235, 206, 135)
 GROUND_BGR = (90, 120, 90)
@@ -53,12 +53,7 @@ def serve_pilot_process(*args: str, timeout_s: float = 20.0) -> Iterator[str]:
         hostport = line.split("http://", 1)[1].split("/", 1)[0]
         yield hostport
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         if proc.stdout is not None:
             proc.stdout.close()
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import math
-import re
 import socket
-import subprocess
-import threading
 import time
 
 import numpy as np
@@ -16,56 +13,15 @@ airsim = pytest.importorskip("airsim")
 pytest.importorskip("pybullet")
 cv2 = pytest.importorskip("cv2")
 
-from tests.conftest import dronecats_cmd, subprocess_env  # noqa: E402
+from tests.conftest import sim_server  # noqa: E402
 
 CLOCK_SPEED = 4.0
 
 
 @pytest.fixture(scope="module")
 def sim_port():
-    proc = subprocess.Popen(
-        dronecats_cmd(
-            "sim",
-            "--scene",
-            "residential",
-            "--port",
-            "0",
-            "--vehicles",
-            "2",
-            "--clock-speed",
-            str(CLOCK_SPEED),
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=subprocess_env(),
-    )
-    port = None
-    lines: list[str] = []
-    deadline = time.monotonic() + 60
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    if port is None:
-        proc.kill()
-        proc.wait()
-        pytest.fail("dronecats sim did not start:\n" + "".join(lines))
-    # keep draining its output so that it never blocks on a full pipe
-    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-    yield port
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    with sim_server("--scene", "residential", "--vehicles", "2", "--clock-speed", str(CLOCK_SPEED)) as port:
+        yield port
 
 
 @pytest.fixture
