@@ -17,6 +17,7 @@ Prints (JSON) what the operator's screen experiences:
   issue 9's crops (for a side-by-side comparison); `--no-truth` runs the drones without ground truth.
 
     .venv/bin/python benchmarks/bench_gs.py [--drones 4] [--seconds 40] [--period-s 0.2] [--truth-render crop]
+        [--renderer tiny,gl]
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ class SimStats:
         frames = sum(st["frames"].values())
         per_frame = 1.0 / frames if frames else math.nan
         return {
+            "renderer": f"{st.get('renderer')} ({st.get('render_device')})",
             "truth_render": st["truth_render"],
             "frames_served": frames,
             "full_renders_per_frame": round(st["full"] * per_frame, 2),
@@ -143,8 +145,23 @@ def main() -> int:
         default=0,
         help="dronecats sim --render-workers K (0: render in the sim)",
     )
+    parser.add_argument(
+        "--renderer",
+        default="auto",
+        help="dronecats sim --renderer: auto, gl or tiny; a comma-separated list (tiny,gl) measures each in "
+        "turn in this run and prints one result per renderer",
+    )
     args = parser.parse_args()
+    for renderer in args.renderer.split(","):
+        result = measure(args, renderer.strip())
+        if result is None:
+            return 1
+        print(json.dumps(result, indent=1), flush=True)
+    return 0
 
+
+def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
+    """One fleet flown for args.seconds with the simulator rendering through `renderer`."""
     from PyQt6.QtCore import QEventLoop, QTimer
     from PyQt6.QtWidgets import QApplication
 
@@ -168,7 +185,7 @@ def main() -> int:
         log_dir=out,
         onboard_settings=settings,
         truth=not args.no_truth,
-        sim_args=["--render-workers", str(args.render_workers)],
+        sim_args=["--render-workers", str(args.render_workers), "--renderer", renderer],
     ) as sim:
         sim_rpc = SimStats(sim.sim_port)
         sim_rpc.call("dcSetTruthRender", args.truth_render)
@@ -183,7 +200,7 @@ def main() -> int:
         try:
             if not fleet.wait_for_link(120.0):
                 print("drones did not come up; see", out, file=sys.stderr)
-                return 1
+                return None
             app = QApplication.instance() or QApplication([])
             window = MainWindow(fleet, marks=[(25.0, 0.0)])
             window.show()
@@ -260,6 +277,7 @@ def main() -> int:
         "decision_period_s": args.period_s,
         "ground_truth": not args.no_truth,
         "render_workers": args.render_workers,
+        "renderer": renders["renderer"],
         "measured_s": round(measured_s, 1),
         "frames_received_per_drone_fps": {
             d: round(n / measured_s, 2) for d, n in sorted(frames_per_drone.items())
@@ -292,8 +310,7 @@ def main() -> int:
         "load_average": os.getloadavg(),
         "logs": str(out),
     }
-    print(json.dumps(result, indent=1))
-    return 0
+    return result
 
 
 if __name__ == "__main__":

@@ -29,6 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "renders of several drones run in parallel and no longer hold up the physics and the RPC "
         "(default 0: render in the server process)",
     )
+    parser.add_argument(
+        "--renderer",
+        choices=("auto", "gl", "tiny"),
+        default="auto",
+        help="gl: OpenGL through EGL (Mesa's llvmpipe on a CPU, ~4x faster than tiny); tiny: PyBullet's "
+        "TinyRenderer; auto (default): gl where an EGL context can be made, else tiny with a warning",
+    )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
@@ -47,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         clock_speed=args.clock_speed,
         render_workers=args.render_workers,
+        renderer=args.renderer,
     )
+    log.info("rendering with %s (%s)", world.renderer, world.render_device)
     world.pause(args.paused)
     world.start()
     server = RpcServer(AirSimApi(world).table(), host=args.host, port=args.port)

@@ -52,7 +52,8 @@ EXTENSIONS = {
     "its segmentation kept in a ring of the vehicle's last frames; an unknown frame is re-rendered "
     "at the pose with the scene as it is now (as dcPointOnTargetAt)",
     "dcRenderStats": "(reset) -> {frames, full, full_pixels, full_s, crop, crop_pixels, crop_s, skipped, "
-    "ring_hits, ring_misses, truth_render}: renders since start (or the last reset); frames per vehicle",
+    "ring_hits, ring_misses, truth_render, renderer, render_device}: renders since start (or the last "
+    "reset); frames per vehicle",
     "dcSetTruthRender": "(mode) -> None: 'crop' (default: ground truth renders only the target's region, "
     "point-on-target answers from the frame ring) or 'full' (a full-frame render for each, for comparison)",
     "dcSetObjectPath": "(object_name, [[x, y, z], ...] world NED, speed_m_s) -> True: follow from now",
@@ -761,6 +762,8 @@ class AirSimApi:
                 ring_hits=self._ring_hits,
                 ring_misses=self._ring_misses,
                 truth_render=self._truth_render,
+                renderer=w.renderer,
+                render_device=w.render_device,
             )
             if reset:
                 w.render_stats = RenderStats()

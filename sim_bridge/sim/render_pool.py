@@ -50,6 +50,7 @@ class WorldSpec:
     seed: int
     vehicles: list[tuple[str, tuple[float, float, float, float]]]  # (name, spawn pose)
     camera: CameraProfile
+    renderer: str = "tiny"  # the main world's renderer, so workers draw the same pixels
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ def _worker_main(conn: Connection, spec: WorldSpec) -> None:
             camera=spec.camera,
             seed=spec.seed,
             spawns=[Pose(*pose) for _, pose in spec.vehicles],
+            renderer=spec.renderer,
         )
         world.pause(True)
     except Exception as exc:  # reported to the parent, which refuses to start

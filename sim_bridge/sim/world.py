@@ -15,7 +15,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cv2
 import msgspec
@@ -32,6 +32,9 @@ from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
 from sim_bridge.sim.render_pool import RenderJob, RenderPool, SceneState, WorldSpec
 from sim_bridge.sim.textures import TextureCache
 
+if TYPE_CHECKING:
+    from sim_bridge.sim.gl_render import GlRenderer
+
 log = logging.getLogger(__name__)
 
 CAMERA_OFFSET_FRD_M = (0.5, 0.0, 0.1)  # forward camera: 0.5 m ahead, 0.1 m below the body origin
@@ -42,6 +45,7 @@ DRONE_COLLISION_RADIUS_M = 0.3
 TAKEOFF_SPEED_M_S = 1.0
 SCENERY_TILE_M = 25.0
 SCENERY_MAX_LINKS = 100
+RENDERERS = ("auto", "gl", "tiny")  # auto: gl where an EGL context can be made, else tiny
 # pixels added around a target's projected box: mesh edges rasterise up to a pixel beyond it
 REGION_MARGIN_PX = 2
 BOX_CORNER_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
@@ -185,9 +189,12 @@ class World:
         clock_speed: float = 1.0,
         spawns: list[Pose] | None = None,
         render_workers: int = 0,
+        renderer: str = "auto",
     ) -> None:
         if render_workers < 0:
             raise ConfigError(f"render_workers={render_workers} must be >= 0 (0: render in this process)")
+        if renderer not in RENDERERS:
+            raise ConfigError(f"renderer {renderer!r} is not one of {RENDERERS}")
         import pybullet as p  # heavy: imported when a world is built, not at import time
 
         from sim_bridge.sim.scenes import build_scene
@@ -205,6 +212,9 @@ class World:
         self.vehicles: dict[str, VehicleSlot] = {}
         self.render_stats = RenderStats()
         self.render_pool: RenderPool | None = None
+        self._gl = _make_gl_renderer(renderer)
+        self.renderer = "gl" if self._gl is not None else "tiny"
+        self.render_device = self._gl.device if self._gl is not None else "TinyRenderer (CPU)"
         self.ground_ids: set[int] = set()
         self.ground = GroundMap((90, 128, 77))
         self._paused = False
@@ -226,7 +236,11 @@ class World:
             # the workers build this scene with these vehicles; objects spawned later follow by state
             spawned = [(n, s.model.spawn) for n, s in self.vehicles.items()]
             spec = WorldSpec(
-                scene, seed, [(n, (p.x_m, p.y_m, p.z_m, p.yaw_deg)) for n, p in spawned], self.camera
+                scene,
+                seed,
+                [(n, (p.x_m, p.y_m, p.z_m, p.yaw_deg)) for n, p in spawned],
+                self.camera,
+                self.renderer,
             )
             self.render_pool = RenderPool(spec, render_workers)
 
@@ -312,6 +326,8 @@ class World:
         )
         for link, path in textured:
             p.changeVisualShape(body, link, textureUniqueId=self._texture_id(path), physicsClientId=c)
+        if self._gl is not None:
+            self._gl.add_body(int(body), parts, list(zip(pos, orn, strict=True)))
         return int(body)
 
     def _quad_visual(self, part: Part) -> int:
@@ -414,6 +430,8 @@ class World:
             if obj is None:
                 return False
             self._p.removeBody(obj.body_id, physicsClientId=self.client)
+            if self._gl is not None:
+                self._gl.remove_body(obj.body_id)
             return True
 
     def get_object(self, name: str) -> SceneObject:
@@ -666,6 +684,9 @@ class World:
             slot.model.cancel()
         with self.lock, contextlib.suppress(Exception):  # already disconnected
             self._p.disconnect(physicsClientId=self.client)
+        if self._gl is not None:
+            self._gl.close()
+            self._gl = None
         self.textures.close()
 
     def __enter__(self) -> World:
@@ -705,15 +726,23 @@ class World:
         fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
         view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
         t0 = time.perf_counter()
-        _, _, rgba, zbuf, seg = p.getCameraImage(
-            cam.width_px,
-            cam.height_px,
-            view,
-            projection_matrix(cam),
-            renderer=p.ER_TINY_RENDERER,
-            flags=0,  # the segmentation mask also tells the ground fill which pixels are empty
-            physicsClientId=c,
-        )
+        if self._gl is not None:
+            poses = {
+                body: p.getBasePositionAndOrientation(body, physicsClientId=c) for body in self._gl.body_ids
+            }
+            rgba, zbuf, seg = self._gl.render(
+                cam.width_px, cam.height_px, view, projection_matrix(cam), poses
+            )
+        else:
+            _, _, rgba, zbuf, seg = p.getCameraImage(
+                cam.width_px,
+                cam.height_px,
+                view,
+                projection_matrix(cam),
+                renderer=p.ER_TINY_RENDERER,
+                flags=0,  # the segmentation mask also tells the ground fill which pixels are empty
+                physicsClientId=c,
+            )
         self.render_stats.add(kind, cam.width_px * cam.height_px, time.perf_counter() - t0)
         if vehicle_pose is not None:
             self._place_vehicle(slot)
@@ -965,6 +994,35 @@ class World:
                 return False
             seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
             return bool(seg[0, 0] == obj.body_id)
+
+
+def _make_gl_renderer(renderer: str) -> GlRenderer | None:
+    """The OpenGL renderer, or None for TinyRenderer; 'auto' falls back, with a warning, where no EGL
+    context can be made (no libEGL, no Mesa driver, moderngl not installed)."""
+    if renderer == "tiny":
+        return None
+    try:
+        from sim_bridge.sim.gl_render import GlRenderer
+
+        return GlRenderer(_load_rgba)
+    except Exception as exc:
+        if renderer == "gl":
+            raise ConfigError(f"the OpenGL renderer cannot start: {type(exc).__name__}: {exc}") from exc
+        log.warning(
+            "OpenGL renderer unavailable (%s: %s): rendering with TinyRenderer", type(exc).__name__, exc
+        )
+        return None
+
+
+def _load_rgba(path: str) -> np.ndarray:
+    image = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise ConfigError(f"cannot read texture {path}")
+    if image.ndim == 2:
+        return cv2.cvtColor(image, cv2.COLOR_GRAY2RGBA)
+    if image.shape[2] == 3:
+        return cv2.cvtColor(image, cv2.COLOR_BGR2RGBA)
+    return cv2.cvtColor(image, cv2.COLOR_BGRA2RGBA)
 
 
 def _pose_tuple(pose: Pose | None) -> tuple[float, float, float, float] | None:
