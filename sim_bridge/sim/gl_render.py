@@ -250,11 +250,11 @@ class GlRenderer:
         """`load_texture(path)` gives an RGBA uint8 image, first row at the top (as files store it)."""
         import moderngl  # heavy, and absent where only TinyRenderer is wanted: imported here
 
-        self._mgl = moderngl
+        self._mgl: Any = moderngl  # its stubs type uniforms and settings loosely: used untyped
         self._lock = threading.Lock()
-        self._ctx = moderngl.create_standalone_context(backend="egl")
+        self._ctx: Any = self._mgl.create_standalone_context(backend="egl")
         self.device = str(self._ctx.info.get("GL_RENDERER", "unknown"))
-        self._prog = self._ctx.program(vertex_shader=VERTEX_SHADER, fragment_shader=FRAGMENT_SHADER)
+        self._prog: Any = self._ctx.program(vertex_shader=VERTEX_SHADER, fragment_shader=FRAGMENT_SHADER)
         self._prog["light_dir"].value = LIGHT_DIR_PB
         self._prog["shininess"].value = SPECULAR_EXPONENT
         self._prog["tex"].value = 0
