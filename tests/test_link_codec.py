@@ -177,6 +177,34 @@ def test_budget_unlimited_sends_at_max_fps_and_quality():
     assert {q for _, q in sent} == {85}
 
 
+def test_budget_judges_the_rate_on_capture_times():
+    """Frames captured every 0.2 s but offered unevenly (the camera read took 90 ms one step and 20 ms
+    the next, so two were offered 130 ms apart) are all sent at max_fps 5; judged on the times they
+    are offered, every uneven pair would lose a frame."""
+    budget, offered_late = (
+        FrameBudget(FrameBudgetConfig(max_fps=5.0)),
+        FrameBudget(FrameBudgetConfig(max_fps=5.0)),
+    )
+    sent = sent_by_offer = 0
+    for i in range(50):
+        capture_s = 0.2 * i
+        offer_s = capture_s + (0.09 if i % 2 == 0 else 0.02)
+        if budget.decide(offer_s, capture_s).send:
+            budget.record_sent(i, 10_000, 85, offer_s, capture_s)
+            budget.record_acked(i)
+            sent += 1
+        if offered_late.decide(offer_s).send:
+            offered_late.record_sent(i, 10_000, 85, offer_s)
+            offered_late.record_acked(i)
+            sent_by_offer += 1
+    assert sent == 50
+    assert sent_by_offer <= 26
+    # frames captured closer than the rate allows are still skipped, and a clock that went back
+    # (a new run) does not block sending
+    assert not budget.decide(10.0, 0.2 * 49 + 0.05).send
+    assert budget.decide(10.1, 0.0).send
+
+
 def test_budget_lowers_quality_and_keeps_bandwidth():
     bandwidth = 60_000.0  # 12 kB per frame at 5 fps: q85 (25.5 kB) does not fit, q35 (10.5 kB) does
     budget = FrameBudget(FrameBudgetConfig(max_fps=5.0, bandwidth_bytes_s=bandwidth, burst_s=1.0))

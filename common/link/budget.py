@@ -1,7 +1,9 @@
 """Frame budget: per frame, send or skip, and at which JPEG quality (the link budget).
 
 Three limits, checked in this order for each candidate frame:
-1. rate: at most `max_fps` frames per second;
+1. rate: at most `max_fps` frames per second, judged on the frames' capture times when given (a
+   camera read that takes longer one step than the next must not push a 5 fps stream's publish
+   times closer than 1/max_fps and cost it a frame), else on the times they are offered;
 2. backlog: at most `max_in_flight` frames sent but not yet acknowledged by a ground station (its
    heartbeats carry the newest frame seq it received); a backlog (that, or the socket reporting a
    full subscriber queue through `record_backlog`) also lowers the quality cap one step, at most
@@ -69,6 +71,7 @@ class FrameBudget:
         self._lowered_since_sent = False
         self._last_recover_s: float | None = None
         self._last_sent_s: float | None = None
+        self._last_sent_capture_s: float | None = None
         self._in_flight: deque[tuple[int, float]] = deque()  # (frame_seq, sent_s)
         self._acked_seq = -1
         capacity = self._bucket_capacity()
@@ -78,8 +81,11 @@ class FrameBudget:
 
     # -- inputs -----------------------------------------------------------------------------------
 
-    def record_sent(self, frame_seq: int, size_bytes: int, quality: int, now_s: float) -> None:
+    def record_sent(
+        self, frame_seq: int, size_bytes: int, quality: int, now_s: float, capture_s: float | None = None
+    ) -> None:
         self._refill(now_s)
+        self._last_sent_capture_s = capture_s
         old = self._size_by_quality.get(quality)
         self._size_by_quality[quality] = size_bytes if old is None else old + self._EMA * (size_bytes - old)
         self._tokens -= size_bytes
@@ -102,12 +108,13 @@ class FrameBudget:
 
     # -- decision ---------------------------------------------------------------------------------
 
-    def decide(self, now_s: float) -> FrameDecision:
+    def decide(self, now_s: float, capture_s: float | None = None) -> FrameDecision:
+        """Send the frame captured at `capture_s` (the camera's clock) and offered at `now_s`?"""
         cfg = self.config
         self._refill(now_s)
         self._recover(now_s)
         quality = self._choose_quality()
-        if self._last_sent_s is not None and now_s - self._last_sent_s < 0.9 / cfg.max_fps:
+        if self._too_soon(now_s, capture_s):
             return self._skip("rate", quality)
         if self.in_flight(now_s) >= cfg.max_in_flight:
             self.record_backlog(now_s)
@@ -119,6 +126,13 @@ class FrameBudget:
             if self._tokens < min(estimate, capacity):
                 return self._skip("bandwidth", quality)
         return FrameDecision(True, quality, "ok")
+
+    def _too_soon(self, now_s: float, capture_s: float | None) -> bool:
+        min_gap_s = 0.9 / self.config.max_fps
+        if capture_s is not None and self._last_sent_capture_s is not None:
+            gap_s = capture_s - self._last_sent_capture_s
+            return 0.0 <= gap_s < min_gap_s  # a clock that went back (a new run) starts afresh
+        return self._last_sent_s is not None and now_s - self._last_sent_s < min_gap_s
 
     def in_flight(self, now_s: float) -> int:
         while self._in_flight and (

@@ -148,7 +148,7 @@ class DroneLink(IoThread):
         Only the newest queued frame is kept: an older one not yet sent is dropped (counted)."""
         now_s = time.monotonic()
         with self._budget_lock:
-            decision = self.budget.decide(now_s)
+            decision = self.budget.decide(now_s, capture_time_s)
         if not decision.send:
             self.stats.add(f"frames_skipped_{decision.reason}")
             return decision
@@ -181,7 +181,7 @@ class DroneLink(IoThread):
             self._frame_seq += 1
         meta = FrameMeta(frame_seq, capture_time_s, pose_ned, width_px, height_px, quality, camera)
         with self._budget_lock:
-            self.budget.record_sent(frame_seq, len(jpeg), quality, time.monotonic())
+            self.budget.record_sent(frame_seq, len(jpeg), quality, time.monotonic(), capture_time_s)
         with self._frame_lock:
             if self._pending_frame is not None:
                 self.stats.add("frames_superseded")
