@@ -124,6 +124,24 @@ class SimStats:
         }
 
 
+# One target per drone, in lanes whose paths never cross another drone's stopping point (a fleet
+# sent to one car converges on it and collides: the held drones then stop sending frames).
+# Spawns: Drone1 (0, 0), Drone2 (0, 2), Drone3 (0, -2), Drone4 (-3, 0), world NED metres.
+# Colours no parked car has (else a pilot may take the parked one and descend into the kerb line).
+LANES = [
+    ("purple", (70.0, 0.0)),  # down the middle, between the orange and pink cars' stopping points
+    # where a pilot descends to these (the last ~8 m) no car is parked on that side (parked cars:
+    # x = 18, 40, 62, 84 at y = +2.9; x = 29, 51, 73, 95 at y = -2.9)
+    ("orange", (33.0, 1.2)),
+    ("pink", (45.0, -1.2)),
+    ("brown", (55.0, 0.0)),  # behind Drone1, which is past it before Drone4 stops there
+]
+
+
+def lane(index: int) -> tuple[str, tuple[float, float]]:
+    return LANES[index % len(LANES)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--drones", type=int, default=4)
@@ -173,7 +191,11 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
 
     out = Path(tempfile.mkdtemp(prefix="bench-gs-"))
     settings = [f"min_decision_period_s={args.period_s}", "t_max_s=900", "stop_on_declaration=false"]
-    target = TargetSpec("target", "car@red", Pose(25.0, 0.0, 0.0, 90.0))
+    targets = [
+        TargetSpec(f"target_{colour}", f"car@{colour}", Pose(x, y, 0.0, 90.0))
+        for colour, (x, y) in LANES[: max(1, min(args.drones, len(LANES)))]
+    ]
+    drone_ids = [f"Drone{i + 1}" for i in range(args.drones)]
     arrival_age_s: list[float] = []
     frames_per_drone: dict[str, int] = {}
     hold_s: list[float] = []
@@ -181,7 +203,7 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
     with SimFleet(
         args.drones,
         "baseline",
-        targets=[target],
+        targets=targets,
         log_dir=out,
         onboard_settings=settings,
         truth=not args.no_truth,
@@ -202,10 +224,12 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
                 print("drones did not come up; see", out, file=sys.stderr)
                 return None
             app = QApplication.instance() or QApplication([])
-            window = MainWindow(fleet, marks=[(25.0, 0.0)])
+            window = MainWindow(fleet, marks=[(t.pose.x_m, t.pose.y_m) for t in targets])
             window.show()
-            window.instruction.text.setText("go to the red car")
-            window.instruction.send.click()
+            for index, drone in enumerate(drone_ids):  # through the instruction panel, one drone each
+                window.instruction.target.setCurrentText(drone)
+                window.instruction.text.setText(f"go to the {lane(index)[0]} car")
+                window.instruction.send.click()
             started = time.monotonic()
             warmup_s = 8.0
 
@@ -217,13 +241,19 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
                 sim_rpc.reset()
                 cpu_at_reset.update(process_cpu_s())
 
+            held: list[list[float]] = []  # [hold sent, resumed] per cycle, monotonic seconds
+
             def hold_cycle() -> None:
                 # hold then resume, through the same path as the buttons; done() records the timing
+                held.append([time.monotonic(), math.inf])
                 window.on_safety("hold", None)
-                QTimer.singleShot(
-                    1000,
-                    lambda: window.bridge.submit("instruct", lambda: fleet.instruct("go to the red car")),
-                )
+
+                def resume() -> None:
+                    for index, drone in enumerate(drone_ids):
+                        fleet.instruct(f"go to the {lane(index)[0]} car", [drone])
+                    held[-1][1] = time.monotonic()
+
+                QTimer.singleShot(1000, lambda: window.bridge.submit("instruct", resume))
 
             QTimer.singleShot(int(warmup_s * 1000), reset_figures)
             cycles = QTimer(window)
@@ -235,7 +265,11 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
             QTimer.singleShot(int(args.seconds * 1000), loop.quit)
             loop.exec()
             cycles.stop()
-            measured_s = time.monotonic() - started - warmup_s
+            ended = time.monotonic()
+            measured_s = ended - started - warmup_s
+            # the drones do not decide while held: frame rates are also given per second not held
+            held_s = sum(min(b, ended) - a for a, b in held)
+            flying_s = max(measured_s - held_s, 1e-9)
             renders = sim_rpc.figures(measured_s)
             cpu_end = process_cpu_s()
             cores_used = {
@@ -272,6 +306,12 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
             for a, b in itertools.pairwise(pilot):
                 interval.append(b["t"] - a["t"])
                 outside.append(b["t"] - a["t"] - b["stages"]["total_s"])
+    # a held drone stops deciding, so stops sending frames: say so when it happened
+    collision_holds = {
+        f"Drone{i + 1}": log.read_text(errors="replace").count("safety: hold (collision)")
+        for i in range(args.drones)
+        if (log := out / f"Drone{i + 1}.log").exists()
+    }
     result = {
         "drones": args.drones,
         "decision_period_s": args.period_s,
@@ -281,6 +321,10 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
         "measured_s": round(measured_s, 1),
         "frames_received_per_drone_fps": {
             d: round(n / measured_s, 2) for d, n in sorted(frames_per_drone.items())
+        },
+        "held_s": round(held_s, 1),
+        "frames_received_per_drone_fps_not_held": {
+            d: round(n / flying_s, 2) for d, n in sorted(frames_per_drone.items())
         },
         "frame_age_on_screen_ms": {"p50": pct(frame_age, 50), "p95": pct(frame_age, 95), "n": len(frame_age)},
         "frame_age_at_arrival_ms": {"p50": pct(arrival_age_s, 50), "p95": pct(arrival_age_s, 95)},
@@ -299,6 +343,7 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
         "estop_acks": {
             d: (a.result, round(a.latency_s * 1000, 1)) if a else None for d, a in estop_acks.items()
         },
+        "collision_holds": collision_holds,
         "sim_renders": renders,
         "cores_used": {**cores_used, "machine": os.cpu_count()},
         "event_loop_stall_ms": {
