@@ -11,6 +11,9 @@ renderer draws the drone's parts only. Pixels showing a drone in either frame ar
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -182,3 +185,27 @@ def test_renderer_choice_is_checked() -> None:
     with World("blocks", vehicles=1, renderer="auto") as w:
         assert w.renderer in ("gl", "tiny")
         assert w.render_device
+
+
+def test_without_an_egl_device_auto_falls_back_to_tinyrenderer_and_gl_refuses() -> None:
+    """A machine with no EGL driver (libglvnd pointed at no vendor file): 'auto' renders with
+    TinyRenderer and says so; 'gl' is refused with the reason."""
+    code = (
+        "from common.errors import ConfigError\n"
+        "from sim_bridge.sim.world import World\n"
+        "with World('blocks', vehicles=1) as w:\n"
+        "    print('auto:', w.renderer, w.render('Drone1').image_bgr.shape)\n"
+        "try:\n"
+        "    World('blocks', vehicles=1, renderer='gl')\n"
+        "except ConfigError as exc:\n"
+        "    print('gl refused:', exc)\n"
+    )
+    env = {**os.environ, "__EGL_VENDOR_LIBRARY_FILENAMES": "/nonexistent/egl_vendor.json"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "auto: tiny (360, 640, 3)" in out.stdout
+    assert "gl refused: the OpenGL renderer cannot start" in out.stdout
+    assert "rendering with TinyRenderer" in out.stderr

@@ -200,6 +200,10 @@ class World:
         from sim_bridge.sim.scenes import build_scene
 
         self._p = p
+        # before PyBullet's client: a renderer that cannot start (renderer="gl") leaves nothing open
+        self._gl = _make_gl_renderer(renderer)
+        self.renderer = "gl" if self._gl is not None else "tiny"
+        self.render_device = self._gl.device if self._gl is not None else "TinyRenderer (CPU)"
         self.client = p.connect(p.DIRECT)
         self.lock = threading.RLock()
         self.clock = SimClock()
@@ -212,9 +216,6 @@ class World:
         self.vehicles: dict[str, VehicleSlot] = {}
         self.render_stats = RenderStats()
         self.render_pool: RenderPool | None = None
-        self._gl = _make_gl_renderer(renderer)
-        self.renderer = "gl" if self._gl is not None else "tiny"
-        self.render_device = self._gl.device if self._gl is not None else "TinyRenderer (CPU)"
         self.ground_ids: set[int] = set()
         self.ground = GroundMap((90, 128, 77))
         self._paused = False
