@@ -8,12 +8,14 @@ clock offset estimated from heartbeats (common.link.clock_sync).
 Direction:
 - drone → ground (PUB): Telemetry, FrameMeta, Step, Declaration, Heartbeat
 - ground → drone (DEALER → ROUTER, acked): Instruction, Order, RemoteAction, Judgement, EStop, Hold,
-  Land, ReturnHome; HeartbeatRequest (not acked, answered by HeartbeatReply)
+  Land, ReturnHome; HeartbeatRequest (not acked, answered by HeartbeatReply); Traffic (not acked,
+  not answered)
 - drone → ground (ROUTER → DEALER): Ack, HeartbeatReply
 """
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar, Literal, Union
 
 import msgspec
@@ -217,6 +219,31 @@ class HeartbeatRequest(Body, frozen=True, forbid_unknown_fields=True):
     last_frame_seq: int = -1
 
 
+class TrafficEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One fleet mate as the ground station last heard it (its telemetry), world NED."""
+
+    drone_id: str
+    position_ned_m: tuple[float, float, float]
+    velocity_ned_m_s: tuple[float, float, float]
+    age_s: float  # how old that telemetry was when this message left the ground station
+
+
+class Traffic(Body, frozen=True, forbid_unknown_fields=True):
+    """Ground → drone, not acknowledged: the other drones' latest positions, relayed from their
+    telemetry a few times a second, so each drone's safety governor keeps its separation from
+    drones flown by other processes (AGENT.md: limits below the model). Positions are in the world
+    frame every drone reports (the built-in sim's, or each vehicle's `spawn=`)."""
+
+    TYPE: ClassVar[str] = "traffic"
+
+    entries: tuple[TrafficEntry, ...]
+
+    def finite(self) -> bool:
+        return all(
+            math.isfinite(v) for e in self.entries for v in (*e.position_ned_m, *e.velocity_ned_m_s, e.age_s)
+        ) and all(e.age_s >= 0 for e in self.entries)
+
+
 class HeartbeatReply(Body, frozen=True, forbid_unknown_fields=True):
     """Drone → ground: the request's t1 echoed, with t2 (received) and t3 (sent) on the drone clock."""
 
@@ -253,5 +280,11 @@ COMMAND_TYPES: tuple[type[Body], ...] = (
     ReturnHome,
 )
 REPLY_TYPES: tuple[type[Body], ...] = (Ack, HeartbeatReply)
-ALL_TYPES: tuple[type[Body], ...] = (*PUBLISHED_TYPES, *COMMAND_TYPES, HeartbeatRequest, *REPLY_TYPES)
+ALL_TYPES: tuple[type[Body], ...] = (
+    *PUBLISHED_TYPES,
+    *COMMAND_TYPES,
+    HeartbeatRequest,
+    Traffic,
+    *REPLY_TYPES,
+)
 BODY_TYPES: dict[str, type[Body]] = {cls.TYPE: cls for cls in ALL_TYPES}

@@ -47,5 +47,6 @@ def run(args: argparse.Namespace) -> int:
         screenshot=None,
         screenshot_after_s=20.0,
         quit_after_s=None,
+        traffic_hz=10.0,
     )
     return int(gs_cli.run(gs_args))

@@ -67,6 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--screenshot-after-s", type=float, default=20.0)
     parser.add_argument("--quit-after-s", type=float, default=None, help="GUI: close after this long")
+    parser.add_argument(
+        "--traffic-hz",
+        type=float,
+        default=10.0,
+        help="relay each drone its fleet mates' positions this often, for its safety governor's "
+        "separation (needs every drone to report one world frame: the built-in sim's, or each "
+        "vehicle URL's spawn=); 0: no relay",
+    )
 
 
 def _marks(values: list[str]) -> list[tuple[float, float]]:
@@ -113,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             print("dronecats gs: give --drones NAME=tcp://HOST:PORT,... or --launch N", file=sys.stderr)
             return 2
         # No CURVE yet: `dronecats onboard` binds its link insecure (it has no key options either).
-        fleet = FleetClient(addresses)
+        fleet = FleetClient(addresses, traffic_hz=args.traffic_hz)
         fleet.start()
         try:
             if args.headless:

@@ -30,6 +30,7 @@ from common.messages import (
     ReturnHome,
     Step,
     Telemetry,
+    Traffic,
 )
 from common.pose import Frame, Pose
 from onboard.runtime import OnboardRuntime
@@ -55,6 +56,7 @@ class RuntimeLink:
         self.frame_seq = -1  # the seq of the newest frame sent (DroneLink numbers the frames it queues)
         self.declaration_times: dict[str, float] = {}  # declaration_id -> t, for judgements
         self._jetson_warned = False
+        self._traffic_ids: list[str] = []
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, data: dict[str, Any]) -> None:
@@ -158,6 +160,20 @@ class RuntimeLink:
             return CommandOutcome(False, f"unsupported command {type(body).__name__}")
         return CommandOutcome(True)
 
+    def on_traffic(self, traffic: Traffic) -> None:
+        """Fleet mates' positions relayed by the ground station: into the safety governor, which keeps
+        this drone's separation from them on every tick (the link has checked the numbers are finite)."""
+        entries = [e for e in traffic.entries if e.drone_id != self.runtime.config.drone]
+        self.runtime.governor.set_traffic(
+            [e.position_ned_m for e in entries],
+            [e.velocity_ned_m_s for e in entries],
+            [e.age_s for e in entries],
+        )
+        ids = sorted(e.drone_id for e in entries)
+        if ids != self._traffic_ids:  # logged when the set of fleet mates changes, not per message
+            self._traffic_ids = ids
+            self.runtime.event("traffic", drones=ids)
+
     def on_link(self, event: LinkEvent) -> None:
         self.runtime.governor.link_state(event.state != "lost", self.runtime.clock.now())
         self.runtime.event("link", state=event.state, silence_s=event.silence_s)
@@ -188,6 +204,7 @@ def attach_link(
         handler=lambda cmd: holder["link"].handle(cmd),
         on_link=lambda ev: holder["link"].on_link(ev),
         clock=runtime.clock,
+        on_traffic=lambda traffic: holder["link"].on_traffic(traffic),
     )
     bridge = RuntimeLink(runtime, link)
     holder["link"] = bridge

@@ -218,7 +218,7 @@ class OnboardRuntime:
         self.profile = flight_profile(config.flight_profile)
         self.camera_profile = camera_profile(config.camera or self.profile.camera)
         self.canonical_focal_px = config.canonical_focal_px or _canonical_focal_px(pilot, self.camera_profile)
-        self.governor = SafetyGovernor(config.safety, home=Pose(0.0, 0.0, 0.0, 0.0))
+        self.governor = SafetyGovernor(config.safety, home=Pose(0.0, 0.0, 0.0, 0.0), clock=clock.now)
         self.actuator = Actuator(vehicle, self.governor, self._on_clamp, self._on_telemetry)
         self.actuation = ActuationThread(
             self.actuator, clock, config.rate_hz, rt_priority=config.actuation_rt_priority

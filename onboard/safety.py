@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -44,6 +45,10 @@ class SafetyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # the two are this far apart in height.
     separation_m: float = 1.5
     separation_vertical_m: float = 1.0
+    # A fleet mate's position this old (its report's age plus the time since it arrived) is dropped:
+    # a relay that stopped must not leave phantom drones in the way. Younger ones are carried forward
+    # by their velocity.
+    traffic_max_age_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.estop_action not in ("land", "kill"):
@@ -84,14 +89,18 @@ class SafetyStatus:
 class SafetyGovernor:
     """Thread-safe: the decision loop reports failures and commands, the actuation loop filters."""
 
-    def __init__(self, config: SafetyConfig, home: Pose) -> None:
+    def __init__(self, config: SafetyConfig, home: Pose, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock` ages fleet traffic: the runtime's own (simulated time in lock-step, where a slow
+        model call between two ticks must not age a position the driver set that same tick)."""
         self.config = config
         self.home = home
+        self._clock = clock
         self._lock = threading.Lock()
         self._status = SafetyStatus()
         self._link_lost_since_s: float | None = None
         self._land_requested = False
-        self._traffic: list[tuple[float, float, float]] = []  # other drones' world NED positions
+        # other drones: (world NED position, velocity, age when set, self._clock() when set)
+        self._traffic: list[tuple[tuple[float, float, float], tuple[float, float, float], float, float]] = []
 
     # ---- mode changes -------------------------------------------------------------------------
     @property
@@ -189,19 +198,56 @@ class SafetyGovernor:
             sent = self._separate(sent, telemetry.pose, clamps)
         return self._count(sent, clamps)
 
-    def set_traffic(self, positions_ned: Sequence[tuple[float, float, float]]) -> None:
-        """The other drones' current world NED positions (replacing the previous ones; empty: none known).
+    def set_traffic(
+        self,
+        positions_ned: Sequence[tuple[float, float, float]],
+        velocities_ned_m_s: Sequence[tuple[float, float, float]] | None = None,
+        ages_s: Sequence[float] | None = None,
+    ) -> None:
+        """The other drones' world NED positions (replacing the previous ones; empty: none known), with
+        their velocities and how old each report is, when known.
 
-        Whoever flies several drones in one world feeds this every tick (onboard.lockstep's fleet
-        driver does); a drone alone, or one whose fleet mates' positions are unknown, keeps none."""
+        Whoever flies several drones in one world feeds this: onboard.lockstep's fleet driver every
+        tick, the ground station's traffic relay (onboard.link) a few times a second. A drone alone,
+        or one whose fleet mates' positions are unknown, keeps none."""
+        n = len(positions_ned)
+        velocities = velocities_ned_m_s if velocities_ned_m_s is not None else [(0.0, 0.0, 0.0)] * n
+        ages = ages_s if ages_s is not None else [0.0] * n
+        if len(velocities) != n or len(ages) != n:
+            raise ValueError(
+                f"{n} positions need as many velocities ({len(velocities)}) and ages ({len(ages)})"
+            )
+        now_s = self._clock()
+        traffic = [
+            (
+                (float(p[0]), float(p[1]), float(p[2])),
+                (float(v[0]), float(v[1]), float(v[2])),
+                float(age),
+                now_s,
+            )
+            for p, v, age in zip(positions_ned, velocities, ages, strict=True)
+        ]
         with self._lock:
-            self._traffic = [(float(n), float(e), float(d)) for n, e, d in positions_ned]
+            self._traffic = traffic
+
+    def traffic_now(self) -> list[tuple[float, float, float]]:
+        """Fleet mates' positions now: each report carried forward by its velocity over its age, the
+        ones older than traffic_max_age_s left out."""
+        now_s = self._clock()
+        with self._lock:
+            traffic = list(self._traffic)
+        out = []
+        for (n, e, d), (vn, ve, vd), age_s, set_s in traffic:
+            dt_s = age_s + (now_s - set_s)
+            if dt_s > self.config.traffic_max_age_s:
+                continue
+            out.append((n + vn * dt_s, e + ve * dt_s, d + vd * dt_s))
+        return out
 
     def _separate(self, sp: Setpoint, pose: Pose, clamps: list[Clamp]) -> Setpoint:
         """Cut the velocity component toward any fleet drone that would close within separation_m, and
         vertical motion into its height band while the two are horizontally that close."""
-        with self._lock:
-            traffic = list(self._traffic)
+        traffic = self.traffic_now()
         if not traffic:
             return sp
         c = self.config

@@ -134,3 +134,18 @@ def test_fleet_separation_stops_descending_onto_a_drone_below() -> None:
     assert g.filter(Setpoint(0.0, 0.0, 1.0, 0.0), telemetry(alt=5.0))[1] == []  # climbing away: fine
     g.set_traffic([(3.0, 0.0, -3.8)])  # horizontally clear: descending is fine
     assert g.filter(Setpoint(0.0, 0.0, -1.0, 0.0), telemetry(alt=5.0))[1] == []
+
+
+def test_relayed_traffic_is_carried_forward_by_its_velocity_and_dropped_when_old() -> None:
+    now = [100.0]
+    g = SafetyGovernor(SafetyConfig(traffic_max_age_s=1.0), Pose(0.0, 0.0, 0.0, 0.0), clock=lambda: now[0])
+    # reported 0.2 s ago 5 m north, flying south at 2 m/s: 4.6 m north now, 3.6 m in another 0.5 s
+    g.set_traffic([(5.0, 0.0, -5.0)], [(-2.0, 0.0, 0.0)], [0.2])
+    assert g.traffic_now() == [pytest.approx((4.6, 0.0, -5.0))]
+    now[0] += 0.5
+    assert g.traffic_now() == [pytest.approx((3.6, 0.0, -5.0))]
+    now[0] += 0.31  # 0.2 + 0.81 s old: past traffic_max_age_s, a relay that stopped
+    assert g.traffic_now() == []
+    assert g.filter(Setpoint(3.0, 0.0, 0.0, 0.0), telemetry())[1] == []
+    with pytest.raises(ValueError, match="velocities"):
+        g.set_traffic([(1.0, 0.0, 0.0)], [], [0.0])

@@ -45,6 +45,7 @@ from common.messages import (
     HeartbeatRequest,
     Step,
     Telemetry,
+    Traffic,
 )
 from common.pose import Pose
 
@@ -99,6 +100,7 @@ class DroneLink(IoThread):
         handler: CommandHandler | None = None,
         on_link: Callable[[LinkEvent], None] | None = None,
         clock: Clock | None = None,
+        on_traffic: Callable[[Traffic], None] | None = None,
     ) -> None:
         if not isinstance(security, (CurveServer, Insecure)):
             raise TypeError("security must be CurveServer(...) or Insecure() (chosen explicitly)")
@@ -110,6 +112,7 @@ class DroneLink(IoThread):
         self.clock: Clock = clock or WallClock()
         self.handler = handler
         self.on_link = on_link
+        self.on_traffic = on_traffic
         self.commands: queue.Queue[ReceivedCommand] = queue.Queue(config.command_queue_size)
         self.endpoints: dict[str, str] = {}
         self.budget = FrameBudget(config.budget)
@@ -346,6 +349,16 @@ class DroneLink(IoThread):
                 with self._budget_lock:
                     self.budget.record_acked(body.last_frame_seq)
             self._reply(identity, HeartbeatReply(body.hb_seq, body.t1_s, t2_s, self.clock.now()))
+            return
+        if isinstance(body, Traffic):
+            if not body.finite():  # positions feed the safety governor: nothing non-finite gets there
+                self.stats.reject(wire.ProtocolErrorKind.BODY)
+                log.warning("rejected a traffic message with non-finite or negative values")
+                return
+            self._heard(now_s)
+            self.stats.add("received_traffic")
+            if self.on_traffic is not None:
+                self.on_traffic(body)
             return
         if envelope.type not in _COMMAND_TYPE_NAMES:
             self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)

@@ -48,6 +48,7 @@ from common.messages import (
     HeartbeatRequest,
     Step,
     Telemetry,
+    Traffic,
 )
 
 log = logging.getLogger(__name__)
@@ -197,6 +198,25 @@ class GroundLink(IoThread):
         pending = _Pending(drone_id, seq, command.TYPE, parts, future, timeout_s, retries)
         self.call_soon(lambda: self._start_command(pending))
         return future
+
+    def send_traffic(self, drone_id: str, traffic: Traffic) -> None:
+        """Relay fleet mates' positions to one drone: not acknowledged, not retried (the next relay
+        replaces it); dropped when the drone's queue is full or the drone is unknown."""
+        with self._seq_lock:
+            seq = self._seq
+            self._seq += 1
+        parts = wire.encode(traffic, drone_id=drone_id, session_id=self.session_id, seq=seq, send_time_s=0.0)
+        self.call_soon(lambda: self._send_unacked(drone_id, parts))
+
+    def _send_unacked(self, drone_id: str, parts: list[bytes]) -> None:
+        drone = self._drones.get(drone_id)
+        if drone is None:
+            return
+        try:
+            drone.dealer.send_multipart(parts, zmq.NOBLOCK)
+            self.stats.add("sent_traffic")
+        except zmq.Again:
+            self.stats.add("dropped_traffic")
 
     def send_command(
         self, drone_id: str, command: Body, timeout_s: float | None = None, retries: int | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterable
@@ -41,6 +42,8 @@ from common.messages import (
     ReturnHome,
     Step,
     Telemetry,
+    Traffic,
+    TrafficEntry,
 )
 from ground_station.fleet.state import (
     AckRecord,
@@ -94,7 +97,11 @@ class FleetClient:
         security: CurveClient | Insecure | None = None,
         config: GroundLinkConfig | None = None,
         stale_after_s: float = 2.0,
+        traffic_hz: float = 10.0,
     ) -> None:
+        """`traffic_hz`: how often each drone is sent its fleet mates' positions (their telemetry) for
+        its safety governor's separation; 0 relays none. Every drone must report positions in one
+        world frame (the built-in sim's, or each vehicle URL's `spawn=`) for that to mean anything."""
         self.addresses = list(drones)
         if not self.addresses:
             raise ConfigError("a fleet needs at least one drone")
@@ -104,6 +111,11 @@ class FleetClient:
         self.drone_ids = ids
         self.state = FleetState(ids)
         self.stale_after_s = stale_after_s
+        if traffic_hz < 0:
+            raise ConfigError(f"traffic_hz={traffic_hz} must be >= 0 (0: no traffic relay)")
+        self.traffic_hz = traffic_hz
+        self._relay_stop = threading.Event()
+        self._relay: threading.Thread | None = None
         self.link = GroundLink(
             config or GroundLinkConfig(),
             security if security is not None else Insecure(),
@@ -121,12 +133,47 @@ class FleetClient:
         for address in self.addresses:
             self.link.add_drone(address.to_endpoint())
         self._started = True
+        if self.traffic_hz > 0 and len(self.drone_ids) > 1:
+            self._relay_stop.clear()
+            self._relay = threading.Thread(target=self._relay_traffic, name="traffic-relay", daemon=True)
+            self._relay.start()
         return self
 
     def close(self) -> None:
         if self._started:
+            self._relay_stop.set()
+            if self._relay is not None:
+                self._relay.join(timeout=5)
+                self._relay = None
             self.link.close()
             self._started = False
+
+    # ---- traffic relay ---------------------------------------------------------------------------
+    def traffic_for(self, drone_id: str, now_s: float | None = None) -> Traffic:
+        """What `drone_id` is sent: every other drone whose telemetry is fresh (not stale), as heard."""
+        now_s = time.monotonic() if now_s is None else now_s
+        entries = []
+        with self.state.lock:
+            for other, state in self.state.drones.items():
+                t, received_s = state.telemetry, state.telemetry_received_s
+                if other == drone_id or t is None or received_s is None:
+                    continue
+                if state.is_stale(now_s, self.stale_after_s):
+                    continue
+                p = t.pose_ned
+                entries.append(
+                    TrafficEntry(
+                        other, (p.x_m, p.y_m, p.z_m), t.velocity_ned_m_s, max(0.0, now_s - received_s)
+                    )
+                )
+        return Traffic(tuple(entries))
+
+    def _relay_traffic(self) -> None:
+        period_s = 1.0 / self.traffic_hz
+        while not self._relay_stop.wait(period_s):
+            now_s = time.monotonic()
+            for drone_id in self.drone_ids:
+                self.link.send_traffic(drone_id, self.traffic_for(drone_id, now_s))
 
     def __enter__(self) -> FleetClient:
         return self.start()
