@@ -1,6 +1,7 @@
 """Built-in simulator speed: render time, real-time factor, RPC round trip. Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/bench_sim.py [--frames 40] [--sim-seconds 60] [--calls 1000]
+        [--renderer tiny,gl]
 
 Targets (task brief): render median <= 60 ms per 640x360 frame in `residential`; real-time factor
 >= 8x with one drone and frames at 2 Hz; simGetVehiclePose round trip median <= 1 ms through the
@@ -30,8 +31,9 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def bench_render(frames: int) -> None:
-    with World("residential", vehicles=1) as w:
+def bench_render(frames: int, renderer: str) -> None:
+    with World("residential", vehicles=1, renderer=renderer) as w:
+        print(f"renderer {w.renderer}: {w.render_device}")
         for segmentation in (True, False):
             times, cpu = [], []
             for i in range(frames):
@@ -160,11 +162,13 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=40)
     parser.add_argument("--sim-seconds", type=float, default=60.0)
     parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--renderer", default="tiny,gl", help="renderers to time, comma-separated")
     args = parser.parse_args()
     print(
         f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared: figures are noisy)"
     )
-    bench_render(args.frames)
+    for renderer in args.renderer.split(","):  # side by side, on the same poses, in this run
+        bench_render(args.frames, renderer.strip())
     bench_truth(args.frames)
     bench_rtf(args.sim_seconds)
     bench_rpc(args.calls)
