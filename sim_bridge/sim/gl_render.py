@@ -3,7 +3,8 @@
 PyBullet's TinyRenderer rasterises on one core inside the interpreter lock: about 40 ms per
 640x360 frame of `residential`, most of the simulator's CPU with a fleet at 5 fps (issue 9). This
 draws the same bodies with OpenGL 3.3 through EGL, headless: Mesa's llvmpipe on a machine with no
-GPU (about 2 ms a frame), the GPU's driver where there is one. No window and no display are needed.
+GPU (about 7 ms to draw and read back the same frame), the GPU's driver where there is one. No
+window and no display are needed.
 
 It is a drop-in for `getCameraImage(..., renderer=ER_TINY_RENDERER)`:
 - the same view and projection matrices (PyBullet's, column-major), so pixels land where they did;
@@ -40,8 +41,6 @@ LIGHT_DIR_PB = (-0.426, 0.257, 0.863)
 SPECULAR_EXPONENT = 2.4
 CYLINDER_SEGMENTS = 24
 SPHERE_RINGS, SPHERE_SEGMENTS = 12, 18
-# pos (3), normal (3), rgba (4), uv (2)
-FLOATS_PER_VERTEX = 12
 
 VERTEX_SHADER = """
 #version 330
@@ -282,9 +281,9 @@ class GlRenderer:
             body = _Body()
             for texture_path, verts in body_vertices(parts, link_frames):
                 buf = self._ctx.buffer(verts.tobytes())
-                vao = self._ctx.vertex_array(
-                    self._prog, [(buf, "3f 3f 4f 2f", "in_pos", "in_normal", "in_rgba", "in_uv")]
-                )
+                # position, normal, colour, uv: as body_vertices packs them
+                layout = (buf, "3f 3f 4f 2f", "in_pos", "in_normal", "in_rgba", "in_uv")
+                vao = self._ctx.vertex_array(self._prog, [layout])
                 tex = self._texture(texture_path) if texture_path is not None else None
                 body.buffers.append(buf)
                 body.draws.append((vao, tex))
