@@ -32,9 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--renderer",
         choices=("auto", "gl", "tiny"),
-        default="auto",
+        default=None,
         help="gl: OpenGL through EGL (Mesa's llvmpipe on a CPU, ~4x faster than tiny); tiny: PyBullet's "
-        "TinyRenderer; auto (default): gl where an EGL context can be made, else tiny with a warning",
+        "TinyRenderer; auto: gl where an EGL context can be made, else tiny with a warning (default: "
+        "$DRONECATS_RENDERER, else auto)",
     )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 

@@ -179,6 +179,17 @@ def test_frames_render_from_any_thread() -> None:
             assert np.array_equal(image, first)
 
 
+def test_the_environment_chooses_the_renderer_when_the_caller_does_not(monkeypatch) -> None:
+    monkeypatch.setenv("DRONECATS_RENDERER", "tiny")
+    with World("blocks", vehicles=1) as w:
+        assert w.renderer == "tiny"
+    with World("blocks", vehicles=1, renderer="gl") as w:  # an explicit choice wins
+        assert w.renderer == "gl"
+    monkeypatch.setenv("DRONECATS_RENDERER", "vulkan")
+    with pytest.raises(ConfigError, match="renderer 'vulkan'"):
+        World("blocks", vehicles=1)
+
+
 def test_renderer_choice_is_checked() -> None:
     with pytest.raises(ConfigError, match="renderer 'vulkan'"):
         World("blocks", vehicles=1, renderer="vulkan")

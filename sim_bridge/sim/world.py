@@ -12,6 +12,7 @@ import contextlib
 import itertools
 import logging
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -189,8 +190,11 @@ class World:
         clock_speed: float = 1.0,
         spawns: list[Pose] | None = None,
         render_workers: int = 0,
-        renderer: str = "auto",
+        renderer: str | None = None,
     ) -> None:
+        """`renderer`: gl, tiny or auto (see RENDERERS); None takes $DRONECATS_RENDERER, else auto, so
+        every entry point (episodes, demo, tests) can be run with either renderer."""
+        renderer = renderer or os.environ.get("DRONECATS_RENDERER", "auto")
         if render_workers < 0:
             raise ConfigError(f"render_workers={render_workers} must be >= 0 (0: render in this process)")
         if renderer not in RENDERERS:
