@@ -41,6 +41,8 @@ def test_traffic_reaches_the_drone_and_non_finite_traffic_is_rejected() -> None:
     with drone, GroundLink(GroundLinkConfig(), Insecure()) as ground:
         e = drone.endpoints
         ground.add_drone(DroneEndpoint("d1", e["telemetry"], e["frame"], e["command"]))
+        # traffic is sent without waiting for a connection (a relay repeats it): connected first
+        assert wait_for(lambda: drone.ground_link_state == "up", 10.0)
         good = Traffic((TrafficEntry("d2", (1.0, 2.0, -3.0), (0.5, 0.0, 0.0), 0.1),))
         ground.send_traffic("d1", good)
         assert wait_for(lambda: len(received) == 1, 5.0)
