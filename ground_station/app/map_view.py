@@ -17,6 +17,29 @@ from common.pose import Pose
 DRONE_COLOURS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#546e7a"]
 
 
+def place_labels(anchors: list[QPointF], sizes: list[tuple[float, float]]) -> list[QRectF]:
+    """A rectangle per label next to its anchor (a drone on the map), none overlapping another: each
+    takes the first free spot of right-below, left-below, right-above, left-above, then the same a
+    line further out, and so on. Drones close together (a fleet converging on one target) would
+    otherwise print their names over each other."""
+    placed: list[QRectF] = []
+    for anchor, (width, height) in zip(anchors, sizes, strict=True):
+        rect = QRectF()
+        for ring in range(len(anchors) + 1):
+            dy = 6.0 + ring * height
+            for right, below in ((True, True), (False, True), (True, False), (False, False)):
+                x = anchor.x() + 10 if right else anchor.x() - 10 - width
+                y = anchor.y() + dy if below else anchor.y() - dy - height
+                rect = QRectF(x, y, width, height)
+                if not any(rect.intersects(other) for other in placed):
+                    break
+            else:
+                continue
+            break
+        placed.append(rect)
+    return placed
+
+
 class MapView(QWidget):
     def __init__(
         self, hfov_deg: float = 90.0, on_marks: Callable[[list[tuple[float, float]]], None] | None = None
@@ -73,6 +96,7 @@ class MapView(QWidget):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.fillRect(self.rect(), QColor("#f4f1e8"))
         self._grid(painter)
+        labels: list[tuple[QPointF, str]] = []
         for index, (drone_id, (pose, trail, stale)) in enumerate(sorted(self.drones.items())):
             colour = QColor(DRONE_COLOURS[index % len(DRONE_COLOURS)])
             if stale:
@@ -85,7 +109,13 @@ class MapView(QWidget):
                 painter.setBrush(Qt.BrushStyle.NoBrush)
                 painter.drawPath(path)
             if pose is not None:
-                self._drone(painter, drone_id, pose, colour, index)
+                self._drone(painter, pose, colour)
+                labels.append((self.to_screen(pose.x_m, pose.y_m), f"{drone_id} {-pose.z_m:.0f} m"))
+        painter.setPen(QColor("#000000"))
+        metrics = painter.fontMetrics()
+        sizes = [(float(metrics.horizontalAdvance(text)), float(metrics.height())) for _, text in labels]
+        for rect, (_, text) in zip(place_labels([a for a, _ in labels], sizes), labels, strict=True):
+            painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
         painter.setPen(QPen(QColor("#b71c1c"), 2))
         for x_m, y_m in self.marks:
             p = self.to_screen(x_m, y_m)
@@ -124,7 +154,7 @@ class MapView(QWidget):
         painter.setPen(QColor("#888888"))
         painter.drawText(QPointF(6, 14), f"grid {step_m:g} m")
 
-    def _drone(self, painter: QPainter, drone_id: str, pose: Pose, colour: QColor, index: int) -> None:
+    def _drone(self, painter: QPainter, pose: Pose, colour: QColor) -> None:
         centre = self.to_screen(pose.x_m, pose.y_m)
         yaw = math.radians(pose.yaw_deg)
         reach_m = 12.0
@@ -147,12 +177,6 @@ class MapView(QWidget):
         painter.setPen(QPen(QColor("#000000"), 1))
         painter.setBrush(colour)
         painter.drawPolygon(QPolygonF(pts))
-        painter.setPen(QColor("#000000"))
-        # labels alternate sides, so drones flying side by side stay readable
-        label = f"{drone_id} {-pose.z_m:.0f} m"
-        width = painter.fontMetrics().horizontalAdvance(label)
-        x_px = centre.x() + 10 if index % 2 == 0 else centre.x() - 10 - width
-        painter.drawText(QPointF(x_px, centre.y() + 14), label)
 
     def mousePressEvent(self, event: QMouseEvent | None) -> None:  # noqa: N802 (Qt's name)
         if event is None:
