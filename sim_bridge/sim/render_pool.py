@@ -1,10 +1,11 @@
 """Render worker processes for one `World` (`dronecats sim --render-workers K`).
 
-PyBullet's TinyRenderer holds the GIL for a whole frame (~35-60 ms at 640x360), so in one process
-the renders of several drones run one after another and every RPC (telemetry, setpoints) waits
-behind them. Each worker here builds the same scene (same scene name and seed, same vehicles at the
-same spawns) in its own PyBullet instance and renders on request; the main process keeps the
-physics, the clock and the RPC, and waits for a render without holding the GIL or the world lock.
+A render holds the GIL for the whole frame (TinyRenderer ~35-60 ms at 640x360; the OpenGL
+renderer ~11 ms, which makes workers matter much less), so in one process the renders of several
+drones run one after another and every RPC (telemetry, setpoints) waits behind them. Each worker
+here builds the same scene (same scene name and seed, same vehicles at the same spawns) in its own
+PyBullet instance and renders on request; the main process keeps the physics, the clock and the
+RPC, and waits for a render without holding the GIL or the world lock.
 
 A request carries the scene's dynamic state at the moment it was taken (every object's asset, scale
 and pose, every vehicle's pose): the worker spawns, destroys and moves its bodies to match, renders,
