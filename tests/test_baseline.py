@@ -291,18 +291,3 @@ def test_a_sign_at_flight_height_is_arrived_at_mid_frame() -> None:
     pilot = BaselinePilot(delta_m=5.0)
     assert isinstance(pilot.decide(Observation(sign_board(3.5), "go to the red sign")).action, Finished)
     assert isinstance(pilot.decide(Observation(sign_board(9.0), "go to the red sign")).action, Go)
-
-
-def test_keeps_the_near_candidate_over_a_far_look_alike_in_the_last_go_column() -> None:
-    """Closing in on a sign board 6 m off, slightly right of where the last go pointed, with a
-    look-alike 30 m behind it in that very column: the pilot stays with the one at the depth it was
-    flying to (image x alone would swap to the far one and fly on into the near board)."""
-    image = scene()
-    for distance_m, centre_px in ((6.0, 380), (30.0, 320)):
-        w, h = round(320 * 1.0 / distance_m), round(320 * 0.35 / distance_m)
-        draw_box(image, centre_px - w // 2, 180 - h // 2, w, h, RED)
-    history = (Go(point=(500, 500), depth_m=6.5),)
-    action = BaselinePilot(delta_m=2.0).decide(Observation(image, "go to the red sign", history)).action
-    assert isinstance(action, Go)
-    assert action.depth_m < 12.0, action
-    assert action.point[0] > 550  # the near board, right of centre

@@ -30,9 +30,6 @@ logger = logging.getLogger(__name__)
 SEARCH_TURN_DEG = 60.0  # < the 90° field of view, so consecutive views overlap
 REACQUIRE_TURN_DEG = 35.0
 HINT_MATCH_DEG = 15.0  # a candidate this close in bearing to an instruction's direction hint is the one meant
-# Candidate continuity: image-x units (0-1000) per unit of |ln(depth / last go's depth)|: a candidate
-# at twice (or half) the depth counts as ~210 units off-column, one at 8x as ~620.
-DEPTH_CONTINUITY_WEIGHT = 300.0
 ARRIVAL_MARGIN = 0.8  # declare at 80% of δ: the depth is to the near face, δ to the centre
 MIN_ARRIVAL_AREA = 0.05  # share of the frame (002 App. C's arrival rule)
 LOW_IN_FRAME = 2.0 / 3.0  # box bottom below this share of the height (002 App. C)
@@ -130,15 +127,12 @@ class BaselinePilot:
         if last is None or len(detections) == 1:
             return detections[0]
         # Several candidates: stay with the one near where the last go pointed (after its turn,
-        # the target sits near the centre if the turn happened, near the old point otherwise), and
-        # at about the depth it had: a look-alike far behind the target in the same image column
-        # (a sign board 40 m off behind one 5 m off) must not take over as the drone closes in.
+        # the target sits near the centre if the turn happened, near the old point otherwise).
         best_score = detections[0].score
 
         def closeness(det: Detection) -> float:
             x = det.point_px[0] / width * 1000
-            depth_change = abs(math.log(max(det.depth_m, 0.1) / max(last.depth_m, 0.1)))
-            return min(abs(x - 500), abs(x - last.point[0])) + DEPTH_CONTINUITY_WEIGHT * depth_change
+            return min(abs(x - 500), abs(x - last.point[0]))
 
         plausible = [d for d in detections if d.score >= 0.5 * best_score]
         return min(plausible, key=closeness)
