@@ -111,11 +111,6 @@ class MapView(QWidget):
             if pose is not None:
                 self._drone(painter, pose, colour)
                 labels.append((self.to_screen(pose.x_m, pose.y_m), f"{drone_id} {-pose.z_m:.0f} m"))
-        painter.setPen(QColor("#000000"))
-        metrics = painter.fontMetrics()
-        sizes = [(float(metrics.horizontalAdvance(text)), float(metrics.height())) for _, text in labels]
-        for rect, (_, text) in zip(place_labels([a for a, _ in labels], sizes), labels, strict=True):
-            painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
         painter.setPen(QPen(QColor("#b71c1c"), 2))
         for x_m, y_m in self.marks:
             p = self.to_screen(x_m, y_m)
@@ -125,6 +120,15 @@ class MapView(QWidget):
         painter.setPen(QPen(QColor("#2e7d32"), 2))
         for x_m, y_m in self.declared:
             painter.drawEllipse(self.to_screen(x_m, y_m), 5.0, 5.0)
+        # drone labels last, on a pale backing: trails, marks and declaration rings stay under them
+        metrics = painter.fontMetrics()
+        sizes = [(float(metrics.horizontalAdvance(text)) + 4, float(metrics.height())) for _, text in labels]
+        backing = QColor("#f4f1e8")
+        backing.setAlpha(210)
+        for rect, (_, text) in zip(place_labels([a for a, _ in labels], sizes), labels, strict=True):
+            painter.fillRect(rect, backing)
+            painter.setPen(QColor("#000000"))
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
         painter.setPen(QColor("#444444"))
         painter.drawText(
             QRectF(6, self.height() - 20, self.width() - 12, 16),
