@@ -7,7 +7,9 @@ GPU (about 7 ms to draw and read back the same frame), the GPU's driver where th
 window and no display are needed.
 
 It is a drop-in for `getCameraImage(..., renderer=ER_TINY_RENDERER)`:
-- the same view and projection matrices (PyBullet's, column-major), so pixels land where they did;
+- the same view and projection matrices (PyBullet's, column-major), moved half a pixel to sample at
+  pixel corners as TinyRenderer does, so pixels land where they did;
+- back faces culled, as TinyRenderer culls them;
 - the segmentation holds PyBullet body ids, -1 where no body covers the pixel;
 - the depth buffer holds OpenGL's non-linear [0, 1] depth, as PyBullet's does;
 - TinyRenderer's lighting (fixed world light, ambient 0.6, diffuse 0.35, specular 0.05, the same
