@@ -49,6 +49,12 @@ SIGN_GLYPH_M = 0.14
 TEXEL_M = 0.001  # text textures: 1 texel per millimetre
 
 
+# A quad's texture coordinates per corner (Part.quad_corners) and its two triangles, counter-clockwise
+# seen from the front.
+QUAD_UVS = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)]
+QUAD_TRIANGLES = (0, 1, 2, 0, 2, 3)
+
+
 @dataclass(frozen=True)
 class Part:
     """One primitive of a body, in the object's local PyBullet frame (X fwd, Y left, Z up), sizes in metres.
@@ -67,6 +73,20 @@ class Part:
     faces_back: bool = False  # quad faces -X instead of +X
     faces_up: bool = False  # quad lies in the X-Y plane facing +Z; size = (x extent, y extent)
     collide: bool = True
+
+    def quad_corners(self) -> tuple[list[tuple[float, float, float]], tuple[float, float, float]]:
+        """A quad's corners, in QUAD_UVS order (bottom-left, bottom-right, top-right, top-left as its
+        viewer sees it, so a texture stands upright), and its normal, in the part's frame. Both
+        renderers build the quad from these."""
+        w, h = self.size
+        if self.faces_up:
+            corners = [(-w / 2, -h / 2, 0.0), (w / 2, -h / 2, 0.0), (w / 2, h / 2, 0.0), (-w / 2, h / 2, 0.0)]
+            return corners, (0.0, 0.0, 1.0)
+        if self.faces_back:  # seen from -X, the viewer's right is -Y
+            corners = [(0.0, w / 2, -h / 2), (0.0, -w / 2, -h / 2), (0.0, -w / 2, h / 2), (0.0, w / 2, h / 2)]
+            return corners, (-1.0, 0.0, 0.0)
+        corners = [(0.0, -w / 2, -h / 2), (0.0, w / 2, -h / 2), (0.0, w / 2, h / 2), (0.0, -w / 2, h / 2)]
+        return corners, (1.0, 0.0, 0.0)
 
     def half_extents(self) -> tuple[float, float, float]:
         """Half extents of this part's local-axis-aligned box (rotation by yaw_deg included)."""

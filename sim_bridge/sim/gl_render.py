@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import ConfigError
-from sim_bridge.sim.assets import Part
+from sim_bridge.sim.assets import QUAD_TRIANGLES, QUAD_UVS, Part
 
 log = logging.getLogger(__name__)
 
@@ -182,23 +182,12 @@ def _sphere(radius: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _quad(part: Part) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The textured rectangle World._quad_visual gives PyBullet: same corners, normal and uvs."""
-    w, h = part.size
-    if part.faces_up:
-        corners = [(-w / 2, -h / 2, 0.0), (w / 2, -h / 2, 0.0), (w / 2, h / 2, 0.0), (-w / 2, h / 2, 0.0)]
-        normal = (0.0, 0.0, 1.0)
-    elif part.faces_back:
-        corners = [(0.0, w / 2, -h / 2), (0.0, -w / 2, -h / 2), (0.0, -w / 2, h / 2), (0.0, w / 2, h / 2)]
-        normal = (-1.0, 0.0, 0.0)
-    else:
-        corners = [(0.0, -w / 2, -h / 2), (0.0, w / 2, -h / 2), (0.0, w / 2, h / 2), (0.0, -w / 2, h / 2)]
-        normal = (1.0, 0.0, 0.0)
-    uvs = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)]
-    order = (0, 1, 2, 0, 2, 3)
+    """The textured rectangle World._quad_visual gives PyBullet, as two triangles."""
+    corners, normal = part.quad_corners()
     return (
-        np.array([corners[i] for i in order]),
-        np.array([normal] * 6),
-        np.array([uvs[i] for i in order]),
+        np.array([corners[i] for i in QUAD_TRIANGLES]),
+        np.array([normal] * len(QUAD_TRIANGLES)),
+        np.array([QUAD_UVS[i] for i in QUAD_TRIANGLES]),
     )
 
 

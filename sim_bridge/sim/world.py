@@ -26,7 +26,7 @@ from common.camera import BUILTIN_CAMERAS, CameraProfile
 from common.clock import SimClock
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
-from sim_bridge.sim.assets import AssetSpec, Part, build_asset, tiled
+from sim_bridge.sim.assets import QUAD_TRIANGLES, QUAD_UVS, AssetSpec, Part, build_asset, tiled
 from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb, yaw_rotation_ned
 from sim_bridge.sim.ground import GroundMap, fill_background
 from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
@@ -337,31 +337,14 @@ class World:
 
     def _quad_visual(self, part: Part) -> int:
         p = self._p
-        w, h = part.size
-        x = 0.0
-        if part.faces_up:
-            verts = [[-w / 2, -h / 2, 0.0], [w / 2, -h / 2, 0.0], [w / 2, h / 2, 0.0], [-w / 2, h / 2, 0.0]]
-            normal = [0.0, 0.0, 1.0]
-        elif part.faces_back:
-            # seen from -X, the viewer's right is -Y
-            verts = [[x, w / 2, -h / 2], [x, -w / 2, -h / 2], [x, -w / 2, h / 2], [x, w / 2, h / 2]]
-            normal = [-1.0, 0.0, 0.0]
-        else:
-            verts = [[x, -w / 2, -h / 2], [x, w / 2, -h / 2], [x, w / 2, h / 2], [x, -w / 2, h / 2]]
-            normal = [1.0, 0.0, 0.0]
-        uvs = [
-            [0.0, 0.0],
-            [1.0, 0.0],
-            [1.0, 1.0],
-            [0.0, 1.0],
-        ]  # bottom-left, bottom-right, top-right, top-left
+        corners, normal = part.quad_corners()
         return int(
             p.createVisualShape(
                 p.GEOM_MESH,
-                vertices=verts,
-                indices=[0, 1, 2, 0, 2, 3],
-                uvs=uvs,
-                normals=[normal] * 4,
+                vertices=[list(c) for c in corners],
+                indices=list(QUAD_TRIANGLES),
+                uvs=[list(uv) for uv in QUAD_UVS],
+                normals=[list(normal)] * 4,
                 rgbaColor=part.rgba,
                 physicsClientId=self.client,
             )
