@@ -24,19 +24,18 @@ def place_labels(anchors: list[QPointF], sizes: list[tuple[float, float]]) -> li
     otherwise print their names over each other."""
     placed: list[QRectF] = []
     for anchor, (width, height) in zip(anchors, sizes, strict=True):
-        rect = QRectF()
-        for ring in range(len(anchors) + 1):
-            dy = 6.0 + ring * height
-            for right, below in ((True, True), (False, True), (True, False), (False, False)):
-                x = anchor.x() + 10 if right else anchor.x() - 10 - width
-                y = anchor.y() + dy if below else anchor.y() - dy - height
-                rect = QRectF(x, y, width, height)
-                if not any(rect.intersects(other) for other in placed):
-                    break
-            else:
-                continue
-            break
-        placed.append(rect)
+        spots = [
+            QRectF(
+                anchor.x() + 10 if right else anchor.x() - 10 - width,
+                anchor.y() + dy if below else anchor.y() - dy - height,
+                width,
+                height,
+            )
+            for dy in (6.0 + ring * height for ring in range(len(anchors) + 1))
+            for right, below in ((True, True), (False, True), (True, False), (False, False))
+        ]
+        free = (r for r in spots if not any(r.intersects(other) for other in placed))
+        placed.append(next(free, spots[-1]))  # none free: the outermost spot
     return placed
 
 
