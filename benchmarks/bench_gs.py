@@ -138,8 +138,9 @@ LANES = [
 ]
 
 
-def lane(index: int) -> tuple[str, tuple[float, float]]:
-    return LANES[index % len(LANES)]
+def lane_instruction(index: int) -> str:
+    """What drone `index` is told, at the start and at each resume after a hold."""
+    return f"go to the {LANES[index % len(LANES)][0]} car"
 
 
 def main() -> int:
@@ -228,7 +229,7 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
             window.show()
             for index, drone in enumerate(drone_ids):  # through the instruction panel, one drone each
                 window.instruction.target.setCurrentText(drone)
-                window.instruction.text.setText(f"go to the {lane(index)[0]} car")
+                window.instruction.text.setText(lane_instruction(index))
                 window.instruction.send.click()
             started = time.monotonic()
             warmup_s = 8.0
@@ -250,7 +251,7 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
 
                 def resume() -> None:
                     for index, drone in enumerate(drone_ids):
-                        fleet.instruct(f"go to the {lane(index)[0]} car", [drone])
+                        fleet.instruct(lane_instruction(index), [drone])
                     held[-1][1] = time.monotonic()
 
                 QTimer.singleShot(1000, lambda: window.bridge.submit("instruct", resume))
