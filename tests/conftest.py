@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -94,3 +94,13 @@ def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def wait_for(predicate: Callable[[], object], timeout_s: float = 5.0, interval_s: float = 0.01) -> bool:
+    """Poll `predicate` until it holds or `timeout_s` passes; its value after the deadline."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return bool(predicate())

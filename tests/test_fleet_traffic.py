@@ -18,21 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from common.link import DroneEndpoint, DroneLink, DroneLinkConfig, GroundLink, GroundLinkConfig, Insecure
 from common.messages import Telemetry, Traffic, TrafficEntry
 from common.pose import Pose
 from ground_station.fleet.client import FleetClient
 from ground_station.fleet.launch import SimFleet, TargetSpec
-
-
-def wait_for(predicate, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 def test_traffic_reaches_the_drone_and_non_finite_traffic_is_rejected() -> None:

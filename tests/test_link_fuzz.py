@@ -10,6 +10,7 @@ import time
 import msgspec
 import pytest
 import zmq
+from conftest import wait_for
 
 from common import wire
 from common.link import (
@@ -137,15 +138,6 @@ def bad_messages(direction: str, count: int, seed: int) -> list[list[bytes]]:
         wrong_direction,
     ]
     return [rng.choice(makers)() for _ in range(count)]
-
-
-def wait_for(predicate, timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.002)
-    return predicate()
 
 
 def test_fuzz_drone_side():

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import zmq
+from conftest import wait_for
 
 from common.clock import WallClock
 from common.errors import LinkError
@@ -214,15 +215,6 @@ def grounds():
     yield start
     for link in started:
         link.close()
-
-
-def wait_for(predicate, timeout_s: float = 5.0, interval_s: float = 0.01) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(interval_s)
-    return predicate()
 
 
 def test_commands_execute_exactly_once_across_reconnects(drones, grounds):
