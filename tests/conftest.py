@@ -16,6 +16,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# djitellopy binds UDP 8889/8890 for its whole process, so every test that drives it must run in one
+# pytest process: under pytest-xdist (scripts/test.sh) they share one group, and so one worker.
+DJITELLOPY_TEST_FILES = ("test_vehicles_cli.py",)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Here rather than in pytest_collection_modifyitems, which pytest-xdist's worker may run first.
+    name = item.path.name
+    if "tello" in name or name in DJITELLOPY_TEST_FILES:
+        item.add_marker(pytest.mark.xdist_group("djitellopy"))
+
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
