@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             fleet.close()
     except DroneCatsError as exc:
         print(f"dronecats gs: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     finally:
         if sim is not None:
             sim.close()
