@@ -126,9 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         sub_action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         module.add_arguments(sub_action.choices[pre.command])
         args, extras = parser.parse_known_args(argv)
+        chosen = _chosen_parser(sub_action.choices[pre.command], args)
         if extras:
-            chosen = _chosen_parser(sub_action.choices[pre.command], args)
             chosen.error(_unrecognized(extras, chosen))
+        command = chosen.prog  # e.g. "dronecats episodes verify": errors name the action too
 
         from common.logsetup import configure_logging
 
