@@ -98,7 +98,13 @@ def _unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="dronecats", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"dronecats {__version__}")
-    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING (default), ERROR")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="DEBUG, INFO, WARNING (default), ERROR",
+    )
     parser.add_argument("--log-file", default=None, help="also write the log to this file")
     parser.add_argument(DEBUG_FLAG, action="store_true", help=argparse.SUPPRESS)  # tracebacks, see main
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -131,9 +137,13 @@ def main(argv: list[str] | None = None) -> int:
             chosen.error(_unrecognized(extras, chosen))
         command = chosen.prog  # e.g. "dronecats episodes verify": errors name the action too
 
+        from common.errors import ConfigError
         from common.logsetup import configure_logging
 
-        configure_logging(args.log_level, args.log_file)
+        try:
+            configure_logging(args.log_level, args.log_file)
+        except OSError as exc:
+            raise ConfigError(f"--log-file {args.log_file}: cannot write ({exc.strerror})") from None
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130

@@ -65,7 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--screenshot", default=None, help="GUI: save a screenshot here after --screenshot-after-s"
     )
-    parser.add_argument("--screenshot-after-s", type=float, default=20.0)
+    parser.add_argument(
+        "--screenshot-after-s", type=float, default=20.0, help="GUI: --screenshot this long after start"
+    )
     parser.add_argument("--quit-after-s", type=float, default=None, help="GUI: close after this long")
     parser.add_argument(
         "--traffic-hz",

@@ -220,6 +220,8 @@ def test_episodes_verify_scores_what_onboard_writes(tmp_path: Path) -> None:
             timeout_s=120,
         )
         assert flight.returncode == 0, flight.stderr[-2000:]
+        # a normal successful flight warns about nothing (the end-of-run landing is INFO)
+        assert "WARNING" not in flight.stderr and "Connected!" not in flight.stdout, flight.stderr
     assert "id" not in json.loads((out / "episode.json").read_text())  # no episode record: run metadata
     result = dronecats("episodes", "verify", str(out))
     assert result.returncode == 0, result.stderr
