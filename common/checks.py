@@ -44,6 +44,17 @@ def port_arg(text: str) -> int:
     return port
 
 
+def finite_float(text: str) -> float:
+    """argparse `type=` for a finite number (no nan, no inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number")
+    return value
+
+
 def positive_float(text: str) -> float:
     """argparse `type=` for a finite number > 0."""
     try:

@@ -16,7 +16,7 @@ import importlib
 import logging
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from dronecats import __version__
 
@@ -56,7 +56,13 @@ DEBUG_FLAG = "--debug"
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors that name the closest valid choice (subparsers inherit it)."""
 
+    argv: ClassVar[list[str]] = []  # the command line being parsed (main sets it), for error()
+
     def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required"):
+            # argparse reports a missing option before a mistyped one: `--vehical x` lacks --vehicle
+            hints = [h for h in (_option_hint(a, self) for a in Parser.argv) if h]
+            message += "".join(f"; {h}" for h in hints)
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
@@ -87,12 +93,21 @@ def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def _unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
-    options = [o for a in parser._actions for o in a.option_strings]
-    hints = [
-        _did_you_mean(e.split("=", 1)[0], options).removeprefix("; ") for e in extras if e.startswith("-")
-    ]
-    hint = "; ".join(h for h in hints if h)
-    return f"unrecognized arguments: {' '.join(extras)}" + (f"; {hint}" if hint else "")
+    hints = "".join(f"; {h}" for h in (_option_hint(e, parser) for e in extras) if h)
+    return f"unrecognized arguments: {' '.join(extras)}{hints}"
+
+
+def _option_hint(word: str, parser: argparse.ArgumentParser) -> str:
+    """A "did you mean --x?" for a mistyped option of `parser`; "" for anything else."""
+    if not word.startswith("-"):
+        return ""
+    # matched without their dashes, which would make every pair of options look alike
+    options = {o.lstrip("-"): o for a in parser._actions for o in a.option_strings}
+    name = word.split("=", 1)[0].lstrip("-")
+    if name in options or any(o.startswith(name) for o in options):  # known, or an abbreviation
+        return ""
+    close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
+    return f"did you mean {options[close[0]]}?" if close else ""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # --debug is taken from anywhere on the line, so that it can follow the subcommand's options too
     debug = DEBUG_FLAG in argv or os.environ.get("DRONECATS_DEBUG") == "1"
-    argv = [a for a in argv if a != DEBUG_FLAG]
+    argv = Parser.argv = [a for a in argv if a != DEBUG_FLAG]
     parser = build_parser()
     # Parse once to find the subcommand, then let its module add its own arguments.
     # (-h is held back from this first pass, so that a subcommand's help lists its own arguments)

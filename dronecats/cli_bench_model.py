@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from common.checks import non_negative_int, positive_float, positive_int
+from common.errors import ConfigError
 
 TARGET = "bench_target"
 
@@ -110,15 +111,12 @@ def make_token_counter(path: str) -> Any:
     try:
         from transformers import AutoTokenizer
     except ImportError:
-        raise SystemExit(
-            "bench-model: --tokenizer needs transformers (pip install 'dronecats[hf]')"
-        ) from None
+        raise ConfigError("--tokenizer needs transformers (pip install 'dronecats[hf]')") from None
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
 
 
 def run(args: argparse.Namespace) -> int:
-    from common.errors import ConfigError
     from models.serving.bench import bench_model
 
     frames = (
@@ -127,8 +125,7 @@ def run(args: argparse.Namespace) -> int:
         else sim_frames(args.steps, args.scene, args.seed, args.distance_m)
     )
     if not frames:
-        print(f"bench-model: no JPEG/PNG frames in {args.frames}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"--frames {args.frames}: no JPEG/PNG frames there")
     if args.save_frames:
         from models.frames import encode_frame
 
@@ -137,18 +134,13 @@ def run(args: argparse.Namespace) -> int:
         for i, image in enumerate(frames):
             # as the model receives them: 640 wide, JPEG quality 85
             (out_dir / f"frame_{i:03d}.jpg").write_bytes(encode_frame(image).jpeg)
-        print(f"bench-model: wrote {len(frames)} frames to {out_dir}", file=sys.stderr)
+        print(f"wrote {len(frames)} frames to {out_dir}", file=sys.stderr)
     if not args.pilot:
         if args.save_frames:
             return 0
-        print("bench-model: --pilot URL is required", file=sys.stderr)
-        return 2
+        raise ConfigError("--pilot URL is required (or --save-frames alone to only write the frames)")
     counter = make_token_counter(args.tokenizer) if args.tokenizer else None
-    try:
-        report = bench_model(args.pilot, frames, args.instruction, args.stream_calls, counter)
-    except ConfigError as exc:
-        print(f"bench-model: {exc}", file=sys.stderr)
-        return 2
+    report = bench_model(args.pilot, frames, args.instruction, args.stream_calls, counter)
     text = json.dumps(report, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n")

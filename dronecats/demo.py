@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from common.actions import action_name
+from common.checks import positive_float
 
 TARGET = "demo_target"
 
@@ -24,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scene", default="residential", choices=["residential", "blocks", "indoor"], help="built-in scene"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the scene's random layout (default 0)")
-    parser.add_argument("--distance-m", type=float, default=25.0, help="start distance to the target")
-    parser.add_argument("--t-max-s", type=float, default=120.0, help="time cap in seconds (default 120)")
+    parser.add_argument("--distance-m", type=positive_float, default=25.0, help="start distance (m)")
+    parser.add_argument("--t-max-s", type=positive_float, default=120.0, help="time cap (s, default 120)")
     parser.add_argument("--out", default=None, help="episode log directory (default runs/demo-TIME)")
     parser.add_argument(
         "--loop",

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.checks import positive_float
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drones", default="", help="NAME=tcp://HOST:PORT,... (each drone's --gs address)")
@@ -47,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mark", action="append", default=[], metavar="X,Y", help="operator-marked target (NED m)"
     )
-    parser.add_argument("--duration-s", type=float, default=120.0, help="headless: run at most this long")
+    parser.add_argument(
+        "--duration-s", type=positive_float, default=120.0, help="headless: run at most this long"
+    )
     parser.add_argument(
         "--until",
         default="qualifying",

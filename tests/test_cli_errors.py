@@ -179,6 +179,8 @@ def test_gs_headless_gives_up_on_a_silent_drone_within_duration(busy_port: int) 
         timeout_s=30,
     )  # fmt: skip
     assert_one_line(result, 1, f"no telemetry from Drone1 ({address}) within 2 s")
+    result = dronecats("gs", "--headless", "--drones", f"Drone1={address}", "--duration-s", "nan")
+    assert_one_line(result, 2, "--duration-s: nan must be a finite number > 0")
 
 
 def test_debug_shows_the_traceback(busy_port: int) -> None:
@@ -198,6 +200,13 @@ def test_mistyped_subcommands_and_flags_get_a_suggestion() -> None:
     assert_one_line(dronecats("episodes", "verfy", "x"), 2, "did you mean verify?")
     assert_one_line(dronecats("episodes", "verify", "x", "--delat", "5"), 2, "did you mean --delta?")
     assert_one_line(dronecats("onboard"), 2, "required: --vehicle", "dronecats onboard --help")
+    # argparse finds the missing option first; the hint still names the mistyped one
+    typo = dronecats("onboard", "--vehical", "x")
+    assert_one_line(typo, 2, "required: --vehicle", "did you mean --vehicle?")
+    assert_one_line(
+        dronecats("serve-model", "--profile", "x"), 2, "unrecognized arguments: --profile (see"
+    )  # no poor guess
+    assert_one_line(dronecats("--log-level", "LOUD", "parse", "{}"), 2, "invalid choice 'LOUD'")
 
 
 @pytest.mark.slow
