@@ -52,6 +52,23 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 DEBUG_FLAG = "--debug"
 
+# third-party package -> the pyproject extra that installs it (for "not installed" errors)
+OPTIONAL_PACKAGES = {
+    "pybullet": "sim",
+    "moderngl": "sim",
+    "msgpackrpc": "airsim",
+    "tornado": "airsim",
+    "PyQt6": "gui",
+    "av": "vehicles",
+    "pymavlink": "vehicles",
+    "djitellopy": "vehicles",
+    "matplotlib": "plots",
+    "transformers": "hf",
+    "torch": "hf",
+    "vllm": "vllm",
+    "jtop": "jetson",
+}
+
 
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors that name the closest valid choice (subparsers inherit it)."""
@@ -179,6 +196,15 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
 
     if isinstance(exc, DroneCatsError):
         return exc.exit_code, _one_line(str(exc))
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        top = exc.name.split(".")[0]
+        extra = OPTIONAL_PACKAGES.get(top)
+        how = (
+            f"pip install 'dronecats[{extra}]'"
+            if extra
+            else "scripts/setup_env.sh installs it; the README's environment notes say how"
+        )
+        return FAILURE_EXIT, f"this needs the Python package {top!r}, which is not installed ({how})"
     if isinstance(exc, UnicodeDecodeError):  # a ValueError too: a file that is not UTF-8 text
         return USAGE_EXIT, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
     if isinstance(exc, OSError):  # a file, a socket, a timeout

@@ -56,3 +56,19 @@ def test_episodes_help_names_every_action() -> None:
     summary = SUBCOMMANDS["episodes"][1]
     assert all(action in summary for action in ACTIONS), summary
     assert all(action in run("episodes", "--help").stdout for action in ACTIONS)
+
+
+def test_describe_failure_maps_the_error_hierarchy_to_exit_codes() -> None:
+    from common.errors import ConfigError, LinkError, RecordError, VehicleError
+    from dronecats.cli import describe_failure
+
+    assert describe_failure(ConfigError("bad\nvalue")) == (2, "bad; value")  # always one line
+    assert describe_failure(RecordError("no id")) == (2, "no id")
+    assert describe_failure(LinkError("no answer"))[0] == describe_failure(VehicleError("refused"))[0] == 1
+    assert describe_failure(ValueError("not a number")) == (2, "not a number")
+    assert describe_failure(PermissionError(13, "Permission denied", "/x")) == (1, "/x: Permission denied")
+    assert describe_failure(TimeoutError("timed out")) == (1, "timed out")
+    code, line = describe_failure(ModuleNotFoundError("no", name="PyQt6.QtCore"))
+    assert code == 1 and "'PyQt6'" in line and "dronecats[gui]" in line
+    code, line = describe_failure(KeyError("k"))
+    assert code == 1 and line.startswith("unexpected KeyError") and "--debug" in line
