@@ -19,6 +19,7 @@ import sys
 from typing import Any, ClassVar, NoReturn
 
 from dronecats import __version__
+from episodes.cli import ACTIONS as EPISODE_ACTIONS  # a light module: names and help lines only
 
 # name -> (module, one-line help). Keep sorted by name.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -29,7 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "dronecats.demo_fleet",
         "four drones on the built-in simulator with the ground station (GUI, or headless without a display)",
     ),
-    "episodes": ("episodes.cli", "episode tools: new, run, verify, report, replay"),
+    "episodes": ("episodes.cli", "episode tools: " + ", ".join(EPISODE_ACTIONS)),
     "explain": ("onboard.cli_explain", "print the controller's plan for one action (AGENT.md §3)"),
     "gs": (
         "ground_station.cli",
