@@ -51,7 +51,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-DEBUG_FLAG = "--debug"
+DEBUG_FLAG = "--debug"  # hidden: main takes it off the command line before argparse sees it
 
 # third-party package -> the pyproject extra that installs it (for "not installed" errors)
 OPTIONAL_PACKAGES = {
@@ -139,7 +139,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="DEBUG, INFO, WARNING (default), ERROR",
     )
     parser.add_argument("--log-file", default=None, help="also write the log to this file")
-    parser.add_argument(DEBUG_FLAG, action="store_true", help=argparse.SUPPRESS)  # tracebacks, see main
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in sorted(SUBCOMMANDS.items()):
         sp = sub.add_parser(name, help=help_text, description=help_text)
