@@ -12,14 +12,16 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import SplitResult, urlsplit
 
 from common.errors import ConfigError
 
 MAX_PORT = 65535
-# One DNS label: letters, digits and inner hyphens, at most 63 characters.
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+# One DNS label: letters, digits and inner hyphens, at most 63 characters (and underscores, which
+# DNS forbids but container and compose service names use).
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 _HOSTNAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*\.?$")
 
 
@@ -46,34 +48,26 @@ def port_arg(text: str) -> int:
 
 def finite_float(text: str) -> float:
     """argparse `type=` for a finite number (no nan, no inf)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number")
-    return value
+    return _float_arg(text, lambda v: True, "a finite number")
 
 
 def positive_float(text: str) -> float:
     """argparse `type=` for a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
-    return value
+    return _float_arg(text, lambda v: v > 0, "a finite number > 0")
 
 
 def non_negative_float(text: str) -> float:
     """argparse `type=` for a finite number >= 0."""
+    return _float_arg(text, lambda v: v >= 0, "a finite number >= 0")
+
+
+def _float_arg(text: str, ok: Callable[[float], bool], must_be: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
+    if not (math.isfinite(value) and ok(value)):
+        raise argparse.ArgumentTypeError(f"{text} must be {must_be}")
     return value
 
 

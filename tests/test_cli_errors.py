@@ -5,6 +5,7 @@ answers)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import socket
@@ -207,6 +208,28 @@ def test_mistyped_subcommands_and_flags_get_a_suggestion() -> None:
         dronecats("serve-model", "--profile", "x"), 2, "unrecognized arguments: --profile (see"
     )  # no poor guess
     assert_one_line(dronecats("--log-level", "LOUD", "parse", "{}"), 2, "invalid choice 'LOUD'")
+
+
+def test_checks_of_values_from_outside(tmp_path: Path) -> None:
+    from common.checks import check_host, positive_float, query_float, tcp_address, writable_dir
+    from common.errors import ConfigError
+
+    for good in ("127.0.0.1", "::1", "localhost", "sim_1", "drone-1.lab.example.org"):
+        assert check_host(good, "x") == good
+    for bad in ("not a host", "-x", "a..b", "", "x" * 300):
+        with pytest.raises(ConfigError, match="not a host name or IP address"):
+            check_host(bad, "x")
+    assert tcp_address("tcp://*:5600", "--gs", span=3) == ("*", 5600)
+    with pytest.raises(ConfigError, match="outside 1-65533"):
+        tcp_address("tcp://127.0.0.1:65534", "--gs", span=3)
+    for text, why in (("nan", "outside"), ("inf", "outside"), ("3", "outside"), ("x", "not a number")):
+        with pytest.raises(ConfigError, match=why):
+            query_float("u://", {"k": text}, "k", 1.0, 0.0, 2.0)
+    for text in ("nan", "-inf", "0", "-1", "x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            positive_float(text)
+    assert writable_dir(tmp_path / "a" / "b", "--out").is_dir()
+    assert list((tmp_path / "a" / "b").iterdir()) == []  # the write probe is gone
 
 
 @pytest.mark.slow
