@@ -83,23 +83,30 @@ def test_tello_url_whose_host_is_not_a_host(tmp_path: Path) -> None:
     assert_one_line(result, 2, "'not a host' is not a host name or IP address")
 
 
+def _link_keys(tmp_path: Path) -> tuple[str, ...]:
+    """--link-secret/--link-allow for a drone: a secured link, so that no insecure-link warning (or
+    refusal) comes before the error under test."""
+    from common.keys import generate_keypair
+
+    _, secret = generate_keypair(tmp_path / "keys", "drone1")
+    gs_key, _ = generate_keypair(tmp_path / "keys", "gs1")
+    return ("--link-secret", str(secret), "--link-allow", str(gs_key))
+
+
 def test_gs_address_that_is_not_tcp(tmp_path: Path) -> None:
     log_dir = tmp_path / "run"
-    result = dronecats("onboard", "--vehicle", NO_VEHICLE, "--gs", "udp://x", "--log-dir", str(log_dir))
+    keys = _link_keys(tmp_path)
+    args = ("onboard", "--vehicle", NO_VEHICLE, "--log-dir", str(log_dir))
+    result = dronecats(*args, "--gs", "udp://x", *keys)
     assert_one_line(result, 2, "--gs 'udp://x' must look like tcp://HOST:PORT")
     assert not log_dir.exists()  # refused before anything was created
-    result = dronecats("onboard", "--vehicle", NO_VEHICLE, "--gs", "tcp://127.0.0.1:65534")
+    result = dronecats("onboard", "--vehicle", NO_VEHICLE, "--gs", "tcp://127.0.0.1:65534", *keys)
     assert_one_line(result, 2, "port 65534 outside 1-65533")
 
 
 def test_gs_address_on_a_port_in_use(tmp_path: Path, busy_port: int) -> None:
-    from common.keys import generate_keypair
-
-    # with keys, so that the insecure-link warning is not a second line on stderr
-    _, secret = generate_keypair(tmp_path / "keys", "drone1")
-    gs_key, _ = generate_keypair(tmp_path / "keys", "gs1")
     gs = f"tcp://127.0.0.1:{busy_port}"
-    link = ("--gs", gs, "--link-secret", str(secret), "--link-allow", str(gs_key))
+    link = ("--gs", gs, *_link_keys(tmp_path))
     result = dronecats("onboard", "--vehicle", NO_VEHICLE, *link, "--log-dir", str(tmp_path / "f"))
     assert_one_line(result, 1, f"--gs {gs}: cannot bind", "Address already in use")
 
