@@ -20,16 +20,9 @@ from conftest import dronecats_cmd, sim_server, subprocess_env
 NO_VEHICLE = "airsim://127.0.0.1:9/Drone1"
 
 
-def dronecats(
-    *args: str, timeout_s: float = 60.0, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
+def dronecats(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        dronecats_cmd(*args),
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=timeout_s,
-        cwd=cwd,
+        dronecats_cmd(*args), capture_output=True, text=True, env=subprocess_env(), timeout=timeout_s
     )
 
 
