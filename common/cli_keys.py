@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from common.checks import writable_dir
 from common.errors import ConfigError
 
 
@@ -16,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--name", required=True, help="key name, e.g. gs1 or drone1")
     gen.add_argument("--force", action="store_true", help="replace an existing keypair of that name")
     lst = sub.add_parser("list", help="list the keys in a directory")
-    lst.add_argument("directory")
+    lst.add_argument("directory", help="the directory generate wrote into")
     lst.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
@@ -25,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.keys_command == "generate":
-            public_path, secret_path = keys.generate_keypair(args.out, args.name, overwrite=args.force)
+            out = writable_dir(args.out, "--out")  # a file in the way, no such parent, read-only
+            public_path, secret_path = keys.generate_keypair(out, args.name, overwrite=args.force)
             pair = keys.load_keypair(public_path)
             print(f"public  {public_path}")
             print(f"secret  {secret_path} (mode 0600)")

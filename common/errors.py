@@ -1,14 +1,26 @@
-"""The project's one small exception hierarchy. Messages say which value broke which limit."""
+"""The project's one small exception hierarchy. Messages say which value broke which limit.
+
+Each class carries the exit status `dronecats` ends with when one reaches the top of a command:
+USAGE_EXIT for what the user can fix in the command line, a config or an input file, FAILURE_EXIT
+for what went wrong while running (a peer that does not answer, a refused command).
+"""
 
 from __future__ import annotations
+
+FAILURE_EXIT = 1
+USAGE_EXIT = 2  # argparse's own status for a bad command line
 
 
 class DroneCatsError(Exception):
     """Base of every error this project raises on purpose."""
 
+    exit_code = FAILURE_EXIT
+
 
 class ConfigError(DroneCatsError):
     """A configuration file, override or profile is missing, unreadable or invalid."""
+
+    exit_code = USAGE_EXIT
 
 
 class MalformedReply(DroneCatsError):
@@ -42,3 +54,5 @@ class SafetyError(DroneCatsError):
 
 class RecordError(DroneCatsError):
     """An episode record or log line is invalid; the message names the field."""
+
+    exit_code = USAGE_EXIT

@@ -3,7 +3,8 @@
 The frames are rendered here (this module may import the simulator; `models` may not) along an
 approach to a red car: distances from --distance-m down to 4 m, with lateral offsets and yaw
 jitter, at the simulator's 1280x720 camera (the pilot shrinks them to 640 wide as in flight). The
-measurement itself is models.serving.bench.
+measurement itself is models.serving.bench. The report prints as a table (the JSON with --json;
+--out always writes the JSON).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from common.checks import non_negative_int, positive_float, positive_int
+from common.errors import ConfigError
 
 TARGET = "bench_target"
 
@@ -27,14 +31,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "openai://127.0.0.1:8000/v1?profile=qwen3.5-2b (profile= sets the prompt and served model; "
         "timeout_s= the per-request limit)",
     )
-    parser.add_argument("--steps", type=int, default=20, help="frames / flight steps (default 20)")
+    parser.add_argument("--steps", type=positive_int, default=20, help="frames / flight steps (default 20)")
     parser.add_argument(
-        "--stream-calls", type=int, default=10, help="streaming requests for TTFT (default 10)"
+        "--stream-calls", type=non_negative_int, default=10, help="streaming requests for TTFT (default 10)"
     )
-    parser.add_argument("--instruction", default="go to the red car")
-    parser.add_argument("--scene", default="residential", choices=["residential", "blocks", "indoor"])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--distance-m", type=float, default=25.0, help="first frame's distance to the car")
+    parser.add_argument(
+        "--instruction", default="go to the red car", help="the instruction sent with every frame"
+    )
+    parser.add_argument(
+        "--scene",
+        default="residential",
+        choices=["residential", "blocks", "indoor"],
+        help="scene the frames are rendered in (default residential)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the scene's random layout (default 0)")
+    parser.add_argument(
+        "--distance-m", type=positive_float, default=25.0, help="first frame's distance to the car (m)"
+    )
     parser.add_argument(
         "--tokenizer",
         default=None,
@@ -42,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "without one, the compact-encoding comparison counts characters",
     )
     parser.add_argument("--out", default=None, help="also write the JSON report to this file")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     parser.add_argument(
         "--frames",
         default=None,
@@ -97,28 +111,21 @@ def make_token_counter(path: str) -> Any:
     try:
         from transformers import AutoTokenizer
     except ImportError:
-        raise SystemExit(
-            "bench-model: --tokenizer needs transformers (pip install 'dronecats[hf]')"
-        ) from None
+        raise ConfigError("--tokenizer needs transformers (pip install 'dronecats[hf]')") from None
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
 
 
 def run(args: argparse.Namespace) -> int:
-    from common.errors import ConfigError
     from models.serving.bench import bench_model
 
-    if args.steps < 1:
-        print("bench-model: --steps must be >= 1", file=sys.stderr)
-        return 2
     frames = (
         load_frames(Path(args.frames))
         if args.frames
         else sim_frames(args.steps, args.scene, args.seed, args.distance_m)
     )
     if not frames:
-        print(f"bench-model: no JPEG/PNG frames in {args.frames}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"--frames {args.frames}: no JPEG/PNG frames there")
     if args.save_frames:
         from models.frames import encode_frame
 
@@ -127,20 +134,95 @@ def run(args: argparse.Namespace) -> int:
         for i, image in enumerate(frames):
             # as the model receives them: 640 wide, JPEG quality 85
             (out_dir / f"frame_{i:03d}.jpg").write_bytes(encode_frame(image).jpeg)
-        print(f"bench-model: wrote {len(frames)} frames to {out_dir}", file=sys.stderr)
+        print(f"wrote {len(frames)} frames to {out_dir}", file=sys.stderr)
     if not args.pilot:
         if args.save_frames:
             return 0
-        print("bench-model: --pilot URL is required", file=sys.stderr)
-        return 2
+        raise ConfigError("--pilot URL is required (or --save-frames alone to only write the frames)")
     counter = make_token_counter(args.tokenizer) if args.tokenizer else None
-    try:
-        report = bench_model(args.pilot, frames, args.instruction, args.stream_calls, counter)
-    except ConfigError as exc:
-        print(f"bench-model: {exc}", file=sys.stderr)
-        return 2
+    report = bench_model(args.pilot, frames, args.instruction, args.stream_calls, counter)
     text = json.dumps(report, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n")
-    print(text)
+    print(text if args.json else format_report(report))
     return 0
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as a two-column table, one measure a line."""
+
+    def ms(value: Any) -> str:
+        return "n/a" if value is None else f"{value:g} ms"
+
+    def num(value: Any, unit: str = "") -> str:
+        return "n/a" if value is None else f"{value:g}{unit}"
+
+    latency = report.get("step_latency_ms") or {}
+    first = report.get("first_vs_warm") or {}
+    tokens = report.get("output_tokens_per_action") or {}
+    stream = report.get("stream") or {}
+    encoding = report.get("compact_encoding") or {}
+    width, height = report.get("frame_size_px") or (0, 0)
+    steps, valid = report.get("steps", 0), report.get("valid", 0)
+    rate = report.get("schema_validity_rate")
+    rows = [
+        ("model", f"{report.get('model_profile')} (serves {report.get('served_model')})"),
+        ("endpoint", str(report.get("pilot_url"))),
+        ("frames", f"{report.get('frames')} at {width}x{height}, {num(report.get('wall_s'), ' s')} in all"),
+        ("schema-valid", f"{valid} of {steps} ({num(None if rate is None else round(100 * rate, 1), '%')})"),
+        ("failures", f"{report.get('backend_errors', 0)} backend, {report.get('malformed', 0)} malformed"),
+        ("actions", ", ".join(f"{k} {v}" for k, v in (report.get("actions") or {}).items()) or "none"),
+        (
+            "step latency",
+            "   ".join(f"{k} {ms(latency.get(k))}" for k in ("p50", "p95", "mean", "max")),
+        ),
+        (
+            "first call",
+            f"{ms(first.get('first_ms'))} ({num(first.get('first_over_warm'), 'x')} the warm p50 of "
+            f"{ms(first.get('warm_p50_ms'))})",
+        ),
+        (
+            "output per action",
+            f"{num(report.get('output_chars_per_action'))} characters; "
+            + (
+                f"{num(tokens.get('mean'))} tokens mean, p50 {num(tokens.get('p50'))}, max "
+                f"{num(tokens.get('max'))} ({tokens.get('source')})"
+                if tokens.get("mean") is not None
+                else f"tokens {tokens.get('source')}"
+            ),
+        ),
+        ("prompt tokens", f"{num(report.get('prompt_tokens'))} (p50)"),
+    ]
+    if stream.get("supported"):
+        ttft = stream.get("ttft_ms") or {}
+        rows.append(
+            (
+                "first token",
+                "   ".join(f"{k} {ms(ttft.get(k))}" for k in ("first", "p50", "p95"))
+                + f"   ({stream.get('calls')} streamed calls)",
+            )
+        )
+        rows.append(
+            (
+                "decode rate",
+                f"{num(stream.get('decode_tok_s'), ' tok/s')}, "
+                f"{num(stream.get('decode_chars_s'), ' chars/s')}",
+            )
+        )
+    else:
+        rows.append(("first token", f"not measured ({stream.get('reason')})"))
+    saving = encoding.get("short_key_saving")
+    rows.append(
+        (
+            f"reply size ({encoding.get('unit')})",
+            f"as served {num(encoding.get('as_served_mean'))}, strict schema "
+            f"{num(encoding.get('strict_schema_json_mean'))}, short keys "
+            f"{num(encoding.get('short_key_json_mean'))}"
+            + (f" ({round(100 * saving, 1):g}% shorter)" if saving is not None else "")
+            + f", history line {num(encoding.get('history_line_mean'))}",
+        )
+    )
+    for error in report.get("errors") or []:
+        rows.append(("error", str(error)))
+    label_width = max(len(label) for label, _ in rows)
+    return "\n".join(f"{label:<{label_width}}  {value}" for label, value in rows)

@@ -14,18 +14,27 @@ import time
 from pathlib import Path
 
 from common.actions import action_name
+from common.checks import positive_float
 
 TARGET = "demo_target"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instruction", default="go to the red car")
-    parser.add_argument("--scene", default="residential", choices=["residential", "blocks", "indoor"])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--distance-m", type=float, default=25.0, help="start distance to the target")
-    parser.add_argument("--t-max-s", type=float, default=120.0)
+    parser.add_argument("--instruction", default="go to the red car", help="the operator's instruction")
+    parser.add_argument(
+        "--scene", default="residential", choices=["residential", "blocks", "indoor"], help="built-in scene"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scene's random layout (default 0)")
+    parser.add_argument("--distance-m", type=positive_float, default=25.0, help="start distance (m)")
+    parser.add_argument("--t-max-s", type=positive_float, default=120.0, help="time cap (s, default 120)")
     parser.add_argument("--out", default=None, help="episode log directory (default runs/demo-TIME)")
-    parser.add_argument("--loop", default="tolerant", choices=["tolerant", "naive"])
+    parser.add_argument(
+        "--loop",
+        default="tolerant",
+        choices=["tolerant", "naive"],
+        help="tolerant: keep flying the current plan while the model thinks (default); naive: wait "
+        "for each reply, then execute it fully (for comparison)",
+    )
     parser.add_argument(
         "--headless",
         action="store_true",

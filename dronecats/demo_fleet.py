@@ -13,14 +13,21 @@ import os
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--drones", type=int, default=4)
-    parser.add_argument("--instruction", default="go to the red car")
-    parser.add_argument("--structure", default="per-drone", choices=["per-drone", "one-context", "commander"])
+    parser.add_argument("--drones", type=int, default=4, help="number of drones (default 4)")
+    parser.add_argument("--instruction", default="go to the red car", help="the fleet's instruction")
+    parser.add_argument(
+        "--structure",
+        default="per-drone",
+        choices=["per-drone", "one-context", "commander"],
+        help="command structure: a model per drone, one model call for all, or a commander's orders",
+    )
     parser.add_argument("--model", default=None, help="one-context: the model's URL")
-    parser.add_argument("--target-distance-m", type=float, default=14.0)
+    parser.add_argument(
+        "--target-distance-m", type=float, default=14.0, help="the red car this far north (default 14 m)"
+    )
     parser.add_argument("--duration-s", type=float, default=180.0, help="headless: give up after this long")
     parser.add_argument("--headless", action="store_true", help="no GUI even when a display exists")
-    parser.add_argument("--log-dir", default=None)
+    parser.add_argument("--log-dir", default=None, help="directory for the drones' logs (default runs/...)")
 
 
 def run(args: argparse.Namespace) -> int:

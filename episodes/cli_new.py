@@ -18,19 +18,33 @@ import json
 import math
 import sys
 
+from common.checks import finite_float, positive_float
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--suite", default=None, help="generate a built-in suite instead (single, commanding, smoke, ...)"
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--scene", default="residential", choices=["residential", "blocks", "indoor"])
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scene's random layout (default 0)")
+    parser.add_argument(
+        "--scene", default="residential", choices=["residential", "blocks", "indoor"], help="built-in scene"
+    )
     parser.add_argument("--target", default="car@red", help="asset string KIND[@COLOUR], e.g. car@red")
-    parser.add_argument("--task", default="approach", choices=["approach", "search", "track", "search+track"])
-    parser.add_argument("--distance", type=float, default=15.0, metavar="M", help="start distance")
-    parser.add_argument("--bearing", type=float, default=0.0, metavar="DEG", help="target bearing (+ right)")
+    parser.add_argument(
+        "--task",
+        default="approach",
+        choices=["approach", "search", "track", "search+track"],
+        help="approach: the target ahead; search: the drone starts facing away; track: the target "
+        "drives off (search+track: both)",
+    )
+    parser.add_argument("--distance", type=positive_float, default=15.0, metavar="M", help="start distance")
+    parser.add_argument(
+        "--bearing", type=finite_float, default=0.0, metavar="DEG", help="target bearing (+ right)"
+    )
     parser.add_argument("--start", default=None, metavar="X,Y", help="drone start (world NED metres)")
-    parser.add_argument("--heading", type=float, default=0.0, metavar="DEG", help="direction to the target")
+    parser.add_argument(
+        "--heading", type=finite_float, default=0.0, metavar="DEG", help="direction to the target"
+    )
     parser.add_argument("--instruction", default=None, help='default: "go to the COLOUR KIND"')
     parser.add_argument(
         "--distractor", action="append", default=[], metavar="ASSET:X,Y", help="e.g. person@red:20,5"

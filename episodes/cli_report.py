@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", metavar="DIR", help="a run directory (episode directories inside)")
     parser.add_argument("--vs", default=None, metavar="DIR2", help="a second run to compare against")
     parser.add_argument("--out", default=None, help="report directory (default DIR/report)")
-    parser.add_argument("--title", default=None)
+    parser.add_argument("--title", default=None, help="report heading (default: the run directory's name)")
     parser.add_argument("--grid", type=int, default=8, help="episodes per task-type trace grid (0: none)")
     parser.add_argument("--all-traces", action="store_true", help="one trace PNG per episode")
     parser.add_argument("--floors", action="store_true", help="mark the baseline's floors on the bars")

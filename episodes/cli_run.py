@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--commander", default=None, help="rule (default) or a commander model URL (commander structure)"
     )
     parser.add_argument("--out", default=None, help="run directory (default runs/SUITE-TIME)")
-    parser.add_argument("--repeat", type=int, default=1, metavar="K")
+    parser.add_argument(
+        "--repeat", type=int, default=1, metavar="K", help="fly each episode K times (default 1)"
+    )
     parser.add_argument(
         "--latency", default="measured", help="measured | fixed:S | lognormal:MEDIAN,P95 (seconds)"
     )
@@ -43,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--t-max", type=float, default=None, metavar="S", help="override the records' T_max")
     parser.add_argument("--only", default=None, help="comma-separated episode ids to run (a subset)")
     parser.add_argument("--seed", type=int, default=0, help="seed of a built-in suite")
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines; only the final summary")
 
 
 def run(args: argparse.Namespace) -> int:

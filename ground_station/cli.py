@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.checks import positive_float
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drones", default="", help="NAME=tcp://HOST:PORT,... (each drone's --gs address)")
@@ -47,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mark", action="append", default=[], metavar="X,Y", help="operator-marked target (NED m)"
     )
-    parser.add_argument("--duration-s", type=float, default=120.0, help="headless: run at most this long")
+    parser.add_argument(
+        "--duration-s", type=positive_float, default=120.0, help="headless: run at most this long"
+    )
     parser.add_argument(
         "--until",
         default="qualifying",
@@ -65,7 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--screenshot", default=None, help="GUI: save a screenshot here after --screenshot-after-s"
     )
-    parser.add_argument("--screenshot-after-s", type=float, default=20.0)
+    parser.add_argument(
+        "--screenshot-after-s", type=float, default=20.0, help="GUI: --screenshot this long after start"
+    )
     parser.add_argument("--quit-after-s", type=float, default=None, help="GUI: close after this long")
     parser.add_argument(
         "--traffic-hz",
@@ -133,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             fleet.close()
     except DroneCatsError as exc:
         print(f"dronecats gs: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     finally:
         if sim is not None:
             sim.close()

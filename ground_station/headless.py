@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.errors import LinkError
 from ground_station.fleet.client import FleetClient
 from ground_station.fleet.state import DeclarationRecord, FleetEvent
 from ground_station.fleet.structures import Structure
@@ -75,11 +76,15 @@ class HeadlessSession:
         started = time.monotonic()
         reason = "duration"
         try:
-            if not self.fleet.wait_for_link(link_timeout_s):
-                missing = [d for d, s in self.fleet.state.drones.items() if s.telemetry is None]
-                raise TimeoutError(f"no telemetry from {missing} within {link_timeout_s} s")
+            # The wait for the first telemetry counts against duration_s: a session never outlasts it.
+            wait_s = min(link_timeout_s, duration_s)
+            if not self.fleet.wait_for_link(wait_s):
+                silent = [d for d, s in self.fleet.state.drones.items() if s.telemetry is None]
+                where = {a.drone_id: a.base for a in self.fleet.addresses}
+                named = ", ".join(f"{d} ({where.get(d, '?')})" for d in silent)
+                raise LinkError(f"no telemetry from {named} within {wait_s:g} s")
             self.structure.start(instruction)
-            deadline = time.monotonic() + duration_s
+            deadline = started + duration_s
             while time.monotonic() < deadline:
                 if until == "declaration" and self.fleet.state.declarations:
                     reason = "declaration"

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where relative checkpoints live (default $DRONECATS_WEIGHTS or /models)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address the engine binds (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="the engine's HTTP port (default 8000)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="profile override")
     parser.add_argument("--print", action="store_true", help="print the engine command and exit")
     parser.add_argument("--command", default=None, help="run this command instead of the engine (see above)")

@@ -12,7 +12,6 @@ import logging
 import signal
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -73,9 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from common.checks import tcp_address, writable_dir
     from common.clock import WallClock
     from common.config import load_config
-    from common.errors import DroneCatsError
+    from common.errors import DroneCatsError, LinkError
     from common.interfaces import open_vehicle
     from models.serve import make_pilot
     from onboard.recorder import FlightRecorder
@@ -84,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
     overrides = config_overrides(args)
     try:
         config = load_config(RuntimeConfig, args.config, overrides)
-        log_dir = Path(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}")
+        if args.gs:  # telemetry, frames and commands on PORT, PORT+1, PORT+2
+            tcp_address(args.gs, "--gs", span=3)
+        log_dir = writable_dir(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}", "--log-dir")
         vehicle = open_vehicle(args.vehicle)
         camera: Any = vehicle.camera() if hasattr(vehicle, "camera") else vehicle
         pilot: Any = (
@@ -102,9 +104,16 @@ def run(args: argparse.Namespace) -> int:
         attach_vehicle_faults(runtime)  # real vehicles: failsafe, RC takeover, stale video, link loss
         link = None
         if args.gs:
+            import zmq
+
             from onboard.link import attach_link
 
-            link = attach_link(runtime, args.gs, args.link_secret, args.link_allow)
+            try:
+                link = attach_link(runtime, args.gs, args.link_secret, args.link_allow)
+            except zmq.ZMQError as exc:
+                raise LinkError(
+                    f"--gs {args.gs}: cannot bind PORT to PORT+2 ({zmq.strerror(exc.errno or 0)})"
+                ) from None
         signal.signal(signal.SIGTERM, lambda *_: runtime.stop())
         # The actuation thread shares the GIL with the decision loop: hand it over sooner (default 5 ms).
         sys.setswitchinterval(0.001)
@@ -112,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         result = runtime.run()
     except DroneCatsError as exc:
         print(f"dronecats onboard: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     finally:
         pass
     if link is not None:

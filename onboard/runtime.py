@@ -374,7 +374,7 @@ class OnboardRuntime:
         self.actuator.set_schedule(None)
         self.event("finished_run", reason=reason, counters=self.counters.__dict__)
         if self.config.land_at_end and self.governor.mode not in (Mode.LANDING, Mode.ESTOP):
-            self.governor.land(f"end of run ({reason})")
+            self.governor.land(f"end of run ({reason})", planned=True)
             if threaded:  # let the actuation loop see the landing (a lock-step driver ticks it itself)
                 deadline = self.clock.now() + 1.0
                 while self.clock.now() < deadline and self.actuation.error is None:

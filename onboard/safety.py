@@ -118,7 +118,7 @@ class SafetyGovernor:
             s = self._status
             return SafetyStatus(s.mode, s.reason, s.consecutive_failures, s.clamps, list(s.events))
 
-    def _set_mode(self, mode: Mode, reason: str) -> bool:
+    def _set_mode(self, mode: Mode, reason: str, planned: bool = False) -> bool:
         """Caller holds the lock. Modes only escalate (FLYING < HOLD < LANDING < ESTOP) unless resumed."""
         order = [Mode.FLYING, Mode.HOLD, Mode.LANDING, Mode.ESTOP]
         if order.index(mode) < order.index(self._status.mode):
@@ -128,16 +128,18 @@ class SafetyGovernor:
         self._status.mode = mode
         self._status.reason = reason
         self._status.events.append(f"{mode.value}: {reason}")
-        log.warning("safety: %s (%s)", mode.value, reason)
+        # a planned landing (the run is over) is news, not a warning: successful runs print none
+        log.log(logging.INFO if planned else logging.WARNING, "safety: %s (%s)", mode.value, reason)
         return True
 
     def hold(self, reason: str) -> bool:
         with self._lock:
             return self._set_mode(Mode.HOLD, reason)
 
-    def land(self, reason: str) -> bool:
+    def land(self, reason: str, planned: bool = False) -> bool:
+        """`planned`: the end of a run, not a failsafe (logged at INFO instead of WARNING)."""
         with self._lock:
-            return self._set_mode(Mode.LANDING, reason)
+            return self._set_mode(Mode.LANDING, reason, planned)
 
     def estop(self, reason: str = "e-stop") -> bool:
         with self._lock:

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
+from common.checks import query_float, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry
 from common.pose import Frame, Pose, wrap_deg
@@ -48,6 +49,7 @@ def parse_airsim_url(url: str) -> AirSimTarget:
     if parts.scheme != "airsim":
         raise ConfigError(f"not an airsim:// URL: {url!r}")
     query = parse_qs(parts.query)
+    host, port = url_host_port(url, parts, "127.0.0.1", DEFAULT_PORT)
     spawn = None
     if "spawn" in query:
         try:
@@ -58,13 +60,13 @@ def parse_airsim_url(url: str) -> AirSimTarget:
             ) from None
         if len(values) not in (3, 4):
             raise ConfigError(f"{url!r}: spawn needs 3 or 4 numbers, got {len(values)}")
+        if not all(math.isfinite(v) for v in values):
+            raise ConfigError(f"{url!r}: spawn {query['spawn'][0]!r} must be finite numbers")
         spawn = Pose(values[0], values[1], values[2], values[3] if len(values) == 4 else 0.0)
-    watchdog_s = float(query.get("watchdog_s", ["0.25"])[0])
-    if not 0.02 <= watchdog_s <= 2.0:
-        raise ConfigError(f"{url!r}: watchdog_s={watchdog_s} outside 0.02-2.0 s")
+    watchdog_s = query_float(url, {k: v[0] for k, v in query.items()}, "watchdog_s", 0.25, 0.02, 2.0)
     return AirSimTarget(
-        host=parts.hostname or "127.0.0.1",
-        port=parts.port or DEFAULT_PORT,
+        host=host,
+        port=port,
         vehicle=parts.path.strip("/"),
         spawn=spawn,
         camera=query.get("camera", ["0"])[0],

@@ -210,7 +210,13 @@ def test_bench_model_command_against_serve_pilot_on_sim_frames(tmp_path: Path) -
         )
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
-    assert report == json.loads(result.stdout)
+    # stdout: the readable table (--json prints the report itself), one measure a line
+    table = dict(line.split("  ", 1) for line in result.stdout.strip().splitlines())
+    table = {label.strip(): value.strip() for label, value in table.items()}
+    assert table["frames"].startswith("4 at 640x360")
+    assert table["schema-valid"] == "4 of 4 (100%)"
+    assert table["step latency"].startswith(f"p50 {report['step_latency_ms']['p50']:g} ms")
+    assert table["first token"].endswith("(2 streamed calls)")
     assert report["frames"] == 4 and report["frame_size_px"] == [640, 360]
     # the baseline behind serve-pilot answers every sim frame with a schema-valid action
     assert report["schema_validity_rate"] == 1.0
@@ -240,6 +246,7 @@ def test_bench_model_on_saved_frames_needs_no_simulator(tmp_path: Path) -> None:
                 str(frames),
                 "--stream-calls",
                 "0",
+                "--json",
             ),
             capture_output=True,
             text=True,

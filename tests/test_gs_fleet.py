@@ -164,6 +164,7 @@ def test_headless_cli_commander_until_a_qualifying_declaration(tmp_path) -> None
         timeout=240,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "Connected!" not in result.stdout  # the airsim client's confirmConnection banner
     lines_out = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     summary = lines_out[-1]
     assert summary["structure"] == "commander" and summary["reason"] == "qualifying", summary

@@ -50,3 +50,17 @@ def test_wheel_has_every_package_and_data_but_no_tests(tmp_path) -> None:
         "episodes/schema/episode.schema.json",
     ):
         assert data in names, data
+
+
+def test_pyproject_builds_without_setuptools_deprecation_warnings() -> None:
+    """setuptools reads the metadata without a warning (a TOML-table `project.license` printed a
+    deprecation notice twice on every install)."""
+    import warnings
+
+    from setuptools.config.pyprojecttoml import apply_configuration
+    from setuptools.dist import Distribution
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        apply_configuration(Distribution(), ROOT / "pyproject.toml")
+    assert [str(w.message).splitlines()[0] for w in caught] == []

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from common.errors import ConfigError
+from common.errors import ConfigError, LinkError
 from common.pose import Pose
 from ground_station.fleet.client import DroneAddress
 
@@ -118,7 +118,9 @@ class SimFleet:
         import airsim
 
         client = airsim.MultirotorClient(port=self.sim_port)
-        client.confirmConnection()
+        # ping, not confirmConnection: that one prints "Connected!" and versions to stdout
+        if not client.ping():
+            raise LinkError(f"dronecats sim on port {self.sim_port} does not answer ping")
         for target in self.targets:
             p = target.pose
             pose = airsim.Pose(

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from common.checks import query_float
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry
 from common.pose import Pose, wrap_deg
@@ -66,6 +67,14 @@ class MavlinkTarget:
     climb_m_s: float = 1.0
 
 
+_FLOAT_PARAMS = {
+    "max_frame_age_s": (0.01, 10.0),
+    "link_timeout_s": (0.1, 60.0),
+    "prestream_s": (0.0, 10.0),
+    "climb_m_s": (0.1, 5.0),
+}
+
+
 def parse_mavlink_url(url: str) -> MavlinkTarget:
     if not url.startswith("mavlink://"):
         raise ConfigError(f"not a mavlink:// URL: {url!r}")
@@ -77,10 +86,10 @@ def parse_mavlink_url(url: str) -> MavlinkTarget:
     dialect = q.pop("dialect", "px4")
     if dialect not in ("px4", "ardupilot"):
         raise ConfigError(f"{url!r}: dialect={dialect!r} must be 'px4' or 'ardupilot'")
-    floats = {
-        k: float(q.pop(k))
-        for k in list(q)
-        if k in ("max_frame_age_s", "link_timeout_s", "prestream_s", "climb_m_s")
+    floats = {  # each with its valid range
+        k: query_float(url, q, k, getattr(MavlinkTarget, k), low, high)
+        for k, (low, high) in _FLOAT_PARAMS.items()
+        if k in q
     }
     target = MavlinkTarget(connection, dialect, spawn, q.pop("camera", None), **floats)
     if q:

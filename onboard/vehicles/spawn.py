@@ -3,6 +3,8 @@ an autopilot's EKF origin) lies in the episode's world frame, in metres and degr
 
 from __future__ import annotations
 
+import math
+
 from common.errors import ConfigError
 from common.pose import Pose
 
@@ -20,4 +22,6 @@ def parse_spawn(url: str, query: dict[str, str]) -> Pose:
         raise ConfigError(f"{url!r}: spawn must be x,y,z[,yaw_deg] in metres, got {text!r}") from None
     if len(values) not in (3, 4):
         raise ConfigError(f"{url!r}: spawn needs 3 or 4 numbers, got {len(values)}")
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{url!r}: spawn {text!r} must be finite numbers")
     return Pose(values[0], values[1], values[2], values[3] if len(values) == 4 else 0.0)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from common.checks import query_float, query_port, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry
 from common.pose import Pose, wrap_deg
@@ -64,6 +65,17 @@ class TelloTarget:
     go_segment_s: float = 1.0  # go mode: one go command covers about this much of the plan
 
 
+# URL parameter -> its valid range (each one a TelloTarget field of the same name)
+_FLOAT_PARAMS = {
+    "rc_full_scale_m_s": (0.1, 10.0),
+    "rc_full_scale_yaw_deg_s": (1.0, 1000.0),
+    "max_frame_age_s": (0.01, 10.0),
+    "keepalive_s": (0.1, 14.0),
+    "link_timeout_s": (0.1, 60.0),
+    "go_segment_s": (0.1, 10.0),
+}
+
+
 def parse_tello_url(url: str) -> TelloTarget:
     parts = urlsplit(url)
     if parts.scheme != "tello":
@@ -73,27 +85,22 @@ def parse_tello_url(url: str) -> TelloTarget:
     mode = q.pop("mode", "rc")
     if mode not in ("rc", "go"):
         raise ConfigError(f"{url!r}: mode={mode!r} must be 'rc' or 'go'")
-    floats = {}
-    for key in (
-        "rc_full_scale_m_s",
-        "rc_full_scale_yaw_deg_s",
-        "max_frame_age_s",
-        "keepalive_s",
-        "link_timeout_s",
-        "go_segment_s",
-    ):
-        if key in q:
-            floats[key] = float(q.pop(key))
+    floats = {
+        key: query_float(url, q, key, getattr(TelloTarget, key), low, high)
+        for key, (low, high) in _FLOAT_PARAMS.items()
+        if key in q
+    }
     if floats.get("keepalive_s", 5.0) >= 14.0:
         raise ConfigError(
             f"{url!r}: keepalive_s={floats['keepalive_s']} must be < 14 (the drone lands at 15 s)"
         )
+    host, port = url_host_port(url, parts, DEFAULT_HOST, CONTROL_PORT)
     target = TelloTarget(
-        host=parts.hostname or DEFAULT_HOST,
-        port=parts.port or CONTROL_PORT,
+        host=host,
+        port=port,
         mode=mode,
         video=q.pop("video", "1") not in ("0", "false", "no"),
-        video_port=int(q.pop("video_port", "11111")),
+        video_port=query_port(url, q, "video_port", 11111),
         spawn=spawn,
         **floats,
     )
@@ -166,7 +173,7 @@ class TelloVehicle:
         self.tello = tello
         try:
             tello.connect()
-        except TelloException as exc:
+        except (TelloException, OSError) as exc:  # OSError: a host name that does not resolve
             raise LinkError(f"{self.name}: no Tello at {self.target.host}:{self.target.port}: {exc}") from exc
         self._last_state_s = time.monotonic()
         if self.target.video:

@@ -30,6 +30,7 @@ from sim_bridge.sim.assets import QUAD_TRIANGLES, QUAD_UVS, AssetSpec, Part, bui
 from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb, yaw_rotation_ned
 from sim_bridge.sim.ground import GroundMap, fill_background
 from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
+from sim_bridge.sim.pybullet_import import import_pybullet
 from sim_bridge.sim.render_pool import RenderJob, RenderPool, SceneState, WorldSpec
 from sim_bridge.sim.textures import TextureCache
 
@@ -199,7 +200,7 @@ class World:
             raise ConfigError(f"render_workers={render_workers} must be >= 0 (0: render in this process)")
         if renderer not in RENDERERS:
             raise ConfigError(f"renderer {renderer!r} is not one of {RENDERERS}")
-        import pybullet as p  # heavy: imported when a world is built, not at import time
+        p = import_pybullet()  # heavy: imported when a world is built, not at import time
 
         from sim_bridge.sim.scenes import build_scene
 
