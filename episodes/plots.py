@@ -229,9 +229,11 @@ def bars_png(
     behind each task's bars (the noise band)."""
     plt = _pyplot()
     series = bar_series(stats, others, name)
-    tasks = list(dict.fromkeys(task for _, by_task in series for task in by_task))
+    # The first run's task types: the --vs runs are drawn where they can be compared with it.
+    tasks = list(dict.fromkeys(g.task_type for g in stats))
     width = 0.8 / max(1, len(series))
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(tasks) * max(1, len(series)) ** 0.5 + 2.5), 3.8))
+    height_in = 3.8 + (0.25 * (len(series) + 1) if others else 0.0)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(tasks) * max(1, len(series)) ** 0.5 + 2.5), height_in))
     try:
         if others:
             reference = series[0][1]
@@ -269,7 +271,10 @@ def bars_png(
         ax.set_xticklabels(tasks)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("success rate (95% Wilson CI)")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        if others:  # long "RUN: pilot" labels: under the axes
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1, frameon=False)
+        else:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.grid(True, axis="y", lw=0.3)
         fig.tight_layout()
         return save(fig, path, dpi)

@@ -3,9 +3,9 @@ failure-mode breakdown, and a comparison of two runs.
 
 Rows come from each episode directory's result.json (written by the runner) or, for directories
 without one, from the verifier run here on the logs. Latency p50 is over every step's `latency_s`
-of the group; the coordinate-copying rate (AGENT.md §5) is over multi-drone calls and is empty for
-single-drone runs. When a lock-step run injected latency, the injected values (what each step cost in
-episode time) stand in for the measured ones.
+of the group; the coordinate-copying rate (docs/protocol.md#several-drones) is over multi-drone
+calls and is empty for single-drone runs. When a lock-step run injected latency, the injected
+values (what each step cost in episode time) stand in for the measured ones.
 """
 
 from __future__ import annotations
