@@ -90,7 +90,9 @@ def run_configuration(record: EpisodeRecord, options: Any, runtime_config: Any) 
         "latency": str(options.latency),
         "structure": structure,
         "commander": (options.commander or "rule") if structure == "commander" else None,
-        "sim": options.sim_url or "local lock-step",
+        # The kind of simulation, not the server's address: a HIL server restarted on another port
+        # flies the same episodes (result.json keeps the URL).
+        "sim": "hil (real time)" if options.sim_url else "local lock-step",
         "record_sha256": hashlib.sha256(record_to_json(record)).hexdigest()[:16],
         "runtime": runtime,
     }
