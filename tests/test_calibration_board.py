@@ -47,6 +47,7 @@ def _square_mm(gray: np.ndarray, px_per_mm: float) -> tuple[float, float]:
 @pytest.mark.parametrize(("page", "size_pt"), [("a4", (841.89, 595.28)), ("letter", (792.0, 612.0))])
 def test_the_pdf_prints_25_mm_squares_at_true_scale(tmp_path: Path, page: str, size_pt: tuple) -> None:
     import pypdfium2 as pdfium
+
     summary = _board(tmp_path, "--square-mm", "25", "--page", page)
     assert summary["orientation"] == "landscape"  # 250 x 175 mm of squares fit only that way
     document = pdfium.PdfDocument(str(tmp_path / "board.pdf"))
