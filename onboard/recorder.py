@@ -114,7 +114,9 @@ class FlightRecorder:
         if not self.config.save_frames:
             return None
         if self.config.frames_max_hz > 0 and t_s is not None:
-            if self._last_frame_t is not None and t_s - self._last_frame_t < 1.0 / self.config.frames_max_hz:
+            # 1 ms of slack: decisions exactly 1/hz apart (min_decision_period_s 0.5 at 2 Hz) all count.
+            min_gap_s = 1.0 / self.config.frames_max_hz - 1e-3
+            if self._last_frame_t is not None and t_s - self._last_frame_t < min_gap_s:
                 return None
             self._last_frame_t = t_s
         folder = self.directory / FRAMES_DIR
