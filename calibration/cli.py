@@ -47,7 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sim-board",
         action="store_true",
         help="with an airsim:// source: spawn the checkerboard in the simulator (simSpawnObject) and move "
-        "the vehicle around it (simSetVehiclePose) instead of waiting for someone to show a board",
+        "the vehicle around it (simSetVehiclePose) instead of waiting for someone to show a board; a "
+        "board of small squares is spawned at 1 m wide (the intrinsics do not depend on its scale)",
+    )
+    parser.add_argument(
+        "--sim-board-image",
+        default=None,
+        metavar="PNG",
+        help="with --sim-board: texture the simulated board with this image (calibrate-board's PNG)",
     )
 
 
@@ -80,11 +87,17 @@ def _calibrate(args: argparse.Namespace) -> int:
     if save_dir is not None:
         save_dir.mkdir(parents=True, exist_ok=True)
     collector = ViewCollector(pattern, settings)
+    if args.sim_board_image and not args.sim_board:
+        raise ConfigError("--sim-board-image needs --sim-board")
+    if args.sim_board_image and not Path(args.sim_board_image).is_file():
+        raise ConfigError(f"--sim-board-image {args.sim_board_image}: no such file")
     if args.sim_board:
         from calibration.airsim_source import AirSimTarget
         from calibration.sim_sweep import SimSweepSource
 
-        source: FrameSource = SimSweepSource(AirSimTarget.parse(args.source), pattern)
+        source: FrameSource = SimSweepSource(
+            AirSimTarget.parse(args.source), pattern, board_image=args.sim_board_image
+        )
     else:
         source = open_source(args.source)
     print(

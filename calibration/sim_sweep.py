@@ -15,6 +15,7 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -25,9 +26,22 @@ from calibration.pattern import BoardPattern
 
 log = logging.getLogger(__name__)
 
-# AGENT.md §3: the camera sits 0.5 m ahead of and 0.1 m below the body origin, zero pitch.
+# The camera sits 0.5 m ahead of and 0.1 m below the body origin, zero pitch (docs/controller.md).
 CAMERA_OFFSET_FRD_M = (0.5, 0.0, 0.1)
 BOARD_NAME = "dronecats_calibration_board"
+# The simulated board is at least this wide (its squares, margin aside). A hand-held 25 mm board would
+# have to be ~0.3 m from the lens to fill half the frame, nearer than the renderer's near plane and
+# inside the vehicle's own camera offset; the intrinsics do not depend on the board's scale (only the
+# views' distances do), so the simulator gets a larger copy of the same pattern.
+SIM_BOARD_MIN_WIDTH_M = 1.0
+
+
+def sim_board_pattern(pattern: BoardPattern) -> BoardPattern:
+    """The pattern at a size the simulator can show: same corners, squares >= 1 m / (cols + 1)."""
+    min_square_mm = SIM_BOARD_MIN_WIDTH_M * 1000.0 / (pattern.cols + 1)
+    if pattern.square_mm >= min_square_mm:
+        return pattern
+    return BoardPattern(pattern.cols, pattern.rows, min_square_mm)
 
 
 @dataclass(frozen=True)
@@ -47,8 +61,10 @@ class SweepPlan:
     targets_px: tuple[tuple[float, float], ...] = ()
 
 
-def board_asset(pattern: BoardPattern) -> str:
-    return f"checkerboard:{pattern.cols + 1}x{pattern.rows + 1}:{pattern.square_mm:g}"
+def board_asset(pattern: BoardPattern, image: str | None = None) -> str:
+    """The built-in simulator's asset string; `image`: a PNG of the board to texture it with."""
+    tail = f":{image}" if image else ""
+    return f"checkerboard:{pattern.cols + 1}x{pattern.rows + 1}:{pattern.square_mm:g}{tail}"
 
 
 def _yaw_rot(yaw_deg: float) -> np.ndarray:
@@ -216,14 +232,26 @@ class SimSweepSource:
         pattern: BoardPattern,
         board_fraction: float = 0.45,
         plan_hfov_deg: float = 80.0,
+        board_image: str | None = None,
     ) -> None:
+        """`pattern` is what the user calibrates with (its square size is written to nothing but the
+        views' scale); the spawned board is sim_board_pattern(pattern), textured with `board_image`
+        (a PNG of the same layout, e.g. from `dronecats calibrate-board`) when one is given."""
         self.target = target
-        self.pattern = pattern
+        self.pattern = sim_board_pattern(pattern)  # planning and spawning; detection needs only the corners
+        if self.pattern is not pattern:
+            log.info(
+                "the simulated board has %.0f mm squares (a %g mm board is too small to show): the "
+                "intrinsics do not depend on its scale",
+                self.pattern.square_mm,
+                pattern.square_mm,
+            )
+        self.board_image = str(Path(board_image).resolve()) if board_image else None
         self.board_fraction = board_fraction
         self.plan_hfov_deg = plan_hfov_deg
         self.description = (
             f"airsim://{target.host}:{target.port}/{target.vehicle}/{target.camera} "
-            f"sweeping around a spawned {board_asset(pattern)}"
+            f"sweeping around a spawned {board_asset(self.pattern, self.board_image)}"
         )
         self.client = connect_client(target)
         self._frames: Iterator[np.ndarray] | None = None
@@ -244,7 +272,7 @@ class SimSweepSource:
         height, width = first.shape[:2]
         start = _ned_pose(self._start)
         board = place_board(self.pattern, start, width, self.board_fraction, self.plan_hfov_deg)
-        asset = board_asset(self.pattern)
+        asset = board_asset(self.pattern, self.board_image)
         try:
             self._board_name = c.simSpawnObject(
                 BOARD_NAME, asset, _airsim_pose(board), airsim.Vector3r(1.0, 1.0, 1.0)

@@ -2,7 +2,7 @@
 
 The output keeps the profile's camera matrix (no rescaling or cropping): the undistorted frame is
 exactly the profile's pinhole with zero distortion, which is what the controller's back-projection
-assumes (AGENT.md §3).
+assumes (docs/controller.md#the-camera-model).
 """
 
 from __future__ import annotations

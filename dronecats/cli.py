@@ -25,6 +25,7 @@ from episodes.cli import ACTIONS as EPISODE_ACTIONS  # a light module: names and
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench-model": ("dronecats.cli_bench_model", "model latency benchmark on simulator frames"),
     "calibrate": ("calibration.cli", "checkerboard camera calibration to a camera profile YAML"),
+    "calibrate-board": ("calibration.cli_board", "a printable checkerboard (PDF at true scale, plus PNG)"),
     "demo": ("dronecats.demo", "fly one approach episode on the built-in simulator and print the verdict"),
     "demo-fleet": (
         "dronecats.demo_fleet",

@@ -2,7 +2,8 @@
 
 The real stack end to end, with no GPU and no downloads: the PyBullet world, the onboard runtime
 (actuation loop with safety, decision loop, flight recorder) flying the baseline vision pilot in
-lock-step time, then the verifier's verdict on the logs it wrote.
+lock-step time, then the verifier's verdict on the logs it wrote. --scene and --instruction build
+a matching scene and target (dronecats.demo_scene), or are refused with the choices.
 """
 
 from __future__ import annotations
@@ -16,17 +17,30 @@ from pathlib import Path
 from common.actions import action_name
 from common.checks import positive_float
 
-TARGET = "demo_target"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instruction", default="go to the red car", help="the operator's instruction")
     parser.add_argument(
-        "--scene", default="residential", choices=["residential", "blocks", "indoor"], help="built-in scene"
+        "--instruction",
+        default=None,
+        help="what to fly to; the demo spawns the target it names, e.g. 'go to the blue van' (default: "
+        "'go to the red car' outdoors, 'go to the blue person' indoors)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the scene's random layout (default 0)")
-    parser.add_argument("--distance-m", type=positive_float, default=25.0, help="start distance (m)")
-    parser.add_argument("--t-max-s", type=positive_float, default=120.0, help="time cap (s, default 120)")
+    parser.add_argument(
+        "--scene",
+        default="residential",
+        choices=["residential", "blocks", "indoor"],
+        help="residential street, blocks plaza, or indoor living room (δ 2.5 m, indoor flight profile)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the scene's random seed")
+    parser.add_argument(
+        "--distance-m",
+        type=positive_float,
+        default=None,
+        help="start distance to the target (default 25 m outdoors, 6 m for people and bicycles, 4 m indoors)",
+    )
+    parser.add_argument(
+        "--t-max-s", type=positive_float, default=120.0, help="give up after this long (simulated s)"
+    )
     parser.add_argument("--out", default=None, help="episode log directory (default runs/demo-TIME)")
     parser.add_argument(
         "--loop",
@@ -45,56 +59,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from common.logformat import pose_list
-    from common.pose import Pose
+    from common.camera import camera_profile
+    from common.errors import ConfigError
+    from dronecats.demo_scene import demo_record
     from episodes.logs import read_episode
-    from episodes.records import DroneStart, EpisodeRecord, SceneObject, record_to_json
+    from episodes.preflight import check
+    from episodes.records import record_to_json
+    from episodes.scenario import build_world, takeoff_altitude_m
     from episodes.verifier import VerifierSettings, verify
     from models.baseline.pilot import BaselinePilot
     from onboard.lockstep import LockstepDriver
     from onboard.recorder import FlightRecorder
     from onboard.runtime import OnboardRuntime, RuntimeConfig
     from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
-    from sim_bridge.sim.world import World
 
     out = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
-    say(f"building the {args.scene} scene (PyBullet, CPU renderer) ...")
-    world = World(args.scene, vehicles=1, seed=args.seed)
     try:
-        target = world.spawn(TARGET, "car@red", Pose(args.distance_m, 0.0, 0.0, 90.0))
-        world.pause(True)
-        delta_m = 5.0
-        record = EpisodeRecord(
-            id=out.name,
-            scene=args.scene,
-            task_type="approach",
-            instruction=args.instruction,
-            environment="outdoor",
-            delta_m=delta_m,
-            t_max_s=args.t_max_s,
-            drones=[DroneStart("Drone1", pose_list(world.vehicle_pose("Drone1")))],
-            targets=[SceneObject(target.name, "car", pose_list(target.pose), colour="red")],
-            seed=args.seed,
-        )
+        demo = demo_record(out.name, args.scene, args.instruction, args.distance_m, args.t_max_s, args.seed)
+    except ConfigError as exc:
+        print(f"dronecats demo: {exc}", file=sys.stderr)
+        return 2
+    record = demo.record
+    target = record.targets[0]
+    delta_m = record.delta_m
+    say(
+        f"building the {args.scene} scene (PyBullet): a {target.colour} {target.class_} "
+        f"{demo.distance_m:g} m ahead ..."
+    )
+    world = build_world(record)
+    try:
+        report = check(world, record)
+        if not report.ok:
+            problems = "; ".join(report.problems)
+            print(
+                f"dronecats demo: pre-flight checks failed: {problems} (try another --distance-m)",
+                file=sys.stderr,
+            )
+            return 2
         recorder = FlightRecorder(out)
         recorder.write_metadata(**json.loads(record_to_json(record)))
         camera = LocalCamera(world, "Drone1")
         config = RuntimeConfig(
-            instruction=args.instruction,
+            instruction=record.instruction,
             loop=args.loop,
             delta_m=delta_m,
             t_max_s=args.t_max_s,
             min_decision_period_s=0.5,
+            flight_profile=record.flight_profile,
+            camera=record.camera,
+            takeoff_altitude_m=takeoff_altitude_m(record),
         )
         runtime = OnboardRuntime(
             config,
             LocalVehicle(world, "Drone1"),
             camera,
-            BaselinePilot(delta_m=delta_m),
+            BaselinePilot(camera_profile(record.camera), delta_m=delta_m),
             world.clock,
             recorder,
-            truth=LocalTruth(world, target.name, {"Drone1": camera}),
+            truth=LocalTruth(world, target.id, {"Drone1": camera}),
         )
 
         def progress(rt: OnboardRuntime) -> None:
@@ -109,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             name = action_name(last)
             say(f"t={rt.t():5.1f} s  step {rt.steps:3d}  {name:8s} target at {dist}  drone {where}")
 
-        say(f"flying: {args.instruction!r} (baseline pilot, lock-step time, log in {out})")
+        say(f"flying: {record.instruction!r} (baseline pilot, lock-step time, log in {out})")
         wall0 = time.monotonic()
         result = LockstepDriver(runtime, world, on_step=progress).run()
         wall_s = time.monotonic() - wall0

@@ -1,6 +1,7 @@
 """`dronecats demo-fleet`: the main job end to end — the built-in simulator, four real onboard
 processes (baseline vision pilot) and the ground station: the GUI when a display exists, headless
-otherwise (then the run ends at the first declaration within δ and visible, and prints it).
+otherwise. Either way the run ends at the first declaration within δ of the target and visible (the
+GUI a few seconds later, so it can be seen), or after --duration-s, and prints the declarations.
 
 It is `dronecats gs --launch 4` with the demo's choices; `dronecats demo` stays the one-drone,
 lock-step episode with the verifier's verdict.
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target-distance-m", type=float, default=14.0, help="the red car this far north (default 14 m)"
     )
-    parser.add_argument("--duration-s", type=float, default=180.0, help="headless: give up after this long")
+    parser.add_argument("--duration-s", type=float, default=180.0, help="give up after this long (s)")
     parser.add_argument("--headless", action="store_true", help="no GUI even when a display exists")
     parser.add_argument("--log-dir", default=None, help="directory for the drones' logs (default runs/...)")
 
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         log_dir=args.log_dir,
         screenshot=None,
         screenshot_after_s=20.0,
-        quit_after_s=None,
+        quit_after_s=args.duration_s,  # the GUI: give up like the headless run
+        quit_after_qualifying_s=3.0,
         traffic_hz=10.0,
     )
     return int(gs_cli.run(gs_args))

@@ -2,9 +2,10 @@
 
 Writes OUTDIR (default DIR/report): report.md (per task type and pilot: SR with 95% Wilson interval,
 OSR, NE median, declaration rate, declared/start ratio, latency p50, coordinate-copying rate; the
-failure-mode breakdown; with --vs the comparison), summary.csv, episodes.csv, bars.png, one
-traces-TASK.png grid per task type (up to --grid episodes each) and, with --all-traces,
-traces/RUN.png for every episode.
+failure-mode breakdown; with --vs the comparison), summary.csv, episodes.csv, bars.png (with --vs:
+every run side by side over the first run's noise band), one traces-TASK.png grid per task type (up
+to --grid episodes each) and, with --all-traces, traces/RUN.png for every episode; every figure also
+as PDF (vector) next to its PNG.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ BASELINE_FLOORS = {"approach": 0.8, "search": 0.6, "track": 0.6, "search+track":
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", metavar="DIR", help="a run directory (episode directories inside)")
-    parser.add_argument("--vs", default=None, metavar="DIR2", help="a second run to compare against")
+    parser.add_argument(
+        "--vs",
+        action="append",
+        default=[],
+        metavar="DIR2",
+        help="another run to compare against (repeatable): tables per run, bars side by side",
+    )
     parser.add_argument("--out", default=None, help="report directory (default DIR/report)")
     parser.add_argument("--title", default=None, help="report heading (default: the run directory's name)")
     parser.add_argument("--grid", type=int, default=8, help="episodes per task-type trace grid (0: none)")
@@ -64,7 +71,19 @@ def write_report(args: argparse.Namespace) -> dict:
     stats = groups(rows)
     (out / "summary.csv").write_text(summary_csv(stats))
     (out / "episodes.csv").write_text(episodes_csv(rows))
-    bars_png(stats, out / "bars.png", floors=BASELINE_FLOORS if args.floors else None)
+    others = []
+    for other_dir in args.vs:
+        other_rows = load_rows(Path(other_dir))
+        if not other_rows:
+            raise FileNotFoundError(f"--vs {other_dir}: no episode directories")
+        others.append((Path(other_dir).name, groups(other_rows)))
+    bars_png(
+        stats,
+        out / "bars.png",
+        floors=BASELINE_FLOORS if args.floors else None,
+        others=others,
+        name=root.name,
+    )
     grids = []
     if args.grid > 0:
         for task in dict.fromkeys(r.task_type for r in rows):
@@ -94,25 +113,31 @@ def write_report(args: argparse.Namespace) -> dict:
         "",
         summary_markdown([g for g in groups(rows, by_scene=True) if g.task_type != "all"]),
         "",
-        "## Failure modes (failed episodes; first that applies, AGENT.md §6)",
+        "## Failure modes (failed episodes; the first that applies, docs/verifier.md)",
         "",
         failure_markdown(stats),
         "",
     ]
-    if args.vs:
-        other = load_rows(Path(args.vs))
+    for other_dir, (other_name, other_stats) in zip(args.vs, others, strict=True):
         lines += [
-            f"## Comparison with `{args.vs}`",
+            f"## Comparison with `{other_dir}`",
             "",
-            compare_markdown(stats, groups(other), root.name, Path(args.vs).name),
+            compare_markdown(stats, other_stats, root.name, other_name),
             "",
         ]
-    lines += ["## Plots", "", "![success rate per task type](bars.png)", ""]
+    caption = "success rate per task type" + (", runs side by side over the noise band" if others else "")
+    lines += ["## Plots", "", f"![{caption}](bars.png)", "", "Vector copy: [bars.pdf](bars.pdf).", ""]
     for task, name in grids:
         lines += [
-            f"### {task}: top-down traces (δ ring dashed, declarations ★, gold = qualifying)",
+            f"### {task}: top-down traces",
+            "",
+            "North up, east right, metres. Drone path blue from the start (●); target ■ in its colour "
+            "with the δ ring (dashed) where the episode was decided; distractors ▲ and look-alikes ✖ in "
+            "their colours; declarations ★ (gold: qualifying).",
             "",
             f"![{task}]({name})",
+            "",
+            f"Vector copy: [{Path(name).with_suffix('.pdf')}]({Path(name).with_suffix('.pdf')}).",
             "",
         ]
     if wall_s:

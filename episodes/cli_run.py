@@ -4,7 +4,9 @@
 SUITE is a suite file (episodes new --suite writes one), an episode record file, or a built-in suite
 name (generated on the fly from --seed). Lock-step time on the in-process simulator by default;
 --sim flies the same runtime in real time against an AirSim-compatible server. Re-running the same
-command resumes: complete episodes are kept, interrupted ones are flown again.
+command resumes: complete episodes flown with the same configuration are kept, interrupted ones are
+flown again; complete ones flown with another pilot, latency, structure, record ... are refused
+with the difference named (--force flies them again).
 """
 
 from __future__ import annotations
@@ -43,7 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-frames", action="store_true", help="do not save frames (replay needs them)")
     parser.add_argument("--t-max", type=float, default=None, metavar="S", help="override the records' T_max")
-    parser.add_argument("--only", default=None, help="comma-separated episode ids to run (a subset)")
+    parser.add_argument(
+        "--only", default=None, metavar="IDS", help="comma-separated episode ids to run (a subset)"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="fly again the complete runs in --out that were flown with another configuration",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of a built-in suite")
     parser.add_argument("--quiet", action="store_true", help="no progress lines; only the final summary")
 
@@ -81,8 +90,12 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         if args.only:
-            wanted = set(args.only.split(","))
-            suite = Suite(suite.name, [e for e in suite.episodes if e.record.id in wanted], suite.seed)
+            wanted = [part.strip() for part in args.only.split(",") if part.strip()]
+            problem = unknown_ids(wanted, [e.record.id for e in suite.episodes])
+            if problem:
+                print(f"dronecats episodes run: --only: {problem}", file=sys.stderr)
+                return 2
+            suite = Suite(suite.name, [e for e in suite.episodes if e.record.id in set(wanted)], suite.seed)
         options = RunOptions(
             pilot=args.pilot,
             latency=LatencySpec.parse(args.latency),
@@ -102,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
             f"{'HIL ' + args.sim if args.sim else 'lock-step'}, {args.jobs} job(s) -> {out}"
         )
         errors: list[tuple[str, str]] = []
-        results = run_suite(suite, out, options, repeat=args.repeat, jobs=args.jobs, say=say, errors=errors)
+        results = run_suite(
+            suite, out, options, repeat=args.repeat, jobs=args.jobs, say=say, errors=errors, force=args.force
+        )
     except KeyboardInterrupt:
         print("\ninterrupted: re-run the same command to resume", file=sys.stderr)
         return 130
@@ -118,3 +133,23 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 1 if errors else 0
+
+
+def unknown_ids(wanted: list[str], known: list[str]) -> str | None:
+    """None when every id is in the suite; else one line naming each unknown id and its close matches."""
+    import difflib
+
+    if not wanted:
+        return "no episode ids given"
+    parts = []
+    for episode_id in wanted:
+        if episode_id in known:
+            continue
+        close = difflib.get_close_matches(episode_id, known, n=3, cutoff=0.6)
+        parts.append(
+            f"unknown episode id {episode_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")
+        )
+    if not parts:
+        return None
+    sample = ", ".join(known[:3]) + (", ..." if len(known) > 3 else "")
+    return "; ".join(parts) + f" (the suite's {len(known)} ids: {sample})"

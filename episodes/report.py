@@ -3,9 +3,9 @@ failure-mode breakdown, and a comparison of two runs.
 
 Rows come from each episode directory's result.json (written by the runner) or, for directories
 without one, from the verifier run here on the logs. Latency p50 is over every step's `latency_s`
-of the group; the coordinate-copying rate (AGENT.md §5) is over multi-drone calls and is empty for
-single-drone runs. When a lock-step run injected latency, the injected values (what each step cost in
-episode time) stand in for the measured ones.
+of the group; the coordinate-copying rate (docs/protocol.md#several-drones) is over multi-drone
+calls and is empty for single-drone runs. When a lock-step run injected latency, the injected
+values (what each step cost in episode time) stand in for the measured ones.
 """
 
 from __future__ import annotations
@@ -158,14 +158,36 @@ def load_rows(root: Path) -> list[EpisodeRow]:
     return rows
 
 
+def short_pilot(spec: str) -> str:
+    """A pilot's name for tables and legends: the model profile, else the served model's name, else
+    the spec itself ("baseline"); a scripted pilot by its file's name. The full URL is in the run's
+    configuration (result.json)."""
+    if spec.startswith("scripted:"):
+        return "scripted " + Path(spec.partition(":")[2]).stem
+    if "://" not in spec:
+        return spec
+    from urllib.parse import parse_qs
+
+    query = parse_qs(spec.partition("?")[2])
+    for key in ("profile", "model"):
+        if query.get(key):
+            name = query[key][0].rsplit("/", 1)[-1]  # a profile file's name, a model id's last part
+            for suffix in (".yaml", ".yml", ".toml"):
+                name = name.removesuffix(suffix)
+            return name
+    return spec.partition("?")[0]
+
+
 def _pilot_label(result: dict[str, Any], meta: dict[str, Any]) -> str:
     """The pilot, with the injected latency when there was one (another condition, another group)."""
     run = meta.get("run") or {}
-    pilot = result.get("pilot") or run.get("pilot_spec") or run.get("pilot") or "?"
+    pilot = short_pilot(str(result.get("pilot") or run.get("pilot_spec") or run.get("pilot") or "?"))
     latency = result.get("latency") or run.get("latency")
     structure = result.get("structure") or run.get("structure")
     if structure == "commander":  # another structure, another group: "commander rule + baseline"
-        commander = (result.get("structure_summary") or {}).get("commander") or run.get("commander") or "?"
+        commander = short_pilot(
+            str((result.get("structure_summary") or {}).get("commander") or run.get("commander") or "?")
+        )
         pilot = f"commander {commander} + {pilot}"
     elif structure == "multi":
         pilot = f"one-context {pilot}"

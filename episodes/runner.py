@@ -5,10 +5,13 @@ One episode runs the same OnboardRuntime either in lock-step over an in-process 
 (sim_bridge.local + onboard.lockstep; the default: deterministic, faster than real time) or in real
 time against an AirSim-compatible server (`sim_url`, episodes.hil: the HIL path).
 
-Run directory layout: OUT/<episode id>[-rK]/ holds AGENT.md's log files and, written atomically last,
-`result.json`. A directory with result.json is complete and is skipped on resume; one without it
-was interrupted and is moved aside to OUT/.partial/ and flown again, so no episode is lost or
-counted twice.
+Run directory layout: OUT/<episode id>[-rK]/ holds the episode's log files (docs/logs.md) and,
+written atomically last, `result.json` with the verdict, the configuration that determined the
+outcome and the code version (episodes.run_config). A directory with result.json is complete: a
+resume keeps it when its configuration is the one asked for, and otherwise refuses, naming the
+difference (--force flies it again). One without result.json was interrupted and is moved aside to
+OUT/.partial/ and flown again, so no episode is lost or counted twice. OUT/run.json records the last
+invocation's options and code version.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import msgspec
 
 from common.errors import ConfigError
 from episodes.records import EpisodeRecord, record_to_json
+from episodes.run_config import code_version, config_differences, run_configuration
 from episodes.suites import Suite, SuiteEntry, iter_ids
 
 log = logging.getLogger(__name__)
@@ -127,9 +131,16 @@ def _runtime_config(record: EpisodeRecord, options: RunOptions) -> Any:
     )
 
 
+def episode_configuration(record: EpisodeRecord, options: RunOptions) -> dict[str, Any]:
+    """What determines this episode's outcome under these options (compared on resume)."""
+    return run_configuration(record, options, _runtime_config(record, options))
+
+
 def _episode_metadata(record: EpisodeRecord, options: RunOptions, run_name: str) -> dict[str, Any]:
     data = json.loads(record_to_json(record))
     data["run"] = {
+        "config": episode_configuration(record, options),
+        "code_version": code_version(),
         "run_name": run_name,
         "pilot_spec": options.pilot,
         "structure": options.structure or record.structure,
@@ -210,6 +221,8 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
         "injected_latencies_s": [round(x, 4) for x in injected],
         "verdict": msgspec.to_builtins(verdict),
         **fleet,
+        "config": episode_configuration(record, options),
+        "code_version": code_version(),
     }
     _atomic_write(out / RESULT_FILE, json.dumps(summary, indent=1).encode() + b"\n")
     return summary
@@ -292,6 +305,21 @@ class SuiteProgress:
         )
 
 
+def _run_summary(options: RunOptions, version: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "pilot": options.pilot,
+        "latency": str(options.latency),
+        "structure": options.structure,
+        "commander": options.commander,
+        "sim": options.sim_url or "local lock-step",
+        "fly_on": options.fly_on,
+        "t_max_s": options.t_max_s,
+        "min_decision_period_s": options.min_decision_period_s,
+        "code_version": version,
+        "invoked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
 def _complete(directory: Path) -> dict | None:
     try:
         return json.loads((directory / RESULT_FILE).read_text())
@@ -330,34 +358,67 @@ def run_suite(
     jobs: int = 1,
     say: Callable[[str], None] = lambda line: None,
     errors: list[tuple[str, str]] | None = None,
+    force: bool = False,
 ) -> list[dict]:
     """Run every episode of the suite not yet complete in `out`; returns every complete result.
 
-    An episode that cannot be flown (pre-flight checks, a pilot or server that fails: a
+    A complete episode is kept only when it was flown with this configuration
+    (episode_configuration); otherwise a ConfigError names the differences before anything is
+    flown, or, with `force`, the episode is set aside and flown again. Another code version is only
+    reported. An episode that cannot be flown (pre-flight checks, a pilot or server that fails: a
     DroneCatsError) is reported through `say`, appended to `errors` and left without result.json, so a
     later resume tries it again; the other episodes go on."""
     from common.errors import DroneCatsError
 
+    keep: list[tuple[str, dict]] = []
+    stale: list[tuple[str, list[str]]] = []
+    todo: list[tuple[SuiteEntry, str]] = []
+    other_code: set[str] = set()
+    version = code_version()
+    for entry, run_name in iter_ids(suite, repeat):
+        done = _complete(out / run_name)
+        if done is not None:
+            differences = config_differences(done.get("config"), episode_configuration(entry.record, options))
+            if not differences:
+                keep.append((run_name, done))
+                flown_by = done.get("code_version") or {}
+                if (flown_by.get("git"), flown_by.get("package")) != (version["git"], version["package"]):
+                    other_code.add(str(flown_by.get("git") or flown_by.get("package") or "unknown"))
+                continue
+            stale.append((run_name, differences))
+        todo.append((entry, run_name))
+    if stale and not force:
+        shown = "\n".join(f"  {name}: {'; '.join(diff)}" for name, diff in stale[:5])
+        more = f"\n  ... and {len(stale) - 5} more" if len(stale) > 5 else ""
+        raise ConfigError(
+            f"{out} holds {len(stale)} complete run(s) flown with another configuration; nothing was "
+            f"flown. Use another --out, or --force to fly them again:\n{shown}{more}"
+        )
+
     out.mkdir(parents=True, exist_ok=True)
     _atomic_write(out / "suite.json", msgspec.json.format(msgspec.json.encode(suite), indent=1) + b"\n")
-    todo: list[tuple[SuiteEntry, str]] = []
+    _atomic_write(out / "run.json", json.dumps(_run_summary(options, version), indent=1).encode() + b"\n")
     results: list[dict] = []
-    progress = SuiteProgress(total=0)
-    for entry, run_name in iter_ids(suite, repeat):
-        progress.total += 1
-        directory = out / run_name
-        done = _complete(directory)
-        if done is not None:
-            results.append(done)
-            progress.skipped += 1
-            progress.done += 1
-            progress.successes += bool((done.get("verdict") or {}).get("success"))
-            continue
-        if directory.exists():
-            _set_aside(out, directory)
-        todo.append((entry, run_name))
+    progress = SuiteProgress(total=len(keep) + len(todo))
+    for _, done in keep:
+        results.append(done)
+        progress.skipped += 1
+        progress.done += 1
+        progress.successes += bool((done.get("verdict") or {}).get("success"))
+    for _, run_name in todo:
+        if (out / run_name).exists():
+            _set_aside(out, out / run_name)
+    if stale:
+        say(f"--force: flying {len(stale)} run(s) again (another configuration; old ones in {PARTIAL_DIR}/)")
     if progress.skipped:
         say(f"resuming: {progress.skipped} of {progress.total} runs already complete in {out}")
+    if other_code:
+        message = (
+            f"warning: kept runs were flown by code version {', '.join(sorted(other_code))}; this is "
+            f"{version['git'] or version['package']} (same configuration, so they are kept)"
+        )
+        log.warning("%s", message)
+        say(message)
     wall0 = time.monotonic()
 
     def account(result: dict) -> None:

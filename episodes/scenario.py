@@ -39,11 +39,7 @@ def takeoff_altitude_m(record: EpisodeRecord) -> float:
 
 
 def build_world(record: EpisodeRecord) -> World:
-    """A paused World with the record's scene, drones at their start poses and objects spawned.
-
-    Object ids are used as simulator names; an id that clashes with a scene object is an error (the
-    verifier and the truth adapters look targets up by id)."""
-    from common.errors import ConfigError
+    """A paused World with the record's scene, drones at their start poses and objects spawned."""
     from sim_bridge.sim.world import World
 
     world = World(
@@ -54,16 +50,26 @@ def build_world(record: EpisodeRecord) -> World:
     )
     try:
         world.pause(True)
-        for obj in (*record.targets, *record.distractors):
-            spawned = world.spawn(obj.id, asset_string(obj), object_pose(obj))
-            if spawned.name != obj.id:
-                raise ConfigError(
-                    f"episode {record.id}: object id {obj.id!r} clashes with a {record.scene} scene object"
-                )
-            if obj.moving:
-                assert obj.path is not None and obj.speed_m_s is not None
-                world.set_path(obj.id, [tuple(p) for p in obj.path], obj.speed_m_s)  # type: ignore[misc]
+        spawn_objects(world, record)
     except BaseException:
         world.close()
         raise
     return world
+
+
+def spawn_objects(world: World, record: EpisodeRecord) -> None:
+    """Spawn the record's targets and distractors by their ids; moving ones start on their paths.
+
+    Object ids are used as simulator names; an id that clashes with a scene object is an error (the
+    verifier and the truth adapters look targets up by id)."""
+    from common.errors import ConfigError
+
+    for obj in (*record.targets, *record.distractors):
+        spawned = world.spawn(obj.id, asset_string(obj), object_pose(obj))
+        if spawned.name != obj.id:
+            raise ConfigError(
+                f"episode {record.id}: object id {obj.id!r} clashes with a {record.scene} scene object"
+            )
+        if obj.moving:
+            assert obj.path is not None and obj.speed_m_s is not None
+            world.set_path(obj.id, [tuple(p) for p in obj.path], obj.speed_m_s)  # type: ignore[misc]

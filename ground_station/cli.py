@@ -188,7 +188,9 @@ def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]])
         return 2
     from ground_station.app.main import run_app
 
-    return run_app(
+    # The demo's GUI ends like its headless run: a few seconds after the first qualifying declaration.
+    quit_after_qualifying_s = getattr(args, "quit_after_qualifying_s", None)
+    code = run_app(
         fleet,
         instruction=args.instruction,
         structure=args.structure,
@@ -198,4 +200,16 @@ def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]])
         screenshot=args.screenshot,
         screenshot_after_s=args.screenshot_after_s,
         quit_after_s=args.quit_after_s,
+        quit_after_qualifying_s=quit_after_qualifying_s,
     )
+    if quit_after_qualifying_s is None:
+        return code
+    from ground_station.headless import declaration_dict
+
+    with fleet.state.lock:
+        declarations = [declaration_dict(d) for d in fleet.state.declarations]
+    qualifying = [
+        d for d in declarations if d["visible"] and d["distance_m"] is not None and d["distance_m"] <= 5.0
+    ]
+    print(json.dumps({"reason": "qualifying" if qualifying else "closed", "declarations": declarations}))
+    return 0 if qualifying else 1

@@ -16,6 +16,13 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# Real-time defaults under the config file and --set: a fast pilot (the baseline answers in ~10 ms)
+# would otherwise decide back to back (~70 decisions/s) and save every frame (~70 MB a minute).
+REALTIME_DEFAULTS: dict[str, Any] = {
+    "min_decision_period_s": 0.5,
+    "recorder": {"frames_max_hz": 2.0, "frames_max_bytes": 64 * 1024 * 1024},
+}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vehicle", required=True, help="vehicle URL, e.g. airsim://127.0.0.1:41451/Drone1")
@@ -83,7 +90,13 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = config_overrides(args)
     try:
-        config = load_config(RuntimeConfig, args.config, overrides)
+        config = load_config(RuntimeConfig, args.config, overrides, base=REALTIME_DEFAULTS)
+        log.info(
+            "decisions at most every %.2f s; frames at most %g/s and %d MiB (config/--set to change)",
+            config.min_decision_period_s,
+            config.recorder.frames_max_hz,
+            config.recorder.frames_max_bytes // (1024 * 1024),
+        )
         if args.gs:  # telemetry, frames and commands on PORT, PORT+1, PORT+2
             tcp_address(args.gs, "--gs", span=3)
         log_dir = writable_dir(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}", "--log-dir")
@@ -127,10 +140,13 @@ def run(args: argparse.Namespace) -> int:
     if link is not None:
         time.sleep(0.3)  # the final status (published by finish) goes out before the sockets close
         link.close()
+    flown_s = max(1e-9, runtime.t())
+    log.info("served %.2f decisions/s over %.1f s", result.steps / flown_s, flown_s)
     print(
         json.dumps(
             {
                 "log_dir": str(log_dir),
+                "decisions_per_s": round(result.steps / flown_s, 2),
                 "reason": result.reason,
                 "steps": result.steps,
                 "declarations": result.declarations,

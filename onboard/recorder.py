@@ -39,6 +39,9 @@ FRAMES_DIR = "frames"
 class RecorderConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     save_frames: bool = True
     frames_max_bytes: int = 512 * 1024 * 1024  # oldest saved frames are deleted beyond this
+    # At most this many saved frames per second of episode time (0: every decision's frame). Real-time
+    # runs with a fast pilot would otherwise write tens of frames a second (dronecats onboard sets 2).
+    frames_max_hz: float = 0.0
     trace_hz: float = 2.0
 
 
@@ -57,6 +60,7 @@ class FlightRecorder:
         self._frames: deque[tuple[Path, int]] = deque()
         self._frames_bytes = 0
         self._frames_lock = threading.Lock()
+        self._last_frame_t: float | None = None
         self._last_trace_t: dict[str, float] = {}
 
     # ---- episode.json -------------------------------------------------------------------------
@@ -104,10 +108,17 @@ class FlightRecorder:
             self._events.flush()
 
     # ---- frames -------------------------------------------------------------------------------
-    def save_frame(self, jpeg: bytes, name: str) -> str | None:
-        """Save a JPEG under frames/, deleting the oldest beyond frames_max_bytes; the relative name."""
+    def save_frame(self, jpeg: bytes, name: str, t_s: float | None = None) -> str | None:
+        """Save a JPEG under frames/, deleting the oldest beyond frames_max_bytes; the relative name
+        (None: not saved, frames off or the last one saved less than 1/frames_max_hz before t_s)."""
         if not self.config.save_frames:
             return None
+        if self.config.frames_max_hz > 0 and t_s is not None:
+            # 1 ms of slack: decisions exactly 1/hz apart (min_decision_period_s 0.5 at 2 Hz) all count.
+            min_gap_s = 1.0 / self.config.frames_max_hz - 1e-3
+            if self._last_frame_t is not None and t_s - self._last_frame_t < min_gap_s:
+                return None
+            self._last_frame_t = t_s
         folder = self.directory / FRAMES_DIR
         folder.mkdir(exist_ok=True)
         path = folder / name

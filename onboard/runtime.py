@@ -596,7 +596,7 @@ class OnboardRuntime:
             ok, buf = cv2.imencode(".jpg", frame.image, [cv2.IMWRITE_JPEG_QUALITY, 85])
             jpeg = buf.tobytes() if ok else b""
         if self.config.save_frames and jpeg:
-            frame_name = self.recorder.save_frame(jpeg, f"{self.config.drone}_{self.steps:05d}.jpg")
+            frame_name = self.recorder.save_frame(jpeg, f"{self.config.drone}_{self.steps:05d}.jpg", t_s=t)
         latency = decision.stats.latency_s if decision.stats is not None else stages.model_s
         line = StepExtras(
             t=t,

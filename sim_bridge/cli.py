@@ -1,4 +1,8 @@
-"""`dronecats sim`: the built-in simulator behind an AirSim-compatible RPC server."""
+"""`dronecats sim`: the built-in simulator behind an AirSim-compatible RPC server.
+
+dronecats sim --scene residential --spawn 'target=car@red:25,0' --port 41451
+dronecats sim --episode ep.json          # an episode record's scene, drones and objects
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import logging
 import os
 import signal
 import threading
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -17,16 +22,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--scene",
-        default="residential",
+        default=None,
         choices=list(SCENES),
-        help="the built-in scene (default residential)",
+        help="the built-in scene: residential (default), blocks or indoor (--episode: the record's)",
+    )
+    parser.add_argument(
+        "--spawn",
+        action="append",
+        default=[],
+        metavar="NAME=ASSET:X,Y[,YAW]",
+        help="spawn an object, e.g. target=car@red:25,0 (asset syntax of episodes new --distractor; "
+        "X, Y north/east metres, YAW degrees); NAME is what --truth-target refers to. Repeatable",
+    )
+    parser.add_argument(
+        "--episode",
+        default=None,
+        metavar="EP.json[#ID]",
+        help="build an episode record's scene: its drones at their start poses, its targets and "
+        "distractors (named by their ids); #ID picks one episode of a suite file",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument(
         "--port", type=port_arg, default=41451, help="0 picks a free port (printed when ready; default 41451)"
     )
     parser.add_argument(
-        "--vehicles", type=positive_int, default=1, help="number of drones, named Drone1..N (default 1)"
+        "--vehicles", type=positive_int, default=None, help="number of drones, named Drone1..N (default 1)"
     )
     parser.add_argument(
         "--clock-speed",
@@ -61,21 +81,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from common.camera import camera_profile
-    from common.errors import LinkError
+    from common.errors import DroneCatsError, LinkError
     from sim_bridge.rpc.airsim_api import AirSimApi
     from sim_bridge.rpc.server import RpcServer
-    from sim_bridge.sim.world import World
 
-    world = World(
-        args.scene,
-        vehicles=args.vehicles,
-        camera=camera_profile(args.camera),
-        seed=args.seed,
-        clock_speed=args.clock_speed,
-        render_workers=args.render_workers,
-        renderer=args.renderer,
-    )
+    try:
+        world = _build_world(args, camera_profile(args.camera))
+    except DroneCatsError as exc:
+        print(f"dronecats sim: {exc}", file=sys.stderr)
+        return 2
     log.info("rendering with %s (%s)", world.renderer, world.render_device)
     world.pause(args.paused)
     world.start()
@@ -101,3 +118,69 @@ def run(args: argparse.Namespace) -> int:
         server.close()
         world.close()
     return 0
+
+
+def _build_world(args: argparse.Namespace, camera: Any) -> Any:
+    """The World of --scene/--vehicles, or of --episode's record, with the --spawn objects added."""
+    from common.errors import ConfigError
+    from sim_bridge.sim.world import World
+    from sim_bridge.spawn_spec import parse_spawn
+
+    spawns = [parse_spawn(text) for text in args.spawn]  # all validated before the world is built
+    record = _episode_record(args.episode) if args.episode else None
+    if record is not None and args.scene not in (None, record.scene):
+        raise ConfigError(f"--scene {args.scene} but the episode {record.id} is in {record.scene}")
+    if record is not None and args.vehicles not in (None, len(record.drones)):
+        raise ConfigError(f"--vehicles {args.vehicles} but the episode {record.id} has {len(record.drones)}")
+    if args.vehicles is not None and args.vehicles < 1:
+        raise ConfigError(f"--vehicles {args.vehicles}: at least 1")
+    common = {
+        "camera": camera,
+        "clock_speed": args.clock_speed,
+        "render_workers": args.render_workers,
+        "renderer": args.renderer,
+    }
+    if record is None:
+        world = World(args.scene or "residential", vehicles=args.vehicles or 1, seed=args.seed, **common)
+    else:
+        from episodes.scenario import spawn_objects, start_pose
+
+        world = World(
+            record.scene,
+            vehicles=[d.name for d in record.drones],
+            seed=record.seed,
+            spawns=[start_pose(record, i) for i in range(len(record.drones))],
+            **common,
+        )
+    try:
+        if record is not None:
+            spawn_objects(world, record)
+            names = [o.id for o in (*record.targets, *record.distractors)]
+            print(f"episode {record.id}: {record.scene}, objects {', '.join(names)}", flush=True)
+        for spec in spawns:
+            spawned = world.spawn(spec.name, spec.asset, spec.pose())
+            if spawned.name != spec.name:
+                raise ConfigError(f"--spawn {spec.name}: the name is taken in the {world.scene_name} scene")
+            print(f"spawned {spec.name}: {spec.asset} at ({spec.x_m:g}, {spec.y_m:g}) yaw {spec.yaw_deg:g}")
+    except BaseException:
+        world.close()
+        raise
+    return world
+
+
+def _episode_record(text: str) -> Any:
+    from common.errors import ConfigError
+    from episodes.suites import load_suite
+
+    path, _, wanted = text.partition("#")
+    suite = load_suite(path)
+    ids = [e.record.id for e in suite.episodes]
+    if wanted:
+        for entry in suite.episodes:
+            if entry.record.id == wanted:
+                return entry.record
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        raise ConfigError(f"--episode {text}: no episode {wanted!r} in {path} ({shown})")
+    if len(ids) != 1:
+        raise ConfigError(f"--episode {path} holds {len(ids)} episodes: pick one with {path}#{ids[0]} ...")
+    return suite.episodes[0].record

@@ -17,11 +17,12 @@ from episodes.verifier import VerifierSettings, verify
 def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_path) -> None:
     import airsim
 
-    with sim_server("--scene", "residential") as port:
+    # README.md's sim + onboard example: the target spawned from the command line, the real-time
+    # defaults (a decision at most every 0.5 s, at most 2 saved frames a second) left as they are.
+    with sim_server("--scene", "residential", "--spawn", "target=car@red:25,0,90") as port:
         client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
-        pose = airsim.Pose(airsim.Vector3r(25.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
-        assert client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1)) == "target"
+        assert client.simGetObjectPose("target").position.x_val == 25.0
         out = tmp_path / "flight"
         result = subprocess.run(
             dronecats_cmd(
@@ -38,8 +39,6 @@ def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_pa
                 str(out),
                 "--set",
                 "t_max_s=90",
-                "--set",
-                "min_decision_period_s=0.5",
             ),
             env=subprocess_env(),
             capture_output=True,
@@ -49,6 +48,11 @@ def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_pa
         assert result.returncode == 0, result.stderr[-2000:]
         summary = json.loads(result.stdout.strip().splitlines()[-1])
         assert summary["reason"] == "declared"
+        assert summary["decisions_per_s"] <= 2.05, summary  # min_decision_period_s 0.5 by default
+        frames = sorted((out / "frames").iterdir())
+        steps = read_episode(out).steps
+        flown_s = steps[-1].t - steps[0].t
+        assert 1 < len(frames) <= 2 * flown_s + 1, (len(frames), flown_s)
         verdict = verify(read_episode(out), VerifierSettings(delta_m=5.0, t_max_s=90.0))
         assert verdict.success and verdict.ne_m is not None and verdict.ne_m <= 5.0
         # The actuation thread asked for real-time scheduling by default and recorded what it got.

@@ -310,7 +310,11 @@ def run_app(
     screenshot: str | None = None,
     screenshot_after_s: float = 20.0,
     quit_after_s: float | None = None,
+    quit_after_qualifying_s: float | None = None,
+    delta_m: float = 5.0,
 ) -> int:
+    """`quit_after_qualifying_s`: close the window this long after the first declaration within
+    `delta_m` of the target and visible (the simulator's judgement; the demo ends there)."""
     app = QApplication.instance() or QApplication([])
     window = MainWindow(fleet, marks)
     window.show()
@@ -324,6 +328,21 @@ def run_app(
         QTimer.singleShot(int(screenshot_after_s * 1000), lambda: window.grab().save(screenshot))
     if quit_after_s is not None:
         QTimer.singleShot(int(quit_after_s * 1000), window.close)
+    if quit_after_qualifying_s is not None:
+        poll = QTimer(window)
+
+        def close_when_qualifying() -> None:
+            with fleet.state.lock:
+                qualifying = any(
+                    d.distance_m is not None and d.distance_m <= delta_m and d.visible
+                    for d in fleet.state.declarations
+                )
+            if qualifying:
+                poll.stop()
+                QTimer.singleShot(int(quit_after_qualifying_s * 1000), window.close)
+
+        poll.timeout.connect(close_when_qualifying)
+        poll.start(200)
     code = app.exec()
     window.shutdown()
     return int(code)

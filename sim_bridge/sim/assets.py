@@ -330,31 +330,54 @@ def _plate(arg: str, rgba: RGBA, textures: TextureCache) -> list[Part]:
 
 
 def parse_checkerboard(arg: str) -> tuple[int, int, float]:
-    """'9x6:40' -> (9 columns, 6 rows of squares, 0.040 m squares)."""
+    """'9x6:40' -> (9 columns, 6 rows of squares, 0.040 m squares); a ':IMAGE' tail is the texture."""
     try:
-        dims, _, square = arg.partition(":")
+        dims, _, rest = arg.partition(":")
+        square, _, _image = rest.partition(":")
         cols, _, rows = dims.lower().partition("x")
         c, r, sq_m = int(cols), int(rows), float(square) / 1000.0
     except ValueError:
-        raise ConfigError(f"checkerboard {arg!r}: expected COLSxROWS:SQUARE_MM, e.g. 9x6:40") from None
+        expected = "COLSxROWS:SQUARE_MM[:IMAGE], e.g. 9x6:40"
+        raise ConfigError(f"checkerboard {arg!r}: expected {expected}") from None
     if c < 2 or r < 2 or not 0.001 <= sq_m <= 1.0:
         raise ConfigError(f"checkerboard {arg!r}: need >= 2x2 squares of 1-1000 mm")
     return c, r, sq_m
 
 
 def _checkerboard(arg: str, rgba: RGBA, textures: TextureCache) -> list[Part]:
+    """COLSxROWS:SQUARE_MM squares on a one-square white margin; with ':IMAGE', that image file (e.g.
+    `dronecats calibrate-board`'s PNG, the same layout) is the texture instead of the drawn one."""
     cols, rows, sq_m = parse_checkerboard(arg)
-    square_px = 48
-    margin_px = square_px
-    tex = textures.path_for(
-        f"checkerboard:{cols}x{rows}:{square_px}",
-        lambda: checkerboard_image(cols, rows, square_px, margin_px),
-    )
+    image_path = arg.split(":", 2)[2] if arg.count(":") >= 2 else ""
     w, h = (cols + 2) * sq_m, (rows + 2) * sq_m
+    if image_path:
+        tex = Path(image_path)
+        size = _image_size(tex)
+        if size is None:
+            raise ConfigError(f"checkerboard texture {image_path!r}: not a readable image")
+        if abs(size[0] / size[1] - w / h) > 0.01 * w / h:
+            raise ConfigError(
+                f"checkerboard texture {image_path!r} is {size[0]}x{size[1]} px: a {cols}x{rows}-square "
+                f"board on a one-square margin is {cols + 2}:{rows + 2}"
+            )
+    else:
+        square_px = 48
+        margin_px = square_px
+        tex = textures.path_for(
+            f"checkerboard:{cols}x{rows}:{square_px}",
+            lambda: checkerboard_image(cols, rows, square_px, margin_px),
+        )
     return [
         _box((0.01, w, h), (-0.006, 0.0, 0.0), METAL),
         Part("quad", (w, h), (0.0, 0.0, 0.0), COLOURS["white"], texture=tex),
     ]
+
+
+def _image_size(path: Path) -> tuple[int, int] | None:
+    import cv2
+
+    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    return None if image is None else (int(image.shape[1]), int(image.shape[0]))
 
 
 def house_parts(
