@@ -59,6 +59,8 @@ class RuntimeLink:
         self.declaration_times: dict[str, float] = {}  # declaration_id -> t, for judgements
         self._jetson_warned = False
         self._traffic_ids: list[str] = []
+        self._heard_link_s: float | None = None  # the link's last-heard time (monotonic) ...
+        self._heard_runtime_s = 0.0  # ... on the runtime's clock
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, data: dict[str, Any]) -> None:
@@ -182,7 +184,10 @@ class RuntimeLink:
         heard = self.link.ground_last_heard_s
         if heard is None:
             return None
-        return self.runtime.clock.now() - max(0.0, time.monotonic() - heard)
+        if heard != self._heard_link_s:  # converted once per heartbeat, so that it stays one number
+            self._heard_link_s = heard
+            self._heard_runtime_s = self.runtime.clock.now() - max(0.0, time.monotonic() - heard)
+        return self._heard_runtime_s
 
     def on_link(self, event: LinkEvent) -> None:
         """Logged with the last-heard time. The hold and the landing need no event: the governor times
