@@ -233,7 +233,7 @@ class FlightRecorder:
             self.frames_enabled = False
             self._disk_error("frames", f"{exc}: frames are no longer saved; the logs go on")
 
-    def _free_frames(self, target_bytes: int = 1 << 20) -> bool:
+    def _free_frames(self, target_bytes: int = 256 << 10) -> bool:
         """Delete saved frames, oldest first, until about target_bytes are freed; False if none were."""
         freed = 0
         with self._frames_lock:
