@@ -471,17 +471,6 @@ class SafetyGovernor:
         self._flush()
         return lifted
 
-    def link_state(self, link_ok: bool, now_s: float) -> None:
-        """The ground-station link's state from its events: watched from the first one. Up: heard now.
-        Lost: the hold and landing follow from the last-heard time on every tick (check_failsafes)."""
-        with self._lock:
-            source = self._sources.get(LINK)
-            if source is None:
-                source = self._sources[LINK] = Source(LINK, now_s)
-            if link_ok:
-                source.last_heard_s = now_s
-        self._flush()
-
     # ---- the per-tick filter ------------------------------------------------------------------
     def filter(
         self, asked: Setpoint, telemetry: Telemetry | None, now_s: float | None = None
