@@ -4,6 +4,7 @@ pose read back through that client (never the runtime's belief), and the logs th
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import subprocess
@@ -16,6 +17,16 @@ from typing import Any
 from conftest import dronecats_cmd, subprocess_env
 
 TICK_S = 0.05  # the onboard actuation period at its default rate_hz=20
+
+
+@functools.cache
+def insecure_flag(command: str) -> list[str]:
+    """["--insecure"] when `dronecats COMMAND` has that flag (a link without CURVE keys must then be
+    asked for explicitly), else []: these rows test failsafes, not link security."""
+    out = subprocess.run(
+        dronecats_cmd(command, "--help"), env=subprocess_env(), capture_output=True, text=True, timeout=60
+    )
+    return ["--insecure"] if "--insecure" in out.stdout else []
 
 
 def free_base_port() -> int:
@@ -78,6 +89,8 @@ def onboard(
         "stop_on_declaration=false",
         *extra,
     ]
+    if "--gs" in extra:
+        args += insecure_flag("onboard")
     if instruction:
         args += ["--instruction", instruction]
     return subprocess.Popen(
