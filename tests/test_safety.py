@@ -355,3 +355,27 @@ def test_relayed_traffic_is_carried_forward_by_its_velocity_and_dropped_when_old
     assert g.filter(Setpoint(3.0, 0.0, 0.0, 0.0), telemetry())[1] == []
     with pytest.raises(ValueError, match="velocities"):
         g.set_traffic([(1.0, 0.0, 0.0)], [], [0.0])
+
+
+def test_lockstep_replies_slower_than_the_silence_time_but_within_deadline_never_hold(tmp_path) -> None:
+    """Lock-step injects the model's latency as simulated time while the actuation loop ticks: a reply
+    in time (2.9 s of a 3 s deadline; pilot_silence_hold_s 1 s) is never silence."""
+    import json
+
+    from test_onboard_runtime import make_runtime
+
+    from onboard.lockstep import LockstepDriver
+    from sim_bridge.sim.world import World
+
+    world = World("residential", vehicles=1, seed=0)
+    world.pause(True)
+    try:
+        rt = make_runtime(
+            world, tmp_path, max_steps=4, land_at_end=False, safety=SafetyConfig(pilot_silence_hold_s=1.0)
+        )
+        LockstepDriver(rt, world, latency=lambda pending: 2.9).run()
+    finally:
+        world.close()
+    assert rt.counters.executed == 4 and rt.governor.mode == Mode.FLYING
+    lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert not [e for e in lines if e["event"] == "safety"]
