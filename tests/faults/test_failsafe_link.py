@@ -24,6 +24,7 @@ from failsafe_support import (
 )
 
 HOLD_S, LAND_S = 1.0, 4.0
+SCHEDULER_SLACK_S = 0.05
 LANDING_TIME_S = 15.0  # from 3 m at the simulator's landing speed, with margin for a loaded machine
 SAFETY = ["--set", f"safety.link_lost_hold_s={HOLD_S}", "--set", f"safety.link_lost_land_s={LAND_S}"]
 
@@ -64,8 +65,14 @@ def assert_held_then_landed(log_dir, poses, ground_z: float, reference_t: float 
     assert hold and land, describe(log_dir)
     heard_t = hold["last_heard_t"] if reference_t is None else reference_t
     assert heard_t is not None and land["last_heard_t"] == hold["last_heard_t"]
-    assert hold["t"] - heard_t == pytest.approx(HOLD_S, abs=TICK_S + 0.01), describe(log_dir)
-    assert land["t"] - heard_t == pytest.approx(LAND_S, abs=TICK_S + 0.01), describe(log_dir)
+    # Never early; late by at most one tick (the first tick past the limit), plus what a shared
+    # machine's scheduler adds to a thread that did not get SCHED_FIFO (CI without CAP_SYS_NICE).
+    for transition, limit_s in ((hold, HOLD_S), (land, LAND_S)):
+        after_s = transition["t"] - heard_t
+        assert limit_s - 0.002 <= after_s <= limit_s + TICK_S + SCHEDULER_SLACK_S, (
+            after_s,
+            describe(log_dir),
+        )
     # Held: no more than braking distance covered between the hold (+0.5 s to brake) and the landing.
     x0, y0, _ = poses.at(hold["wall_time"] + 0.5)
     x1, y1, z1 = poses.at(land["wall_time"])
