@@ -9,6 +9,7 @@ so the served rate can be published.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from common.clock import Clock
 from common.interfaces import Telemetry, Vehicle
 from onboard.realtime import set_thread_fifo
-from onboard.safety import Clamp, Mode, SafetyGovernor
+from onboard.safety import TELEMETRY, Clamp, Mode, SafetyGovernor
 from onboard.setpoints import HOLD, MotionSchedule, Setpoint
 
 log = logging.getLogger(__name__)
@@ -60,11 +61,16 @@ class TelemetryPoller:
         self._thread.join(timeout_s)
 
     def latest(self) -> Telemetry | None:
+        sample = self.latest_sample()
+        return None if sample is None else sample[1]
+
+    def latest_sample(self) -> tuple[float, Telemetry] | None:
+        """The newest sample with the clock time its poll started, None when older than max_age_s."""
         with self._lock:
             sample = self._latest
         if sample is None or self.clock.now() - sample[0] > self.max_age_s:
             return None
-        return sample[1]
+        return sample
 
     def _run(self) -> None:
         next_s = self.clock.now() + self.phase_s
@@ -117,10 +123,14 @@ class Actuator:
             return self._schedule
 
     def tick(self, now_s: float) -> Setpoint:
+        """One tick: the newest telemetry (heard by the governor's telemetry failsafe), the plan's
+        setpoint, the governor's failsafes and filter, the vehicle."""
         self.ticks += 1
         telemetry: Telemetry | None
+        sampled_s = now_s
         if self.poller is not None:
-            telemetry = self.poller.latest()
+            sample = self.poller.latest_sample()
+            sampled_s, telemetry = sample if sample is not None else (now_s, None)
         else:
             try:
                 telemetry = self.vehicle.telemetry()
@@ -128,13 +138,21 @@ class Actuator:
                 self.telemetry_errors += 1
                 log.warning("telemetry failed (%s): holding this tick", exc)
                 telemetry = None
+        if telemetry is not None and not _finite(telemetry):
+            self.telemetry_errors += 1
+            log.warning("non-finite telemetry %s: holding this tick", telemetry.pose)
+            telemetry = None
+        if telemetry is not None:
+            self.governor.heard(TELEMETRY, sampled_s)
         self.last_telemetry = telemetry
         with self._lock:
             schedule = self._schedule
         asked = schedule.setpoint_at(now_s) if schedule is not None else HOLD
         if telemetry is None and not asked.is_zero:
             asked = HOLD
-        sent, clamps = self.governor.filter(asked, telemetry)
+        sent, clamps = self.governor.filter(asked, telemetry, now_s)
+        if any(clamp.rule == "non-finite" for clamp in clamps):
+            self.set_schedule(None)  # the plan that produced it is never flown again
         for clamp in clamps:
             key = (clamp.rule, clamp.detail.split(" ")[0])
             if key != self._last_clamp_key and self.on_clamp is not None:
@@ -173,6 +191,11 @@ class Actuator:
             self.vehicle.land()
         except Exception:
             log.exception("landing command failed")
+
+
+def _finite(t: Telemetry) -> bool:
+    p = t.pose
+    return all(math.isfinite(v) for v in (p.x_m, p.y_m, p.z_m, p.yaw_deg, *t.velocity_ned_m_s))
 
 
 class ActuationThread:

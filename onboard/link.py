@@ -1,13 +1,14 @@
 """The onboard side of the ground-station link: publishes what the runtime does, obeys commands.
 
 Commands arrive on the link's I/O thread; each handler only updates the runtime's state (mode,
-instruction, schedule) and returns at once, so acks stay fast. Link loss feeds the safety governor,
-which holds and then lands (RuntimeConfig.safety.link_lost_*).
+instruction, schedule) and returns at once, so acks stay fast. The safety governor reads the link's
+last-heard time on every actuation tick and holds, then lands (RuntimeConfig.safety.link_lost_*).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +35,7 @@ from common.messages import (
 )
 from common.pose import Frame, Pose
 from onboard.runtime import OnboardRuntime
+from onboard.safety import LINK
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,8 @@ class RuntimeLink:
         self.declaration_times: dict[str, float] = {}  # declaration_id -> t, for judgements
         self._jetson_warned = False
         self._traffic_ids: list[str] = []
+        self._heard_link_s: float | None = None  # the link's last-heard time (monotonic) ...
+        self._heard_runtime_s = 0.0  # ... on the runtime's clock
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, data: dict[str, Any]) -> None:
@@ -174,9 +178,29 @@ class RuntimeLink:
             self._traffic_ids = ids
             self.runtime.event("traffic", drones=ids)
 
+    def last_heard_s(self) -> float | None:
+        """When the ground station was last heard, on the runtime's clock (the link times it on its
+        own monotonic clock): the safety governor reads it on every actuation tick."""
+        heard = self.link.ground_last_heard_s
+        if heard is None:
+            return None
+        if heard != self._heard_link_s:  # converted once per heartbeat, so that it stays one number
+            self._heard_link_s = heard
+            self._heard_runtime_s = self.runtime.clock.now() - max(0.0, time.monotonic() - heard)
+        return self._heard_runtime_s
+
     def on_link(self, event: LinkEvent) -> None:
-        self.runtime.governor.link_state(event.state != "lost", self.runtime.clock.now())
-        self.runtime.event("link", state=event.state, silence_s=event.silence_s)
+        """Logged with the last-heard time. The hold and the landing need no event: the governor times
+        the silence on every tick (a link that never came up is silent since it was bound)."""
+        rt = self.runtime
+        heard = self.last_heard_s()
+        rt.event(
+            "link",
+            state=event.state,
+            silence_s=event.silence_s,
+            last_heard_t=None if heard is None else heard - rt.t0_s,
+            mode=rt.governor.mode.value,
+        )
 
     def close(self) -> None:
         self.link.close()
@@ -208,6 +232,9 @@ def attach_link(
     )
     bridge = RuntimeLink(runtime, link)
     holder["link"] = bridge
+    # Timed from now: a ground station that never connects holds, then lands, the drone just the same.
+    runtime.governor.watch(LINK, runtime.clock.now(), poll=bridge.last_heard_s)
     link.start()
     runtime.publisher = bridge
+    runtime.event("link", state="listening", address=gs_address)
     return bridge

@@ -87,6 +87,7 @@ class LockstepDriver:
         rt.start(threaded=False)
         self._climb()
         rt.t0_s = rt.clock.now()
+        rt.governor.flight_started(rt.t0_s)  # the failsafes time the flight from the end of the climb
         reason = "stopped"
         try:
             while True:
@@ -289,6 +290,7 @@ class MultiLockstepDriver:
         t0_s = self.clock.now()
         for rt in self.runtimes:
             rt.t0_s = t0_s  # one episode time for every drone
+            rt.governor.flight_started(t0_s)
         reason = "stopped"
         try:
             while True:

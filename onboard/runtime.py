@@ -14,6 +14,7 @@ Loop modes:
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ import msgspec
 from common.actions import Action, Finished, Go, Think, action_name, action_to_dict
 from common.camera import CameraProfile, camera_profile
 from common.clock import Clock
-from common.errors import SafetyError
+from common.errors import SafetyError, VehicleError
 from common.interfaces import Camera, Telemetry, Vehicle
 from common.logformat import DeclarationLine, StepLine, TraceLine, pose_list
 from common.pose import Frame, Pose
@@ -44,9 +45,10 @@ from onboard.jetson import JetsonMonitor
 from onboard.profiles import flight_profile
 from onboard.realtime import restore_thread_nice, set_thread_nice
 from onboard.recorder import FlightRecorder, RecorderConfig
-from onboard.safety import Clamp, Mode, SafetyConfig, SafetyGovernor
+from onboard.safety import VIDEO, Clamp, Mode, SafetyConfig, SafetyGovernor, Transition
 from onboard.setpoints import MotionSchedule, Setpoint
 from onboard.truth import GroundTruth, TruthSample
+from onboard.vehicles.video import FrameFreshness
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,10 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     nice: int = -5
     loop: str = "tolerant"  # "tolerant" or "naive"
     action_deadline_s: float = 3.0  # an action reply older than this (since capture) is discarded
+    # A frame whose source stamp (Frame.capture_time_s: the simulator's or camera's own clock) has not
+    # advanced while this runtime's clock advanced this long is stale: never sent to the pilot, and
+    # the video failsafe (safety.frame_stale_hold_s) holds (onboard.vehicles.video.FrameFreshness).
+    max_frame_age_s: float = 1.0
     plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
     compensate_latency: bool = True  # tolerant loop: re-express late plans from the current pose
     # What a late `go` flies toward from the current pose: "point" (the point the model aimed at,
@@ -107,6 +113,8 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError(f"nice={self.nice} must be in -20..19")
         if not 0 <= self.actuation_rt_priority <= 99:
             raise ValueError(f"actuation_rt_priority={self.actuation_rt_priority} must be 0 (off) or 1..99")
+        if not (math.isfinite(self.max_frame_age_s) and self.max_frame_age_s > 0):
+            raise ValueError(f"max_frame_age_s={self.max_frame_age_s} must be a finite number of seconds > 0")
 
 
 def _builtins(value: Any) -> Any:
@@ -219,6 +227,11 @@ class OnboardRuntime:
         self.camera_profile = camera_profile(config.camera or self.profile.camera)
         self.canonical_focal_px = config.canonical_focal_px or _canonical_focal_px(pilot, self.camera_profile)
         self.governor = SafetyGovernor(config.safety, home=Pose(0.0, 0.0, 0.0, 0.0), clock=clock.now)
+        self.governor.on_transition = self._on_transition  # every mode change into events.jsonl, at once
+        recorder.on_disk_error = self._on_disk_error
+        # The one staleness rule for every camera, on this runtime's clock (simulated in lock-step);
+        # a camera that knows better (a stream's own max age) brings its own limit.
+        self.freshness = FrameFreshness(float(getattr(camera, "max_frame_age_s", config.max_frame_age_s)))
         self.actuator = Actuator(vehicle, self.governor, self._on_clamp, self._on_telemetry)
         self.actuation = ActuationThread(
             self.actuator, clock, config.rate_hz, rt_priority=config.actuation_rt_priority
@@ -229,6 +242,7 @@ class OnboardRuntime:
         self.instruction = config.instruction
         self.t0_s = clock.now()
         self.steps = 0
+        self.stale_frames = 0  # frames refused as stale (never sent to the pilot)
         self.declarations = 0
         self.qualifying_t: float | None = None
         self._stop = threading.Event()
@@ -285,6 +299,8 @@ class OnboardRuntime:
         altitude = self.takeoff_altitude_m
         self.vehicle.takeoff(altitude)
         self.t0_s = self.clock.now()
+        # Flying from here: the failsafes time the telemetry, and any source not heard yet, from now.
+        self.governor.flight_started(self.clock.now())
         if threaded:
             # This thread (the decision loop's) and the threads it starts now inherit the nice value.
             self.nice, self._nice_restore = set_thread_nice(self.config.nice)
@@ -357,7 +373,10 @@ class OnboardRuntime:
         return None
 
     def can_decide(self) -> bool:
-        return self.governor.mode == Mode.FLYING and bool(self.instruction)
+        """Flying with an instruction; or holding for a failsafe that a fresh valid pilot action may
+        lift (no ground station: the loop keeps reading frames and asking, nothing is executed)."""
+        mode_ok = self.governor.mode == Mode.FLYING or self.governor.pilot_may_lift()
+        return mode_ok and bool(self.instruction)
 
     def result(self, reason: str) -> RunResult:
         return RunResult(
@@ -401,6 +420,7 @@ class OnboardRuntime:
                 "actuation_scheduling": self.actuation.scheduling,  # None when a lock-step driver ticks
                 "nice": self.nice,  # of the decision loop's and helper threads; None in lock-step
                 "counters": self.counters.__dict__,
+                "stale_frames": self.stale_frames,
                 "safety_events": self.governor.status().events,
             }
         )
@@ -422,8 +442,12 @@ class OnboardRuntime:
         stages = StageLatencies()
         w0 = wall_timer()
         capture_clock_s = self.clock.now()
-        frame = self.camera.read()
-        frame.meta["capture_clock_s"] = capture_clock_s  # the camera may stamp on its own clock
+        plan_step = self.config.think and bool(self.history) and isinstance(self.history[-1], Think)
+        # A valid action is due from here (the camera read included: a hung camera is silence too).
+        self.governor.pilot_asked(
+            capture_clock_s, self.config.plan_deadline_s if plan_step else self.config.action_deadline_s
+        )
+        frame = self._read_fresh_frame(capture_clock_s)
         if self.publisher is not None:
             # Sent at once, so the operator sees what the pilot sees while it decides (its step
             # follows, naming this frame).
@@ -472,9 +496,10 @@ class OnboardRuntime:
             self.event("discarded", why=discarded, error=decision.error, raw=decision.raw[:500], age_s=age_s)
         else:
             assert action is not None
+            # First: a valid action may lift a failsafe hold (no ground station), so it is executed.
+            self.governor.pilot_ok(self.clock.now())
             plan = self._execute(action, frame)
             stages.plan_s = wall_timer() - w2
-            self.governor.pilot_ok()
         stages.total_s = stages.capture_s + stages.pilot_s + (wall_timer() - w2)
         stages.frame_age_s = self.clock.now() - pending.capture_clock_s
         self.last_stages = stages
@@ -496,19 +521,35 @@ class OnboardRuntime:
         self.clock.sleep_until(started_s + self.config.min_decision_period_s)
         return plan
 
+    def _read_fresh_frame(self, capture_clock_s: float) -> Frame:
+        """camera.read(), refused (VehicleError) when stale by the one rule (FrameFreshness) on this
+        runtime's clock; a fresh frame is the video failsafe's heartbeat."""
+        frame = self.camera.read()
+        frame.meta["capture_clock_s"] = capture_clock_s  # the camera may stamp on its own clock
+        now_s = self.clock.now()
+        age_s = self.freshness.age_s(float(frame.capture_time_s), now_s)
+        if age_s > self.freshness.max_frame_age_s:
+            self.stale_frames += 1
+            raise VehicleError(
+                f"video stale: the source's stamp ({frame.capture_time_s:.3f}) has not advanced in "
+                f"{age_s:.2f} s (max_frame_age_s={self.freshness.max_frame_age_s})"
+            )
+        self.governor.heard(VIDEO, now_s)
+        return frame
+
     def capture_failed(self, exc: Exception) -> None:
-        """No frame: hold (never keep flying a plan made on an older one), count it, say why."""
+        """No (fresh) frame: hold this step (never keep flying a plan made on an older one), count it,
+        say why. The video failsafe holds the drone frame_stale_hold_s after the last fresh frame."""
         self.counters.capture_errors += 1
         self.actuator.set_schedule(MotionSchedule(hold_plan("no frame"), self.clock.now()))
-        self.governor.pilot_failed(f"camera: {exc}")
+        self.governor.video_stale(self.clock.now())
         self.event("capture_failed", error=f"{type(exc).__name__}: {exc}")
         log.warning("camera read failed (%s): holding", exc)
 
     def stream_once(self) -> Frame:
         """Remote mode: capture a stamped frame and publish it for the ground station's model."""
         capture_clock_s = self.clock.now()
-        frame = self.camera.read()
-        frame.meta["capture_clock_s"] = capture_clock_s  # the camera may stamp on its own clock
+        frame = self._read_fresh_frame(capture_clock_s)
         if self.publisher is not None:
             self.publisher.publish_frame(frame)
         return frame
@@ -745,6 +786,28 @@ class OnboardRuntime:
     # ---- sinks ----------------------------------------------------------------------------------
     def event(self, kind: str, **fields: Any) -> None:
         self.recorder.event(kind, self.t(), self.config.drone, **fields)
+
+    def _on_transition(self, transition: Transition) -> None:
+        """A safety mode change (the governor's), written and flushed when it happens."""
+        last = transition.last_heard_s
+        self.recorder.event(
+            "safety",
+            transition.now_s - self.t0_s,
+            self.config.drone,
+            mode=transition.mode.value,
+            previous=transition.previous.value,
+            reason=transition.reason,
+            source=transition.source,
+            last_heard_t=None if last is None else last - self.t0_s,
+        )
+
+    def _on_disk_error(self, what: str, error: str) -> None:
+        """The recorder lost frames or log lines: a `disk` safety event. Without frames the flight goes
+        on; when the logs themselves cannot be written the drone holds (nothing it does is recorded)."""
+        action = "frames off; flying on" if what == "frames" else "hold: the logs cannot be written"
+        self.event("disk", what=what, error=error, action=action)
+        if what != "frames":
+            self.governor.hold(f"disk: {error}")
 
     def _on_clamp(self, now_s: float, clamp: Clamp) -> None:
         self.recorder.event(

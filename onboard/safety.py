@@ -2,7 +2,15 @@
 
 The governor turns the setpoint the plan asks for into the one that is sent, and reports every
 clamp with both values. It also owns the flight mode: normal flight, hold (with a reason), landing,
-e-stop. Each transition is logged once with why.
+e-stop. Each transition is logged once with why, and handed to `on_transition` (the runtime writes
+it to events.jsonl at once).
+
+Failsafes are evaluated on every tick (`filter(..., now_s)`), each from the time since its source was
+last heard on the runtime's clock: the ground-station link (hold, then land), the pilot (no valid
+action: hold), the video (no fresh frame: hold) and the vehicle's telemetry (land). A source that
+comes back never resumes flight by itself: the hold stays until the operator lifts it (`resume`), or,
+when no ground station is attached, until a fresh valid pilot action arrives with every source that
+caused the hold back (`pilot_ok`).
 """
 
 from __future__ import annotations
@@ -49,8 +57,16 @@ class SafetyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # a relay that stopped must not leave phantom drones in the way. Younger ones are carried forward
     # by their velocity.
     traffic_max_age_s: float = 1.0
+    # Failsafes from the time since a source was last heard (evaluated on every actuation tick):
+    pilot_silence_hold_s: float = 3.0  # no valid pilot action this long (beyond a pending reply's deadline)
+    frame_stale_hold_s: float = 1.0  # no fresh camera frame this long, once a read found the video stale
+    telemetry_stale_land_s: float = 2.0  # no vehicle telemetry this long -> land
 
     def __post_init__(self) -> None:
+        for name in ("pilot_silence_hold_s", "frame_stale_hold_s", "telemetry_stale_land_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"safety.{name}={value!r} must be a finite number of seconds > 0")
         if self.estop_action not in ("land", "kill"):
             raise ValueError(f"estop_action={self.estop_action!r} must be 'land' or 'kill'")
         if not 0 <= self.altitude_floor_m < self.altitude_ceiling_m:
@@ -77,6 +93,48 @@ class Clamp:
     detail: str
 
 
+# Failsafe sources (SafetyGovernor.watch / heard): what each one does when silent.
+LINK, PILOT, VIDEO, TELEMETRY = "link", "pilot", "video", "telemetry"
+SOURCE_LABELS = {
+    LINK: "ground-station link lost",
+    PILOT: "pilot silent (no valid action)",
+    VIDEO: "video stale",
+    TELEMETRY: "vehicle telemetry stale",
+}
+
+
+@dataclass
+class Source:
+    """One failsafe source, on the runtime's clock."""
+
+    name: str
+    since_s: float  # watched since (the reference while never heard)
+    last_heard_s: float | None = None
+    failing: bool = False  # known silent or stale now (video: a read found it stale; pilot: unanswered)
+    asked_s: float | None = None  # pilot: the first request still unanswered by a valid action
+    due_s: float | None = None  # pilot: when that request's reply is overdue
+    tripped: Mode | None = None  # the mode this source's silence has caused (until it is back)
+    poll: Callable[[], float | None] | None = None  # link: the link's own last-heard time
+
+    def reference_s(self) -> float:
+        return self.last_heard_s if self.last_heard_s is not None else self.since_s
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A mode change, as events.jsonl records it."""
+
+    mode: Mode
+    previous: Mode
+    reason: str
+    now_s: float
+    source: str | None = None  # the failsafe source, when one caused it
+    last_heard_s: float | None = None  # that source's last-heard time (runtime clock), None: never
+
+
+TransitionSink = Callable[[Transition], None]
+
+
 @dataclass
 class SafetyStatus:
     mode: Mode = Mode.FLYING
@@ -99,6 +157,12 @@ class SafetyGovernor:
         self._status = SafetyStatus()
         self._link_lost_since_s: float | None = None
         self._land_requested = False
+        self._sources: dict[str, Source] = {}
+        # Why the current hold holds: failsafe source names, or "other" (operator, pilot failures,
+        # collision, ...): only a hold made of sources that are back again can be lifted by the pilot.
+        self._hold_causes: set[str] = set()
+        self._pending: list[Transition] = []  # transitions made under the lock, handed out after it
+        self.on_transition: TransitionSink | None = None
         # other drones: (world NED position, velocity, age when set, self._clock() when set)
         self._traffic: list[tuple[tuple[float, float, float], tuple[float, float, float], float, float]] = []
 
@@ -118,44 +182,265 @@ class SafetyGovernor:
             s = self._status
             return SafetyStatus(s.mode, s.reason, s.consecutive_failures, s.clamps, list(s.events))
 
-    def _set_mode(self, mode: Mode, reason: str, planned: bool = False) -> bool:
+    def _set_mode(
+        self,
+        mode: Mode,
+        reason: str,
+        cause: str = "other",
+        now_s: float | None = None,
+        last_heard_s: float | None = None,
+        planned: bool = False,
+    ) -> bool:
         """Caller holds the lock. Modes only escalate (FLYING < HOLD < LANDING < ESTOP) unless resumed."""
         order = [Mode.FLYING, Mode.HOLD, Mode.LANDING, Mode.ESTOP]
         if order.index(mode) < order.index(self._status.mode):
             return False
-        if mode == self._status.mode and reason == self._status.reason:
-            return False
+        if mode == Mode.HOLD:
+            self._hold_causes.add(cause)
+        if mode == self._status.mode and (reason == self._status.reason or cause in SOURCE_LABELS):
+            return False  # (a failsafe joins a hold that holds already: the first reason stays)
+        previous = self._status.mode
         self._status.mode = mode
         self._status.reason = reason
         self._status.events.append(f"{mode.value}: {reason}")
         # a planned landing (the run is over) is news, not a warning: successful runs print none
         log.log(logging.INFO if planned else logging.WARNING, "safety: %s (%s)", mode.value, reason)
+        source = cause if cause in SOURCE_LABELS else None
+        self._pending.append(
+            Transition(
+                mode,
+                previous,
+                reason,
+                self._clock() if now_s is None else now_s,
+                source,
+                last_heard_s,
+            )
+        )
         return True
+
+    def _flush(self) -> None:
+        """Hand the transitions made under the lock to on_transition (outside it: the sink writes a file)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        sink = self.on_transition
+        for transition in pending:
+            if sink is None:
+                continue
+            try:
+                sink(transition)
+            except Exception:  # recording must never break the safety loop
+                log.exception("safety transition sink failed")
 
     def hold(self, reason: str) -> bool:
         with self._lock:
-            return self._set_mode(Mode.HOLD, reason)
+            changed = self._set_mode(Mode.HOLD, reason)
+        self._flush()
+        return changed
 
     def land(self, reason: str, planned: bool = False) -> bool:
         """`planned`: the end of a run, not a failsafe (logged at INFO instead of WARNING)."""
         with self._lock:
-            return self._set_mode(Mode.LANDING, reason, planned)
+            changed = self._set_mode(Mode.LANDING, reason, planned=planned)
+        self._flush()
+        return changed
 
     def estop(self, reason: str = "e-stop") -> bool:
         with self._lock:
-            return self._set_mode(Mode.ESTOP, reason)
+            changed = self._set_mode(Mode.ESTOP, reason)
+        self._flush()
+        return changed
 
     def resume(self, reason: str) -> bool:
-        """Back to normal flight from HOLD (an operator's new instruction). Never from landing or e-stop."""
+        """Back to normal flight from HOLD (an operator's new instruction). Never from landing or e-stop.
+
+        The operator takes over the failsafes' judgement: the pilot and the video are timed afresh from
+        now (a source still silent holds again after its full time)."""
         with self._lock:
-            if self._status.mode != Mode.HOLD:
+            now_s = self._clock()
+            if not self._resume(reason, now_s):
                 return False
-            self._status.mode = Mode.FLYING
-            self._status.reason = ""
-            self._status.consecutive_failures = 0
-            self._status.events.append(f"flying: {reason}")
-            log.info("safety: resume flying (%s)", reason)
-            return True
+            for source in self._sources.values():
+                if source.name in (PILOT, VIDEO):
+                    source.failing = False
+                    source.asked_s = source.due_s = None
+                    source.last_heard_s = now_s
+                source.tripped = None
+        self._flush()
+        return True
+
+    def _resume(self, reason: str, now_s: float) -> bool:
+        """Caller holds the lock."""
+        if self._status.mode != Mode.HOLD:
+            return False
+        previous = self._status.mode
+        self._status.mode = Mode.FLYING
+        self._status.reason = ""
+        self._status.consecutive_failures = 0
+        self._status.events.append(f"flying: {reason}")
+        self._hold_causes.clear()
+        self._pending.append(Transition(Mode.FLYING, previous, reason, now_s))
+        log.info("safety: resume flying (%s)", reason)
+        return True
+
+    # ---- failsafe sources ---------------------------------------------------------------------
+    def watch(self, name: str, now_s: float, poll: Callable[[], float | None] | None = None) -> None:
+        """Start timing a source from now (a source never heard is silent since it was first watched).
+
+        `poll` returns the source's own last-heard time on this governor's clock (None: never heard):
+        the link's, read on every tick."""
+        if name not in SOURCE_LABELS:
+            raise ValueError(f"unknown failsafe source {name!r} (one of {sorted(SOURCE_LABELS)})")
+        with self._lock:
+            self._sources[name] = Source(name, now_s, poll=poll)
+
+    def flight_started(self, now_s: float) -> None:
+        """Take-off done: the failsafes act from here (on the ticks). The vehicle's telemetry is timed
+        from now, and so is a source not heard yet (a ground station that never came up holds
+        link_lost_hold_s into the flight and lands link_lost_land_s into it)."""
+        with self._lock:
+            for source in self._sources.values():
+                if source.last_heard_s is None and (source.poll is None or source.poll() is None):
+                    source.since_s = now_s
+            self._sources[TELEMETRY] = Source(TELEMETRY, now_s)
+
+    def watching(self, name: str) -> bool:
+        with self._lock:
+            return name in self._sources
+
+    def heard(self, name: str, now_s: float) -> None:
+        """The source was heard at now_s (a fresh frame, a telemetry sample); watched from then on."""
+        with self._lock:
+            source = self._sources.get(name)
+            if source is None:
+                source = self._sources[name] = Source(name, now_s)
+            source.last_heard_s = now_s if source.last_heard_s is None else max(source.last_heard_s, now_s)
+            source.failing = False
+
+    def video_stale(self, now_s: float) -> None:
+        """A camera read found no fresh frame: the video holds frame_stale_hold_s after its last one."""
+        with self._lock:
+            source = self._sources.get(VIDEO)
+            if source is None:
+                source = self._sources[VIDEO] = Source(VIDEO, now_s)
+            source.failing = True
+
+    def pilot_asked(self, now_s: float, deadline_s: float) -> None:
+        """A decision request started (before the camera is read). A valid action is due within
+        max(pilot_silence_hold_s, the reply's deadline) of the first request left unanswered."""
+        with self._lock:
+            source = self._sources.get(PILOT)
+            if source is None:
+                source = self._sources[PILOT] = Source(PILOT, now_s)
+            if source.due_s is None:
+                source.asked_s = now_s
+                source.due_s = now_s + max(self.config.pilot_silence_hold_s, deadline_s)
+                source.failing = True
+
+    def source_age_s(self, name: str, now_s: float) -> float | None:
+        """Seconds since the source was last heard (since watched, when never), None when not watched."""
+        with self._lock:
+            source = self._sources.get(name)
+            return None if source is None else now_s - self._last_heard(source)
+
+    def last_heard_s(self, name: str) -> float | None:
+        with self._lock:
+            source = self._sources.get(name)
+            return None if source is None else source.last_heard_s
+
+    def _last_heard(self, source: Source) -> float:
+        """Caller holds the lock."""
+        if source.poll is not None:
+            polled = source.poll()
+            if polled is not None and (source.last_heard_s is None or polled > source.last_heard_s):
+                source.last_heard_s = polled
+        return source.reference_s()
+
+    def pilot_may_lift(self) -> bool:
+        """Whether the current hold is one a fresh valid pilot action can lift, so that the decision
+        loop keeps reading frames and asking the pilot while it holds: no ground station attached, and
+        only failsafe sources an action can show are back (the pilot, the video) caused it."""
+        with self._lock:
+            return self._pilot_may_lift(require_back=False)
+
+    def _pilot_may_lift(self, require_back: bool = True) -> bool:
+        if self._status.mode != Mode.HOLD or LINK in self._sources:
+            return False
+        if not self._hold_causes or not self._hold_causes <= {PILOT, VIDEO}:
+            return False
+        video = self._sources.get(VIDEO)
+        video_back = not (VIDEO in self._hold_causes and video is not None and video.failing)
+        return video_back or not require_back
+
+    def check_failsafes(self, now_s: float) -> None:
+        """Every source's silence against its limits; called on every actuation tick (by filter)."""
+        with self._lock:
+            for source in list(self._sources.values()):
+                self._check_source(source, now_s)
+        self._flush()
+
+    def _check_source(self, source: Source, now_s: float) -> None:
+        """Caller holds the lock."""
+        c = self.config
+        last_s = self._last_heard(source)
+        silent_s = now_s - last_s
+        heard = source.last_heard_s
+        label = SOURCE_LABELS[source.name]
+        if heard is not None:
+            since = f"last heard {silent_s:.2f} s ago"
+        else:
+            since = f"never heard in {silent_s:.2f} s of flight"
+        if source.name == LINK:
+            if silent_s >= c.link_lost_land_s and source.tripped != Mode.LANDING:
+                source.tripped = Mode.LANDING
+                self._set_mode(Mode.LANDING, f"{label} ({since})", LINK, now_s, heard)
+            elif silent_s >= c.link_lost_hold_s and source.tripped is None:
+                source.tripped = Mode.HOLD
+                self._set_mode(Mode.HOLD, f"{label} ({since})", LINK, now_s, heard)
+            elif silent_s < c.link_lost_hold_s and source.tripped is not None:
+                self._back(source, now_s)
+        elif source.name == TELEMETRY:
+            if silent_s >= c.telemetry_stale_land_s and source.tripped is None:
+                source.tripped = Mode.LANDING
+                self._set_mode(Mode.LANDING, f"{label} ({since})", TELEMETRY, now_s, heard)
+        elif source.name == VIDEO:
+            if source.failing and silent_s >= c.frame_stale_hold_s and source.tripped is None:
+                source.tripped = Mode.HOLD
+                self._set_mode(Mode.HOLD, f"{label} ({since})", VIDEO, now_s, heard)
+            elif not source.failing and source.tripped is not None:
+                self._back(source, now_s)
+        elif (
+            source.name == PILOT
+            and source.due_s is not None
+            and now_s >= source.due_s
+            and source.tripped is None
+        ):
+            source.tripped = Mode.HOLD
+            waited_s = now_s - (source.asked_s if source.asked_s is not None else now_s)
+            self._set_mode(
+                Mode.HOLD,
+                f"{label}: no valid action in {silent_s:.2f} s (request unanswered {waited_s:.2f} s)",
+                PILOT,
+                now_s,
+                heard,
+            )
+
+    def _back(self, source: Source, now_s: float) -> None:
+        """Caller holds the lock. A source heard again after it tripped: logged; the mode stays."""
+        source.tripped = None
+        if self._status.mode == Mode.FLYING:
+            return
+        lifted_by = "operator" if LINK in self._sources else "operator or a fresh valid pilot action"
+        self._pending.append(
+            Transition(
+                self._status.mode,
+                self._status.mode,
+                f"{source.name} back; {self._status.mode.value} stays until the {lifted_by} lifts it",
+                now_s,
+                source.name,
+                source.last_heard_s,
+            )
+        )
+        log.info("safety: %s back; %s stays", source.name, self._status.mode.value)
 
     # ---- inputs from the decision loop and the link -------------------------------------------
     def pilot_failed(self, why: str) -> None:
@@ -164,29 +449,48 @@ class SafetyGovernor:
             n = self._status.consecutive_failures
             if n >= self.config.max_consecutive_failures:
                 self._set_mode(Mode.HOLD, f"{n} consecutive pilot failures (last: {why})")
+        self._flush()
 
-    def pilot_ok(self) -> None:
+    def pilot_ok(self, now_s: float | None = None) -> bool:
+        """A valid pilot action arrived (before it is executed). True when it lifted a failsafe hold
+        (no ground station, every source that caused it back)."""
+        lifted = False
         with self._lock:
             self._status.consecutive_failures = 0
-
-    def link_state(self, link_ok: bool, now_s: float) -> None:
-        """Ground-station link: hold after link_lost_hold_s, land after link_lost_land_s."""
-        with self._lock:
-            if link_ok:
-                self._link_lost_since_s = None
-                return
-            if self._link_lost_since_s is None:
-                self._link_lost_since_s = now_s
-            lost_s = now_s - self._link_lost_since_s
-            if lost_s >= self.config.link_lost_land_s:
-                self._set_mode(Mode.LANDING, f"ground-station link lost for {lost_s:.1f} s")
-            elif lost_s >= self.config.link_lost_hold_s:
-                self._set_mode(Mode.HOLD, f"ground-station link lost for {lost_s:.1f} s")
+            now = self._clock() if now_s is None else now_s
+            source = self._sources.get(PILOT)
+            tripped = source is not None and source.tripped is not None
+            if source is not None:
+                source.last_heard_s = now
+                source.failing = False
+                source.asked_s = source.due_s = None
+            if self._pilot_may_lift():
+                causes = " and ".join(sorted(self._hold_causes))
+                lifted = self._resume(f"fresh valid pilot action after {causes} back", now)
+            if source is not None:
+                if tripped and not lifted:
+                    self._back(source, now)
+                source.tripped = None
+        self._flush()
+        return lifted
 
     # ---- the per-tick filter ------------------------------------------------------------------
-    def filter(self, asked: Setpoint, telemetry: Telemetry | None) -> tuple[Setpoint, list[Clamp]]:
-        """The setpoint to send this tick, and the clamps that changed it (empty when none did)."""
+    def filter(
+        self, asked: Setpoint, telemetry: Telemetry | None, now_s: float | None = None
+    ) -> tuple[Setpoint, list[Clamp]]:
+        """The setpoint to send this tick, and the clamps that changed it (empty when none did).
+
+        With now_s (the actuation tick's time), the failsafes are evaluated first."""
         clamps: list[Clamp] = []
+        if now_s is not None:
+            self.check_failsafes(now_s)
+        if not all(math.isfinite(v) for v in asked):
+            # A bug upstream (a NaN depth, a division by zero): never sent; the drone holds.
+            with self._lock:
+                self._set_mode(Mode.HOLD, f"non-finite setpoint {tuple(asked)}", now_s=now_s)
+            self._flush()
+            clamps.append(Clamp("non-finite", asked, HOLD, "non-finite setpoint: hold"))
+            return self._count(HOLD, clamps)
         if telemetry is not None:
             self._check_vehicle(telemetry)
         mode = self.mode
@@ -298,6 +602,7 @@ class SafetyGovernor:
                     Mode.LANDING,
                     f"battery {t.battery_fraction:.0%} <= {self.config.battery_land_fraction:.0%}",
                 )
+        self._flush()
 
     def _speed_caps(self, sp: Setpoint, clamps: list[Clamp]) -> Setpoint:
         c = self.config

@@ -248,7 +248,8 @@ class AirSimVehicle:
 
 
 class AirSimCamera:
-    """Camera.read(): one raw BGR Scene image, stamped with its sim time and the vehicle pose at capture."""
+    """Camera.read(): one raw BGR Scene image, stamped with its sim time (the response's time_stamp,
+    as capture_time_s in seconds and meta["time_stamp_ns"]) and the vehicle pose at capture."""
 
     def __init__(
         self,
@@ -292,7 +293,9 @@ class AirSimCamera:
             capture_time_s=float(r.time_stamp) / 1e9,
             pose=pose,
             camera=v.target.camera,
-            meta={"read_wall_s": time.monotonic() - t0},
+            # The simulator's own image clock: the runtime judges staleness on it (a paused or stuck
+            # simulator keeps serving the same stamp), not on when the image was read.
+            meta={"read_wall_s": time.monotonic() - t0, "time_stamp_ns": int(r.time_stamp)},
         )
 
 

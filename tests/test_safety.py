@@ -8,7 +8,7 @@ import pytest
 
 from common.interfaces import Telemetry
 from common.pose import Pose
-from onboard.safety import Mode, SafetyConfig, SafetyGovernor
+from onboard.safety import LINK, PILOT, TELEMETRY, VIDEO, Mode, SafetyConfig, SafetyGovernor, Transition
 from onboard.setpoints import HOLD, Setpoint
 
 
@@ -81,15 +81,221 @@ def test_consecutive_failures_hold_and_reset() -> None:
     assert g.resume("new instruction") and g.mode == Mode.FLYING
 
 
-def test_link_loss_holds_then_lands() -> None:
-    g = governor(link_lost_hold_s=2.0, link_lost_land_s=10.0)
-    g.link_state(False, 100.0)
+class SimFlight:
+    """The real actuation loop (Actuator.tick) on the built-in simulator's vehicle, in lock-step:
+    simulated time advances one period between ticks, and the pose is the simulator's own."""
+
+    def __init__(self, **safety) -> None:
+        from onboard.actuation import Actuator
+        from sim_bridge.local import LocalVehicle
+        from sim_bridge.sim.world import World
+
+        self.world = World("residential", vehicles=1, seed=0)
+        self.world.pause(True)
+        self.vehicle = LocalVehicle(self.world, "Drone1")
+        self.vehicle.connect()
+        self.vehicle.arm()
+        self.vehicle.takeoff(3.0)
+        self.world.advance(6.0)  # the climb
+        self.governor = SafetyGovernor(
+            SafetyConfig(**safety), home=Pose(0.0, 0.0, 0.0, 0.0), clock=self.world.clock.now
+        )
+        self.transitions: list[Transition] = []
+        self.governor.on_transition = self.transitions.append
+        self.actuator = Actuator(self.vehicle, self.governor)
+        self.period_s = 0.05
+
+    def now(self) -> float:
+        return self.world.clock.now()
+
+    def fly_forward(self, speed_m_s: float = 2.0, duration_s: float = 60.0) -> None:
+        from onboard.controller import ControlPlan
+        from onboard.setpoints import MotionSchedule
+
+        plan = ControlPlan(
+            action="go",
+            yaw_deg=0.0,
+            yaw_rate_deg_s=0.0,
+            yaw_duration_s=0.0,
+            forward_m_s=speed_m_s,
+            right_m_s=0.0,
+            up_m_s=0.0,
+            duration_s=duration_s,
+            step_m=speed_m_s * duration_s,
+            hold=False,
+        )
+        self.actuator.set_schedule(MotionSchedule(plan, self.now()))
+
+    def run(self, duration_s: float, each_tick=None) -> None:
+        end_s = self.now() + duration_s
+        while self.now() < end_s - 1e-9:
+            self.actuator.tick(self.now())
+            if each_tick is not None:
+                each_tick(self)
+            self.world.advance(self.period_s)
+
+    def pose(self) -> Pose:
+        return self.world.vehicle_pose("Drone1")
+
+    def close(self) -> None:
+        self.world.close()
+
+
+@pytest.fixture
+def flight():
+    flights: list[SimFlight] = []
+
+    def make(**safety) -> SimFlight:
+        flights.append(SimFlight(**safety))
+        return flights[-1]
+
+    yield make
+    for f in flights:
+        f.close()
+
+
+def test_link_loss_holds_then_lands_through_the_actuation_loop(flight) -> None:
+    """The ground station is heard once, then never again: the ticks alone (no further link event)
+    hold the drone link_lost_hold_s after that last-heard time and land it link_lost_land_s after."""
+    f = flight(link_lost_hold_s=1.0, link_lost_land_s=4.0)
+    heard: list[float | None] = [None]
+    f.governor.watch(LINK, f.now(), poll=lambda: heard[0])
+    f.fly_forward()
+    f.run(0.5)
+    heard[0] = f.now()  # the last heartbeat
+    last_heard_s = heard[0]
+    modes: list[tuple[float, Mode]] = []
+    f.run(12.0, lambda fl: modes.append((fl.now(), fl.governor.mode)))
+    hold_s = next(t for t, m in modes if m == Mode.HOLD)
+    land_s = next(t for t, m in modes if m == Mode.LANDING)
+    assert hold_s - last_heard_s == pytest.approx(1.0, abs=f.period_s + 1e-6)
+    assert land_s - last_heard_s == pytest.approx(4.0, abs=f.period_s + 1e-6)
+    assert [t.mode for t in f.transitions] == [Mode.HOLD, Mode.LANDING]
+    assert all(t.source == LINK and t.last_heard_s == last_heard_s for t in f.transitions)
+    assert "ground-station link lost" in f.transitions[0].reason
+    # what the vehicle did: moving north until the hold, stopped by the landing, on the ground at the end
+    assert f.pose().x_m > 2.0 and f.world.vehicle("Drone1").model.landed
+    assert f.pose().z_m == pytest.approx(0.0, abs=0.3)
+
+
+def test_a_link_that_never_comes_up_holds_and_lands_from_when_it_was_bound(flight) -> None:
+    f = flight(link_lost_hold_s=1.0, link_lost_land_s=4.0)
+    bound_s = f.now()
+    f.governor.watch(LINK, bound_s, poll=lambda: None)
+    f.fly_forward()
+    f.run(14.0)
+    assert [t.mode for t in f.transitions] == [Mode.HOLD, Mode.LANDING]
+    assert f.transitions[0].now_s - bound_s == pytest.approx(1.0, abs=f.period_s + 1e-6)
+    assert f.transitions[1].now_s - bound_s == pytest.approx(4.0, abs=f.period_s + 1e-6)
+    assert "never heard" in f.transitions[0].reason
+    assert f.world.vehicle("Drone1").model.landed
+
+
+def test_a_link_that_comes_back_leaves_the_hold_to_the_operator(flight) -> None:
+    f = flight(link_lost_hold_s=1.0, link_lost_land_s=30.0)
+    heard = [f.now()]
+    f.governor.watch(LINK, f.now(), poll=lambda: heard[0])
+    f.fly_forward()
+    f.run(1.5)
+    assert f.governor.mode == Mode.HOLD
+    x_held = f.pose().x_m
+    heard[0] = f.now()  # heartbeats again
+    f.run(0.1)
+    f.run(3.0, lambda fl: heard.__setitem__(0, fl.now()))
+    assert f.governor.mode == Mode.HOLD and "back" in f.transitions[-1].reason
+    assert abs(f.pose().x_m - x_held) < 1.0  # braked and held, not flying on
+    assert f.governor.resume("operator: new instruction") and f.governor.mode == Mode.FLYING
+
+
+def test_telemetry_silence_lands(flight) -> None:
+    f = flight(telemetry_stale_land_s=2.0)
+    f.fly_forward()
+    f.run(1.0)
+    assert f.governor.mode == Mode.FLYING
+    real_telemetry = f.vehicle.telemetry
+    f.vehicle.telemetry = lambda: (_ for _ in ()).throw(ConnectionError("telemetry link down"))
+    lost_s = f.now()
+    f.run(3.0)
+    f.vehicle.telemetry = real_telemetry
+    landing = [t for t in f.transitions if t.mode == Mode.LANDING]
+    assert landing and landing[0].source == TELEMETRY
+    assert landing[0].now_s - lost_s == pytest.approx(2.0, abs=2 * f.period_s)
+
+
+def test_a_non_finite_setpoint_becomes_a_hold_and_is_logged(flight) -> None:
+    f = flight()
+    f.fly_forward(speed_m_s=float("nan"))
+    f.run(1.0)
+    assert f.governor.mode == Mode.HOLD and "non-finite" in f.governor.reason
+    assert f.transitions[0].mode == Mode.HOLD and "non-finite" in f.transitions[0].reason
+    pose = f.pose()
+    assert all(math.isfinite(v) for v in pose.as_list()) and abs(pose.x_m) < 0.5
+    assert f.actuator.schedule() is None  # the plan that produced it is dropped
+
+
+def test_pilot_silence_holds_after_the_replys_deadline_and_a_valid_action_lifts_it() -> None:
+    now = [0.0]
+    g = SafetyGovernor(SafetyConfig(pilot_silence_hold_s=3.0), Pose(0, 0, 0, 0), clock=lambda: now[0])
+    seen: list[Transition] = []
+    g.on_transition = seen.append
+    g.pilot_asked(0.0, deadline_s=12.0)  # a plan step after a think: 12 s allowed
+    for t in (1.0, 5.0, 11.9):
+        g.check_failsafes(t)
+    assert g.mode == Mode.FLYING  # a slow reply within its deadline is not silence
+    g.check_failsafes(12.0)
+    assert g.mode == Mode.HOLD and seen[-1].source == PILOT and "pilot silent" in seen[-1].reason
+    assert g.pilot_may_lift()  # no ground station: the loop keeps asking while it holds
+    now[0] = 13.0
+    assert g.pilot_ok(13.0) and g.mode == Mode.FLYING
+    assert "fresh valid pilot action after pilot back" in seen[-1].reason
+    # answered in time: never silent, however long between requests (a naive plan, an idle wait)
+    g.check_failsafes(100.0)
+    g.pilot_asked(100.0, deadline_s=3.0)
+    g.check_failsafes(102.9)
+    assert g.pilot_ok(102.9) is False and g.mode == Mode.FLYING
+
+
+def test_stale_video_holds_and_only_a_valid_action_on_fresh_video_lifts_it() -> None:
+    g = SafetyGovernor(SafetyConfig(frame_stale_hold_s=1.0), Pose(0, 0, 0, 0), clock=lambda: 0.0)
+    g.heard(VIDEO, 10.0)
+    g.video_stale(10.4)
+    g.check_failsafes(10.9)
     assert g.mode == Mode.FLYING
-    g.link_state(False, 102.5)
-    assert g.mode == Mode.HOLD and "link lost" in g.reason
-    g.link_state(False, 110.5)
-    assert g.mode == Mode.LANDING
-    assert g.land_requested() and not g.land_requested()  # asked once
+    g.check_failsafes(11.0)
+    assert g.mode == Mode.HOLD and "video stale" in g.reason
+    g.video_stale(11.5)
+    assert not g.pilot_ok(11.5) and g.mode == Mode.HOLD  # the video is not back
+    g.heard(VIDEO, 12.0)
+    g.check_failsafes(12.0)
+    assert g.mode == Mode.HOLD  # back, but it never resumes by itself
+    assert g.pilot_ok(12.1) and g.mode == Mode.FLYING
+
+
+def test_with_a_ground_station_only_the_operator_lifts_a_failsafe_hold() -> None:
+    g = SafetyGovernor(SafetyConfig(), Pose(0, 0, 0, 0), clock=lambda: 0.0)
+    g.watch(LINK, 0.0, poll=lambda: 10.0)
+    g.heard(VIDEO, 10.0)
+    g.video_stale(10.1)
+    g.check_failsafes(11.1)
+    assert g.mode == Mode.HOLD and not g.pilot_may_lift()
+    g.heard(VIDEO, 11.5)
+    assert not g.pilot_ok(11.6) and g.mode == Mode.HOLD
+    assert g.resume("new instruction") and g.mode == Mode.FLYING
+
+
+def test_other_holds_are_never_lifted_by_the_pilot() -> None:
+    g = governor(max_consecutive_failures=2)
+    g.pilot_failed("malformed")
+    g.pilot_failed("malformed")
+    assert g.mode == Mode.HOLD and not g.pilot_may_lift() and not g.pilot_ok()
+    assert g.mode == Mode.HOLD
+
+
+@pytest.mark.parametrize("field", ["pilot_silence_hold_s", "frame_stale_hold_s", "telemetry_stale_land_s"])
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), float("inf")])
+def test_failsafe_times_must_be_finite_and_positive(field, value) -> None:
+    with pytest.raises(ValueError, match=field):
+        SafetyConfig(**{field: value})
 
 
 def test_battery_low_lands_and_estop_wins() -> None:
@@ -149,3 +355,27 @@ def test_relayed_traffic_is_carried_forward_by_its_velocity_and_dropped_when_old
     assert g.filter(Setpoint(3.0, 0.0, 0.0, 0.0), telemetry())[1] == []
     with pytest.raises(ValueError, match="velocities"):
         g.set_traffic([(1.0, 0.0, 0.0)], [], [0.0])
+
+
+def test_lockstep_replies_slower_than_the_silence_time_but_within_deadline_never_hold(tmp_path) -> None:
+    """Lock-step injects the model's latency as simulated time while the actuation loop ticks: a reply
+    in time (2.9 s of a 3 s deadline; pilot_silence_hold_s 1 s) is never silence."""
+    import json
+
+    from test_onboard_runtime import make_runtime
+
+    from onboard.lockstep import LockstepDriver
+    from sim_bridge.sim.world import World
+
+    world = World("residential", vehicles=1, seed=0)
+    world.pause(True)
+    try:
+        rt = make_runtime(
+            world, tmp_path, max_steps=4, land_at_end=False, safety=SafetyConfig(pilot_silence_hold_s=1.0)
+        )
+        LockstepDriver(rt, world, latency=lambda pending: 2.9).run()
+    finally:
+        world.close()
+    assert rt.counters.executed == 4 and rt.governor.mode == Mode.FLYING
+    lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert not [e for e in lines if e["event"] == "safety"]

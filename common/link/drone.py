@@ -135,6 +135,11 @@ class DroneLink(IoThread):
     def ground_link_state(self) -> str:
         return self._ground.state
 
+    @property
+    def ground_last_heard_s(self) -> float | None:
+        """time.monotonic() when the ground station was last heard (None: never)."""
+        return self._ground.last_heard_s
+
     def publish_telemetry(self, telemetry: Telemetry) -> None:
         self.call_soon(lambda: self._publish(wire.TOPIC_TELEMETRY, telemetry))
 

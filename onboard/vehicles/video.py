@@ -5,13 +5,20 @@
   as it is complete, without waiting for the next one as a bitstream parser would.
 - `OpenCvSource`: a V4L2 device number, an RTSP/HTTP URL or a GStreamer pipeline (contains "!").
 
-`StampedFrame.arrival_s` is time.monotonic() when the frame became available; the camera adapters
-refuse frames older than their max age (no decision on a stale frame).
+`StampedFrame.arrival_s` is time.monotonic() when the frame became available.
+
+`FrameFreshness` is the one staleness rule for every camera: a frame is stale when its source's own
+stamp has not advanced while the runtime's clock advanced more than max_frame_age_s. The onboard
+runtime applies it to every frame it reads (the stamp: `Frame.capture_time_s`, the source's clock:
+AirSim's image time_stamp, the built-in simulator's time, a stream's first datagram), on its own
+clock (simulated time in lock-step); stream cameras here also apply it at arrival, where they know
+when each frame came in, and wait briefly for a newer one. No decision is made on a stale frame.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import socket
 import threading
 import time
@@ -187,9 +194,32 @@ def open_frame_source(spec: str) -> FrameSource:
     return OpenCvSource(spec)
 
 
+class FrameFreshness:
+    """A frame is stale when its source stamp has not advanced while the clock advanced more than
+    max_frame_age_s. `arrived_s`, when the caller knows it, is the clock time the stamp advanced (a
+    stream's arrival time); else it is the first time this rule saw the stamp."""
+
+    def __init__(self, max_frame_age_s: float) -> None:
+        if not (math.isfinite(max_frame_age_s) and max_frame_age_s > 0):
+            raise ValueError(f"max_frame_age_s={max_frame_age_s} must be a finite number of seconds > 0")
+        self.max_frame_age_s = max_frame_age_s
+        self._stamp: float | None = None
+        self._advanced_s = 0.0
+
+    def age_s(self, stamp: float, now_s: float, arrived_s: float | None = None) -> float:
+        """How long the source has shown this stamp, on the caller's clock."""
+        if self._stamp is None or stamp != self._stamp:  # advanced (or restarted: a new source)
+            self._stamp = stamp
+            self._advanced_s = now_s if arrived_s is None else min(now_s, arrived_s)
+        return now_s - self._advanced_s
+
+    def stale(self, stamp: float, now_s: float, arrived_s: float | None = None) -> bool:
+        return self.age_s(stamp, now_s, arrived_s) > self.max_frame_age_s
+
+
 class FreshFrameCamera:
-    """Camera.read() over a FrameSource: the newest frame if younger than max_frame_age_s, else it waits
-    for one. No decision is ever made on a stale frame: after stale_wait_s, or at once when
+    """Camera.read() over a FrameSource: the newest frame if fresh (FrameFreshness, on its arrival time),
+    else it waits for one. No decision is ever made on a stale frame: after stale_wait_s, or at once when
     `usable()` says the vehicle cannot use one (link lost, landing), it raises VehicleError saying how
     old the newest frame is. Frames are stamped with `pose_at(first datagram time)`. `source` is called
     at each read (the vehicle opens its stream when it connects)."""
@@ -201,7 +231,8 @@ class FreshFrameCamera:
         pose_at: Callable[[float], Pose],
         max_frame_age_s: float,
         usable: Callable[[], str | None] = lambda: None,
-        stale_wait_s: float = 30.0,
+        # Short, so that the runtime hears of stale video in time for its failsafe (frame_stale_hold_s)
+        stale_wait_s: float = 1.0,
         camera: str = "front",
         meta: dict[str, Any] | None = None,
     ) -> None:
@@ -209,6 +240,7 @@ class FreshFrameCamera:
         self.source = source
         self.pose_at = pose_at
         self.max_frame_age_s = max_frame_age_s
+        self.freshness = FrameFreshness(max_frame_age_s)
         self.usable = usable
         self.stale_wait_s = stale_wait_s
         self.camera = camera
@@ -222,7 +254,7 @@ class FreshFrameCamera:
         max_age = self.max_frame_age_s
         deadline = time.monotonic() + self.stale_wait_s
         frame = source.latest()
-        while frame is None or time.monotonic() - frame.arrival_s > max_age:
+        while frame is None or self.freshness.stale(frame.index, time.monotonic(), frame.arrival_s):
             self.refused += 1
             remaining = deadline - time.monotonic()
             unusable = self.usable()
