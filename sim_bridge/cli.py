@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "TinyRenderer; auto: gl where an EGL context can be made, else tiny with a warning (default: "
         "$DRONECATS_RENDERER, else auto)",
     )
+    parser.add_argument(
+        "--strict-airsim",
+        action="store_true",
+        help="behave like a foreign Unreal map: stock AirSim methods only (no dc* extensions), the "
+        "scene's actors under other names, simSpawnObject takes this map's blueprints only (see "
+        "simListAssets), paint through simSetObjectMaterial",
+    )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
@@ -60,7 +67,13 @@ def run(args: argparse.Namespace) -> int:
     log.info("rendering with %s (%s)", world.renderer, world.render_device)
     world.pause(args.paused)
     world.start()
-    server = RpcServer(AirSimApi(world).table(), host=args.host, port=args.port)
+    if args.strict_airsim:
+        from sim_bridge.rpc.strict import StrictAirSimApi
+
+        api: AirSimApi = StrictAirSimApi(world)
+    else:
+        api = AirSimApi(world)
+    server = RpcServer(api.table(), host=args.host, port=args.port)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     server.start()
