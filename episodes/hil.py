@@ -93,7 +93,8 @@ def server_address(url: str) -> tuple[str, int]:
 
 
 def _pose(mod: Any, x: float, y: float, z: float, yaw_deg: float) -> Any:
-    return mod.Pose(mod.Vector3r(x, y, z), mod.to_quaternion(0.0, 0.0, math.radians(yaw_deg)))
+    half = math.radians(yaw_deg) / 2.0  # a yaw-only quaternion (both packages' Quaternionr)
+    return mod.Pose(mod.Vector3r(x, y, z), mod.Quaternionr(0.0, 0.0, math.sin(half), math.cos(half)))
 
 
 # ---- moving objects ------------------------------------------------------------------------------
