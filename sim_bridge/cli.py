@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sys
 import threading
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "$DRONECATS_RENDERER, else auto)",
     )
     parser.add_argument(
+        "--settings",
+        default=None,
+        metavar="FILE",
+        help="an AirSim settings.json: its Vehicles (names, X/Y/Z/Yaw), the first vehicle's Scene camera "
+        "(Width, Height, FOV_Degrees) and ClockSpeed replace --vehicles, --camera and --clock-speed",
+    )
+    parser.add_argument(
         "--strict-airsim",
         action="store_true",
         help="behave like a foreign Unreal map: stock AirSim methods only (no dc* extensions), the "
@@ -50,29 +59,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from common.camera import camera_profile
-    from sim_bridge.rpc.airsim_api import AirSimApi
+    from common.errors import DroneCatsError
     from sim_bridge.rpc.server import RpcServer
-    from sim_bridge.sim.world import World
 
-    world = World(
-        args.scene,
-        vehicles=args.vehicles,
-        camera=camera_profile(args.camera),
-        seed=args.seed,
-        clock_speed=args.clock_speed,
-        render_workers=args.render_workers,
-        renderer=args.renderer,
-    )
-    log.info("rendering with %s (%s)", world.renderer, world.render_device)
-    world.pause(args.paused)
-    world.start()
-    if args.strict_airsim:
-        from sim_bridge.rpc.strict import StrictAirSimApi
-
-        api: AirSimApi = StrictAirSimApi(world)
-    else:
-        api = AirSimApi(world)
+    try:
+        world, api = _world_and_api(args)
+    except DroneCatsError as exc:
+        print(f"dronecats sim: {exc}", file=sys.stderr)
+        return 2
     server = RpcServer(api.table(), host=args.host, port=args.port)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -91,3 +85,47 @@ def run(args: argparse.Namespace) -> int:
         server.close()
         world.close()
     return 0
+
+
+def _world_and_api(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The World (--settings or the flags) and its method table (--strict-airsim or not)."""
+    from common.camera import camera_profile
+    from sim_bridge.rpc.airsim_api import AirSimApi
+    from sim_bridge.sim.world import World
+
+    vehicles: int | list[str] = args.vehicles
+    spawns = None
+    camera = camera_profile(args.camera)
+    clock_speed = args.clock_speed
+    if args.settings:
+        from sim_bridge.settings import read_settings
+
+        settings = read_settings(args.settings)
+        vehicles = [name for name, _ in settings.vehicles]
+        spawns = [pose for _, pose in settings.vehicles]
+        camera = settings.camera or camera
+        clock_speed = settings.clock_speed or clock_speed
+    world = World(
+        args.scene,
+        vehicles=vehicles,
+        camera=camera,
+        seed=args.seed,
+        clock_speed=clock_speed,
+        spawns=spawns,
+        render_workers=args.render_workers,
+        renderer=args.renderer,
+    )
+    try:
+        log.info("rendering with %s (%s)", world.renderer, world.render_device)
+        world.pause(args.paused)
+        world.start()
+        if args.strict_airsim:
+            from sim_bridge.rpc.strict import StrictAirSimApi
+
+            api: AirSimApi = StrictAirSimApi(world)
+        else:
+            api = AirSimApi(world)
+    except BaseException:
+        world.close()
+        raise
+    return world, api

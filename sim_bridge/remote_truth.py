@@ -10,8 +10,9 @@ AirSim, Cosys-AirSim, or `dronecats sim` with or without --strict-airsim), for t
 - Point on target: the pixel's colour in the Segmentation image taken in the same simGetImages
   request as the frame (Frame.meta["segmentation"]), compared with the target's segmentation colour
   (set with simSetSegmentationObjectID, read off a frame by `learn_colour`); where no segmentation
-  is at hand, whether the point lies in the target's detection box2D now (coarser). `source` says
-  which was used.
+  is at hand, the built-in simulator's dcPointOnTargetInFrame where the server has it (an optional
+  fast path: the frame's segmentation as served), else whether the point lies in the target's
+  detection box2D now (coarser). `point_source` says which was used.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ class RemoteTruth:
         self.vehicle = AirSimVehicle(parse_airsim_url(vehicle)) if isinstance(vehicle, str) else vehicle
         self.target = target
         self._filter_set = False
+        self._fast_path = True  # dcPointOnTargetInFrame where the server has it and no segmentation
         self.extent = extent
         self.colour = colour  # BGR of the target in Segmentation images
         self._timeout_s = timeout_s
@@ -230,6 +232,21 @@ class RemoteTruth:
         if seg is not None and self.colour is not None:
             self.point_source = "segmentation"
             return bool(tuple(int(v) for v in seg[row, col]) == self.colour)
+        if self._fast_path:
+            # The built-in simulator's optional fast path: the frame's segmentation as it served it
+            # (by time stamp and pose). Any other server: unknown function, and box2D from then on.
+            try:
+                stamp_ns = round(frame.capture_time_s * 1e9)
+                pose = [float(v) for v in frame.pose.as_list()]
+                u, v = float(point_xy[0]), float(point_xy[1])
+                answer = self.client().client.call(
+                    "dcPointOnTargetInFrame", self.vehicle.name, self.target, u, v, stamp_ns, pose
+                )
+                self.point_source = "dcPointOnTargetInFrame"
+                return bool(answer)
+            except Exception as exc:
+                log.info("no dcPointOnTargetInFrame (%s): point on target from box2D", exc)
+                self._fast_path = False
         self.point_source = "box2D"
         self._warn_once(
             "box2d", "%s: point on target from the detection's box2D (no segmentation colour)", self.target
