@@ -3,11 +3,13 @@
 OnboardRuntime as the lock-step path, with the airsim:// Vehicle/Camera adapters and RemoteTruth
 instead of the in-process ones.
 
-`--sim airsim://HOST:PORT[?api=airsim|cosys|auto][&assets=MAP][&lockstep=1]`:
+`--sim airsim://HOST:PORT[?api=airsim|cosys|auto][&assets=MAP][&lockstep=1][&spawn=x,y,z]`:
 - `assets`: an asset map (episodes.asset_map): `builtin` (default; the built-in simulator's asset
   strings), a shipped map's name (`builtin-strict`) or a YAML file.
 - `lockstep=1`: the server is paused and advanced with simContinueForTime by the same lock-step
   driver as in-process runs (with the run's --latency model), instead of flying in real time.
+- `spawn=x,y,z`: the drone's spawn in the world NED frame, where the server cannot tell it
+  (simGetObjectPose of the vehicle has no pose); by default simGetObjectPose - simGetVehiclePose.
 
 Set-up (stock calls): each object spawned (simSpawnObject with the map's blueprint, then
 simSetObjectMaterial with its paint) or an existing actor moved (simSetObjectPose); the drone placed
@@ -62,6 +64,7 @@ class HilTarget:
     api: str
     lockstep: bool
     assets: AssetMap
+    spawn: str | None = None  # x,y,z for the vehicle URL
 
 
 def parse_sim_url(url: str) -> HilTarget:
@@ -73,9 +76,9 @@ def parse_sim_url(url: str) -> HilTarget:
     except ValueError:
         raise ConfigError(f"--sim {url!r}: the port must be a number") from None
     query = parse_qs(parts.query)
-    unknown = sorted(set(query) - {"api", "assets", "lockstep"})
+    unknown = sorted(set(query) - {"api", "assets", "lockstep", "spawn"})
     if unknown:
-        raise ConfigError(f"--sim {url!r}: unknown option(s) {unknown} (api, assets, lockstep)")
+        raise ConfigError(f"--sim {url!r}: unknown option(s) {unknown} (api, assets, lockstep, spawn)")
     api = query.get("api", ["auto"])[0]
     if api not in ("airsim", "cosys", "auto"):
         raise ConfigError(f"--sim {url!r}: api={api!r} is not one of airsim, cosys, auto")
@@ -83,7 +86,12 @@ def parse_sim_url(url: str) -> HilTarget:
     if lockstep not in ("0", "1"):
         raise ConfigError(f"--sim {url!r}: lockstep must be 0 or 1")
     return HilTarget(
-        parts.hostname, port, api, lockstep == "1", load_asset_map(query.get("assets", ["builtin"])[0])
+        parts.hostname,
+        port,
+        api,
+        lockstep == "1",
+        load_asset_map(query.get("assets", ["builtin"])[0]),
+        query["spawn"][0] if "spawn" in query else None,
     )
 
 
@@ -194,8 +202,9 @@ class SetUp:
     spawn: Pose = field(default_factory=lambda: Pose(0.0, 0.0, 0.0, 0.0))  # the drone's spawn (world NED)
 
 
-def set_up(client: Any, mod: Any, record: EpisodeRecord, amap: AssetMap) -> SetUp:
-    """Place the record's objects and its drone on the server (stock calls)."""
+def set_up(client: Any, mod: Any, record: EpisodeRecord, amap: AssetMap, spawn: Pose | None = None) -> SetUp:
+    """Place the record's objects and its drone on the server (stock calls); `spawn`: the drone's
+    spawn in the world (default: simGetObjectPose - simGetVehiclePose)."""
     from sim_bridge.airsim_vehicle import spawn_offset
 
     marker = amap.scene_markers.get(record.scene)
@@ -229,7 +238,7 @@ def set_up(client: Any, mod: Any, record: EpisodeRecord, amap: AssetMap) -> SetU
             if how.material and not client.simSetObjectMaterial(name, how.material):
                 raise ConfigError(f"simSetObjectMaterial({name!r}, {how.material!r}) was refused")
         drone = record.drones[0].name
-        done.spawn = spawn_offset(client, drone)
+        done.spawn = spawn or spawn_offset(client, drone)
         start = start_pose(record)
         s = done.spawn
         client.simSetVehiclePose(
@@ -454,8 +463,9 @@ def fly_hil(
         raise ConfigError(f"episode {record.id}: the HIL path flies single-drone episodes")
     target = parse_sim_url(sim_url)
     drone = record.drones[0].name
+    spawn_arg = f"&spawn={target.spawn}" if target.spawn else ""
     vehicle = AirSimVehicle(
-        parse_airsim_url(f"airsim://{target.host}:{target.port}/{drone}?api={target.api}")
+        parse_airsim_url(f"airsim://{target.host}:{target.port}/{drone}?api={target.api}{spawn_arg}")
     )
     client, mod = vehicle._client(), vehicle.module
     if not client.ping():
@@ -463,7 +473,7 @@ def fly_hil(
     was_paused = bool(client.simIsPause())
     if target.lockstep:
         client.simPause(True)
-    done = set_up(client, mod, record, target.assets)
+    done = set_up(client, mod, record, target.assets, vehicle.spawn)
     movers: list[RouteMover] = []
     realtime: RealTimeMovers | None = None
     truth: RemoteTruth | None = None
