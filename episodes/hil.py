@@ -452,7 +452,21 @@ def fly_hil(
     latency: Any = None,
 ) -> dict:
     """Set the episode up on the server, check it there, fly it (real time, or lock-step with the
-    `latency` model), and clean up. Returns reason, steps, sim_time_s and (lock-step) injected."""
+    `latency` model), and clean up. Returns reason, steps, sim_time_s and (lock-step) injected.
+
+    An error the server answers (msgpackrpc's RPCError: an unknown method, a refused asset) becomes a
+    VehicleError naming the episode, so the suite reports it and goes on."""
+    from msgpackrpc.error import RPCError
+
+    try:
+        return _fly_hil(record, config, pilot, recorder, sim_url, latency)
+    except RPCError as exc:
+        raise VehicleError(f"episode {record.id}: the server refused: {exc}") from exc
+
+
+def _fly_hil(
+    record: EpisodeRecord, config: Any, pilot: Any, recorder: Any, sim_url: str, latency: Any
+) -> dict:
     from common.clock import SimClock, WallClock
     from onboard.lockstep import LockstepDriver, measured_latency
     from onboard.runtime import OnboardRuntime

@@ -124,3 +124,52 @@ def test_hil_slice_over_stock_rpc_matches_lockstep_in_process(
     # the server is left as found: nothing of the episodes remains
     client = airsim.MultirotorClient(ip="127.0.0.1", port=strict_port, timeout_value=30)
     assert client.simListSceneObjects("ep_.*") == []
+
+
+def _refused(strict_port: int, tmp_path: Path, record, assets: str) -> str:
+    from episodes.preflight import expectation_for
+    from episodes.suites import SuiteEntry
+
+    url = f"airsim://127.0.0.1:{strict_port}?api=airsim&assets={assets}&lockstep=1"
+    errors: list[tuple[str, str]] = []
+    options = RunOptions(latency=LatencySpec.parse(LATENCY), save_frames=False, sim_url=url)
+    suite = Suite("bad", [SuiteEntry(record, expectation_for(record))])
+    assert run_suite(suite, tmp_path / "run", options, errors=errors) == []
+    assert len(errors) == 1
+    client = airsim.MultirotorClient(ip="127.0.0.1", port=strict_port, timeout_value=30)
+    assert client.simListSceneObjects("ep_.*") == []  # cleaned up after the refusal
+    return errors[0][1]
+
+
+def test_episodes_the_server_cannot_hold_are_refused_with_reasons(strict_port: int, tmp_path: Path) -> None:
+    import msgspec
+
+    record = next(e.record for e in _slice().episodes if e.record.id == "residential-approach-03")
+    target = record.targets[0]
+    # behind the houses east of the street: the record (an approach) says it is visible at the start
+    hidden = msgspec.structs.replace(target, pose=(target.pose[0], 22.0, 0.0, target.pose[3]))
+    message = _refused(
+        strict_port, tmp_path / "a", msgspec.structs.replace(record, targets=[hidden]), "builtin-strict"
+    )
+    assert "pre-flight checks failed" in message
+    assert "is not detected from the start pose; declared visible" in message
+    # a kind the asset map has no blueprint for
+    odd = msgspec.structs.replace(target, class_="bottle")
+    message = _refused(
+        strict_port, tmp_path / "b", msgspec.structs.replace(record, targets=[odd]), "builtin-strict"
+    )
+    assert "has no blueprint for kind 'bottle'" in message
+    # the scene marker is an option of the asset map: a map that names one the server lacks
+    amap = tmp_path / "marker.yaml"
+    amap.write_text((SUITE.parent.parent / "asset_maps" / "builtin-strict.yaml").read_text())
+    amap.write_text(amap.read_text() + "scene_markers: {residential: Main_Street_Sign}\n")
+    message = _refused(strict_port, tmp_path / "c", record, str(amap))
+    assert "has no 'Main_Street_Sign' (the scene marker of asset map 'builtin-strict')" in message
+    # the built-in map on a strict server: its scene marker (a built-in scene name) is not there ...
+    message = _refused(strict_port, tmp_path / "d", record, "builtin")
+    assert "has no 'parked_car_1' (the scene marker of asset map 'builtin')" in message
+    # ... and without the marker its asset strings are refused as AirSim refuses unknown assets
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: plain\nbuiltin_assets: true\n")
+    message = _refused(strict_port, tmp_path / "e", record, str(plain))
+    assert f"There were no objects with name {target.class_}@{target.colour} found in the Registry" in message
