@@ -189,7 +189,7 @@ class RpcStepper:
             self.clock.advance(chunk)
             remaining -= chunk
             for mover in self.movers:
-                mover.place(self.vehicle._client(), self.vehicle.module, self.clock.now())
+                mover.place(self.vehicle.client(), self.vehicle.module, self.clock.now())
         return float(self.clock.now())
 
 
@@ -326,7 +326,7 @@ def server_preflight(
     (box3D) and segmentation colour on the way."""
     from sim_bridge.remote_truth import learn_colour
 
-    client, mod = vehicle._client(), vehicle.module
+    client, mod = vehicle.client(), vehicle.module
     report = ServerPreflight()
     problems = report.problems
     for obj in (*record.targets, *record.distractors):
@@ -481,7 +481,7 @@ def _fly_hil(
     vehicle = AirSimVehicle(
         parse_airsim_url(f"airsim://{target.host}:{target.port}/{drone}?api={target.api}{spawn_arg}")
     )
-    client, mod = vehicle._client(), vehicle.module
+    client, mod = vehicle.client(), vehicle.module
     if not client.ping():
         raise VehicleError(f"no AirSim server at {target.host}:{target.port}")
     was_paused = bool(client.simIsPause())

@@ -183,6 +183,10 @@ class AirSimVehicle:
             self._local.client = c
         return c
 
+    def client(self) -> Any:
+        """This thread's client (airsim or cosysairsim MultirotorClient) on its own connection."""
+        return self._client()
+
     def _call(self, method: str, *args: Any) -> Any:
         try:
             return self._client().client.call(method, *args)

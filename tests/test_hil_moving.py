@@ -59,7 +59,7 @@ def test_lockstep_mover_follows_a_3d_route(lockstep_port: int) -> None:
     # a corner and a climb: 3-D interpolation, heading along each leg
     record = track_record([(-2.0, -1.0, 0.0), (2.0, -1.0, 0.0), (2.0, 2.0, -1.5)])
     vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{lockstep_port}/Drone1?api=airsim"))
-    client, mod = vehicle._client(), vehicle.module
+    client, mod = vehicle.client(), vehicle.module
     done = set_up(client, mod, record, load_asset_map("builtin-strict"))
     try:
         name = done.names["ep_target"]
@@ -92,7 +92,7 @@ def test_realtime_mover_follows_the_record_route() -> None:
     record = track_record()
     with sim_server("--scene", "residential", "--strict-airsim", "--clock-speed", "1") as port:
         vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{port}/Drone1?api=airsim"))
-        client, mod = vehicle._client(), vehicle.module
+        client, mod = vehicle.client(), vehicle.module
         done = set_up(client, mod, record, load_asset_map("builtin-strict"))
         try:
             name = done.names["ep_target"]

@@ -173,3 +173,26 @@ def test_episodes_the_server_cannot_hold_are_refused_with_reasons(strict_port: i
     plain.write_text("name: plain\nbuiltin_assets: true\n")
     message = _refused(strict_port, tmp_path / "e", record, str(plain))
     assert f"There were no objects with name {target.class_}@{target.colour} found in the Registry" in message
+
+
+@pytest.mark.slow
+def test_real_time_hil_on_the_strict_server(tmp_path: Path) -> None:
+    """Without lockstep=1: the episode flies in real time (clock speed 1) and the runner's mover
+    thread drives the target; api=auto picks Cosys (server version 4). Judged from stock truth."""
+    suite = _slice()
+    suite = Suite("rt", [e for e in suite.episodes if e.record.id == "residential-track-01"], suite.seed)
+    with sim_server("--scene", "residential", "--strict-airsim") as port:
+        url = f"airsim://127.0.0.1:{port}?assets=builtin-strict"
+        errors: list[tuple[str, str]] = []
+        # real time on a shared 2-core machine is not repeatable: cap the flight, judge whatever happens
+        options = RunOptions(save_frames=False, sim_url=url, t_max_s=40.0)
+        results = run_suite(suite, tmp_path, options, errors=errors)
+    assert not errors and len(results) == 1
+    r = results[0]
+    assert r["verdict"]["ne_m"] is not None
+    run = json.loads((tmp_path / r["run_name"] / "episode.json").read_text())["run"]
+    assert run["lockstep"] is False and run["hil"]["api"] == "cosys"
+    assert run["truth"]["mover_error"] is None
+    assert run["truth"]["moving_objects"]["ep_target"] >= 5 * r["sim_time_s"]  # ~10 Hz
+    logs = read_episode(tmp_path / r["run_name"])
+    assert logs.steps and all(s.distance_m is not None for s in logs.steps)
