@@ -142,3 +142,21 @@ def test_adapter_in_cosys_mode(sim_port, api: str) -> None:
         assert frame.pose.y_m == pytest.approx(after.pose.y_m, abs=0.3)
     finally:
         vehicle.close()
+
+
+def test_auto_picks_airsim_1x_for_a_server_below_version_4() -> None:
+    """api=auto asks getServerVersion: AirSim 1.x servers report 1 (a one-method msgpack-rpc peer
+    stands in for one here; no AirSim 1.x server runs on these machines)."""
+    from sim_bridge.airsim_vehicle import resolve_api
+    from sim_bridge.rpc.server import RpcServer
+
+    def get_server_version() -> int:
+        return 1
+
+    server = RpcServer({"getServerVersion": get_server_version}, host="127.0.0.1", port=0)
+    server.start()
+    try:
+        assert resolve_api("auto", "127.0.0.1", server.port) == "airsim"
+        assert resolve_api("cosys", "127.0.0.1", server.port) == "cosys"  # as given: no question asked
+    finally:
+        server.close()
