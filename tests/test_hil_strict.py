@@ -185,7 +185,7 @@ def test_real_time_hil_on_the_strict_server(tmp_path: Path) -> None:
         url = f"airsim://127.0.0.1:{port}?assets=builtin-strict"
         errors: list[tuple[str, str]] = []
         # real time on a shared 2-core machine is not repeatable: cap the flight, judge whatever happens
-        options = RunOptions(save_frames=False, sim_url=url, t_max_s=40.0)
+        options = RunOptions(save_frames=False, sim_url=url, t_max_s=30.0)
         results = run_suite(suite, tmp_path, options, errors=errors)
     assert not errors and len(results) == 1
     r = results[0]
