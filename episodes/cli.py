@@ -13,6 +13,10 @@ import importlib
 
 # name -> (module, one-line help). Keep sorted by name.
 ACTIONS: dict[str, tuple[str, str]] = {
+    "airsim-settings": (
+        "episodes.cli_airsim_settings",
+        "write the AirSim settings.json a suite needs (vehicles, camera, ClockSpeed)",
+    ),
     "new": (
         "episodes.cli_new",
         "author an episode record (or generate a built-in suite), pre-flight checked",

@@ -191,7 +191,10 @@ def run_episode(record: EpisodeRecord, out: Path, options: RunOptions, run_name:
             from episodes.hil import fly_hil
 
             pilot = make_pilot(options.pilot, delta_m=record.delta_m, camera=record.camera)
-            result = fly_hil(record, config, pilot, recorder, options.sim_url)
+            result = fly_hil(
+                record, config, pilot, recorder, options.sim_url, latency=options.latency.model(seed)
+            )
+            injected = result.pop("injected", [])
         else:
             pilot = make_pilot(options.pilot, delta_m=record.delta_m, camera=record.camera)
             result, injected = _fly_local(record, config, pilot, recorder, options, seed)

@@ -1,12 +1,21 @@
-"""The project's Vehicle and Camera over the real `airsim` client (a real AirSim or `dronecats sim`).
+"""The project's Vehicle and Camera over a real AirSim client (a real AirSim, Cosys-AirSim, or
+`dronecats sim`), with stock AirSim RPC only.
 
-URL: ``airsim://HOST:PORT/VEHICLE[?spawn=x,y,z,yaw_deg][&camera=0][&watchdog_s=0.25]``. AirSim reports
-each vehicle's pose relative to its own spawn point; this adapter adds the spawn offset so that poses
-are in the episode's shared world NED frame. The offset comes from `spawn=` or, when absent, from the
-built-in simulator's `dcGetVehicleSpawn` extension (zero with a warning against a real AirSim).
+URL: ``airsim://HOST:PORT/VEHICLE[?spawn=x,y,z][&camera=0][&watchdog_s=0.25][&api=airsim|cosys|auto]``.
 
-The airsim client (msgpackrpc on Tornado) is not thread-safe and cannot run inside a running asyncio
-loop, so every thread gets its own client (threading.local).
+- `api`: which client generation speaks to the server: `airsim` (the `airsim` 1.x package),
+  `cosys` (the `cosysairsim` package: Cosys-AirSim's argument counts), or `auto` (default): the
+  server's getServerVersion, below 4 -> AirSim 1.x, 4 and above -> Cosys-AirSim.
+- AirSim reports a vehicle's pose, and its camera poses, relative to the vehicle's spawn point; this
+  adapter adds the spawn offset once, so that telemetry and frame poses are in the episode's shared
+  world NED frame. The offset is `spawn=` or else simGetObjectPose(vehicle) - simGetVehiclePose(vehicle)
+  (position only: a vehicle's local axes are the world's).
+- Lock-step (`lockstep = True`, set by episodes.hil): the server is paused and a driver advances it
+  with simContinueForTime (`continue_for_time`, on this thread's connection, so that the commands sent
+  before it are applied before the time runs); take-off then only starts the climb.
+
+The airsim clients (msgpackrpc) are not thread-safe and cannot run inside a running asyncio loop, so
+every thread gets its own client (threading.local).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -32,6 +42,52 @@ DEFAULT_PORT = 41451
 TAKEOFF_SPEED_M_S = 1.0
 # AirSim's default camera mount differs per settings.json; the built-in sim's is 0.5 m ahead, 0.1 m below.
 DEFAULT_CAMERA_OFFSET_FRD_M = (0.5, 0.0, 0.1)
+APIS = ("airsim", "cosys", "auto")
+COSYS_MIN_SERVER_VERSION = 4  # Cosys-AirSim servers report 4 and up; AirSim 1.x reports 1
+CLIENT_PACKAGES = {"airsim": "airsim", "cosys": "cosysairsim"}
+
+
+def client_module(api: str) -> ModuleType:
+    """The client package of an api generation (airsim or cosys), imported on first use."""
+    import importlib
+
+    name = CLIENT_PACKAGES[api]
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"api={api} needs the {name!r} package (installed by scripts/setup_env.sh): {exc}"
+        ) from None
+
+
+def resolve_api(api: str, host: str, port: int, timeout_s: float = 30.0) -> str:
+    """`auto` -> airsim or cosys by the server's getServerVersion; others as given."""
+    if api != "auto":
+        return api
+    import msgpackrpc
+
+    client = msgpackrpc.Client(
+        msgpackrpc.Address(host, port), timeout=timeout_s, pack_encoding="utf-8", unpack_encoding="utf-8"
+    )
+    try:
+        version = int(client.call("getServerVersion"))
+    except Exception as exc:
+        raise LinkError(f"no AirSim RPC server at {host}:{port}: {exc}") from exc
+    finally:
+        try:
+            client.close()
+        except Exception:
+            log.debug("closing the version probe failed", exc_info=True)
+    chosen = "cosys" if version >= COSYS_MIN_SERVER_VERSION else "airsim"
+    log.info("%s:%d reports server version %d: api=%s", host, port, version, chosen)
+    return chosen
+
+
+def quat_yaw_deg(q: Any) -> float:
+    """Yaw (deg, clockwise from north) of an airsim Quaternionr."""
+    return math.degrees(
+        math.atan2(2 * (q.w_val * q.z_val + q.x_val * q.y_val), 1 - 2 * (q.y_val**2 + q.z_val**2))
+    )
 
 
 @dataclass(frozen=True)
@@ -42,6 +98,7 @@ class AirSimTarget:
     spawn: Pose | None
     camera: str
     watchdog_s: float
+    api: str = "auto"
 
 
 def parse_airsim_url(url: str) -> AirSimTarget:
@@ -64,6 +121,9 @@ def parse_airsim_url(url: str) -> AirSimTarget:
             raise ConfigError(f"{url!r}: spawn {query['spawn'][0]!r} must be finite numbers")
         spawn = Pose(values[0], values[1], values[2], values[3] if len(values) == 4 else 0.0)
     watchdog_s = query_float(url, {k: v[0] for k, v in query.items()}, "watchdog_s", 0.25, 0.02, 2.0)
+    api = query.get("api", ["auto"])[0]
+    if api not in APIS:
+        raise ConfigError(f"{url!r}: api={api!r} is not one of {', '.join(APIS)}")
     return AirSimTarget(
         host=host,
         port=port,
@@ -71,6 +131,7 @@ def parse_airsim_url(url: str) -> AirSimTarget:
         spawn=spawn,
         camera=query.get("camera", ["0"])[0],
         watchdog_s=watchdog_s,
+        api=api,
     )
 
 
@@ -89,14 +150,26 @@ class AirSimVehicle:
         self._spawn: Pose | None = target.spawn
         self._armed = False
         self._connected = False
+        self._api: str | None = None if target.api == "auto" else target.api
+        self.lockstep = False  # episodes.hil: the server is paused and advanced by a driver
+        self.segmentation = False  # camera reads add a Segmentation image (point-on-target)
 
     # ---- plumbing
+    @property
+    def api(self) -> str:
+        """airsim or cosys (auto resolved on first use)."""
+        if self._api is None:
+            self._api = resolve_api(self.target.api, self.target.host, self.target.port)
+        return self._api
+
+    @property
+    def module(self) -> ModuleType:
+        return client_module(self.api)
+
     def _client(self) -> Any:
         c = self._local.client
         if c is None:
-            import airsim  # heavy (tornado, msgpackrpc): only when a vehicle is used
-
-            c = airsim.MultirotorClient(
+            c = self.module.MultirotorClient(
                 ip=self.target.host, port=self.target.port, timeout_value=self._timeout_s
             )
             # an *Async call as a client's first call is only queued until the IOLoop runs: ping first
@@ -109,6 +182,10 @@ class AirSimVehicle:
             self._local.client = c
         return c
 
+    def client(self) -> Any:
+        """This thread's client (airsim or cosysairsim MultirotorClient) on its own connection."""
+        return self._client()
+
     def _call(self, method: str, *args: Any) -> Any:
         try:
             return self._client().client.call(method, *args)
@@ -119,22 +196,10 @@ class AirSimVehicle:
 
     @property
     def spawn(self) -> Pose:
+        """The vehicle's spawn in the world NED frame: the offset between its world pose
+        (simGetObjectPose, the world API) and its local pose (simGetVehiclePose, the vehicle API)."""
         if self._spawn is None:
-            try:
-                d = self._client().client.call("dcGetVehicleSpawn", self.name)
-                p, q = d["position"], d["orientation"]
-                yaw = math.degrees(
-                    math.atan2(
-                        2 * (q["w_val"] * q["z_val"] + q["x_val"] * q["y_val"]),
-                        1 - 2 * (q["y_val"] ** 2 + q["z_val"] ** 2),
-                    )
-                )
-                self._spawn = Pose(float(p["x_val"]), float(p["y_val"]), float(p["z_val"]), yaw)
-            except Exception as exc:  # a real AirSim has no dc* extensions
-                log.warning(
-                    "%s: spawn offset unknown (%s); using zero (give ?spawn=x,y,z in the URL)", self.name, exc
-                )
-                self._spawn = Pose(0.0, 0.0, 0.0, 0.0)
+            self._spawn = spawn_offset(self._client(), self.name)
         return self._spawn
 
     def _to_world(self, x: float, y: float, z: float) -> tuple[float, float, float]:
@@ -162,6 +227,19 @@ class AirSimVehicle:
 
     def takeoff(self, altitude_m: float) -> None:
         c = self._client()
+        if self.lockstep:
+            # The server is paused: start the climb (as the in-process take-off does) and let the
+            # lock-step driver advance time until it is up. Straight up from here, holding the heading.
+            pose = c.simGetVehiclePose(self.name)
+            yaw = quat_yaw_deg(pose.orientation)
+            future = c.moveToZAsync(
+                float(pose.position.z_val) - float(altitude_m),
+                TAKEOFF_SPEED_M_S,
+                yaw_mode=self.module.YawMode(False, yaw),
+                vehicle_name=self.name,
+            )
+            self._send_now(future)
+            return
         f = c.takeoffAsync(vehicle_name=self.name)
         f.join()
         if getattr(f, "error", None):
@@ -196,18 +274,29 @@ class AirSimVehicle:
     def send_velocity_body(
         self, forward_m_s: float, right_m_s: float, up_m_s: float, yaw_rate_deg_s: float
     ) -> None:
-        import airsim
-
+        mod = self.module
         future = self._client().moveByVelocityBodyFrameAsync(
             float(forward_m_s),
             float(right_m_s),
             -float(up_m_s),
             float(self.target.watchdog_s),
-            airsim.DrivetrainType.MaxDegreeOfFreedom,
-            airsim.YawMode(True, float(yaw_rate_deg_s)),
+            mod.DrivetrainType.MaxDegreeOfFreedom,
+            mod.YawMode(True, float(yaw_rate_deg_s)),
             vehicle_name=self.name,
         )
         self._send_now(future)
+
+    # ---- simulation time (lock-step over RPC; stock simPause / simContinueForTime)
+    def pause(self, paused: bool) -> None:
+        self._client().simPause(bool(paused))
+
+    def continue_for_time(self, duration_s: float) -> None:
+        """Run the paused server for duration_s of simulation time (returns when it has run)."""
+        self._client().simContinueForTime(float(duration_s))
+
+    def sim_time_s(self) -> float:
+        """The server's simulation time: the vehicle state's time stamp."""
+        return float(self._client().getMultirotorState(self.name).timestamp) / 1e9
 
     def telemetry(self) -> Telemetry:
         try:
@@ -218,9 +307,7 @@ class AirSimVehicle:
             raise LinkError(f"{self.name}: getMultirotorState failed: {exc}") from exc
         k = state.kinematics_estimated
         p, q, v = k.position, k.orientation, k.linear_velocity
-        yaw = math.degrees(
-            math.atan2(2 * (q.w_val * q.z_val + q.x_val * q.y_val), 1 - 2 * (q.y_val**2 + q.z_val**2))
-        )
+        yaw = quat_yaw_deg(q)
         x, y, z = self._to_world(p.x_val, p.y_val, p.z_val)
         return Telemetry(
             time_s=float(state.timestamp) / 1e9,
@@ -247,9 +334,25 @@ class AirSimVehicle:
             self._local.client = None
 
 
+def spawn_offset(client: Any, vehicle: str) -> Pose:
+    """simGetObjectPose(vehicle) - simGetVehiclePose(vehicle): where the vehicle's local frame sits in
+    the world (stock calls; both poses taken back to back, the vehicle need not be still)."""
+    world = client.simGetObjectPose(vehicle).position
+    local = client.simGetVehiclePose(vehicle).position
+    values = [world.x_val - local.x_val, world.y_val - local.y_val, world.z_val - local.z_val]
+    if not all(math.isfinite(v) for v in values):
+        raise VehicleError(
+            f"{vehicle}: simGetObjectPose({vehicle!r}) has no pose (the server does not list the vehicle "
+            "as a scene object): give its spawn in the URL, ?spawn=x,y,z"
+        )
+    return Pose(float(values[0]), float(values[1]), float(values[2]), 0.0)
+
+
 class AirSimCamera:
     """Camera.read(): one raw BGR Scene image, stamped with its sim time (the response's time_stamp,
-    as capture_time_s in seconds and meta["time_stamp_ns"]) and the vehicle pose at capture."""
+    as capture_time_s in seconds and meta["time_stamp_ns"]) and the vehicle pose at capture.
+    With `vehicle.segmentation`, the same simGetImages request also takes a raw Segmentation image,
+    kept in `Frame.meta["segmentation"]` (BGR) for point-on-target questions about this very frame."""
 
     def __init__(
         self,
@@ -260,43 +363,54 @@ class AirSimCamera:
         self.offset = np.asarray(camera_offset_frd_m, float)
 
     def read(self) -> Frame:
-        import airsim
-
         v = self.vehicle
+        mod = v.module
         t0 = time.monotonic()
-        responses = v._client().simGetImages(
-            [airsim.ImageRequest(v.target.camera, airsim.ImageType.Scene, False, False)], vehicle_name=v.name
-        )
-        if not responses:
-            raise VehicleError(f"{v.name}: simGetImages returned no image")
+        requests = [mod.ImageRequest(v.target.camera, mod.ImageType.Scene, False, False)]
+        if v.segmentation:
+            requests.append(mod.ImageRequest(v.target.camera, mod.ImageType.Segmentation, False, False))
+        responses = v._client().simGetImages(requests, vehicle_name=v.name)
+        if len(responses) != len(requests):
+            raise VehicleError(
+                f"{v.name}: simGetImages returned {len(responses)} images, asked {len(requests)}"
+            )
         r = responses[0]
-        data = np.frombuffer(r.image_data_uint8, np.uint8)
-        if r.width <= 0 or data.size != r.width * r.height * 3:
-            raise VehicleError(f"{v.name}: image of {data.size} bytes does not match {r.width}x{r.height}x3")
-        image = data.reshape(r.height, r.width, 3).copy()
-        # The camera pose is world NED (AirSim's world API); the vehicle pose is the camera's minus its mount.
-        q = r.camera_orientation
-        yaw = math.degrees(
-            math.atan2(2 * (q.w_val * q.z_val + q.x_val * q.y_val), 1 - 2 * (q.y_val**2 + q.z_val**2))
-        )
+        image = _bgr(r, v.name)
+        # The camera pose is relative to the vehicle's spawn (as AirSim reports it): add the spawn
+        # offset for the world pose; the vehicle pose is the camera's minus its mount.
+        yaw = quat_yaw_deg(r.camera_orientation)
         c, s = math.cos(math.radians(yaw)), math.sin(math.radians(yaw))
         ox, oy, oz = self.offset
-        cam = r.camera_position
+        at = r.camera_position
+        cam_x, cam_y, cam_z = v._to_world(at.x_val, at.y_val, at.z_val)
         pose = Pose(
-            float(cam.x_val - (c * ox - s * oy)),
-            float(cam.y_val - (s * ox + c * oy)),
-            float(cam.z_val - oz),
+            float(cam_x - (c * ox - s * oy)),
+            float(cam_y - (s * ox + c * oy)),
+            float(cam_z - oz),
             wrap_deg(yaw),
         )
+        # The simulator's own image clock: the runtime judges staleness on it (a paused or stuck
+        # simulator keeps serving the same stamp), not on when the image was read.
+        meta: dict[str, Any] = {"read_wall_s": time.monotonic() - t0, "time_stamp_ns": int(r.time_stamp)}
+        if v.segmentation:
+            meta["segmentation"] = _bgr(responses[1], v.name)
         return Frame(
             image=image,
             capture_time_s=float(r.time_stamp) / 1e9,
             pose=pose,
             camera=v.target.camera,
-            # The simulator's own image clock: the runtime judges staleness on it (a paused or stuck
-            # simulator keeps serving the same stamp), not on when the image was read.
-            meta={"read_wall_s": time.monotonic() - t0, "time_stamp_ns": int(r.time_stamp)},
+            meta=meta,
         )
+
+
+def _bgr(response: Any, vehicle: str) -> np.ndarray:
+    """A raw (uncompressed) ImageResponse as an HxWx3 array."""
+    data = np.frombuffer(response.image_data_uint8, np.uint8)
+    if response.width <= 0 or data.size != response.width * response.height * 3:
+        raise VehicleError(
+            f"{vehicle}: image of {data.size} bytes does not match {response.width}x{response.height}x3"
+        )
+    return data.reshape(response.height, response.width, 3).copy()
 
 
 def open_airsim_vehicle(url: str) -> AirSimVehicle:

@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -75,29 +76,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "TinyRenderer; auto: gl where an EGL context can be made, else tiny with a warning (default: "
         "$DRONECATS_RENDERER, else auto)",
     )
+    parser.add_argument(
+        "--settings",
+        default=None,
+        metavar="FILE",
+        help="an AirSim settings.json: its Vehicles (names, X/Y/Z/Yaw), the first vehicle's Scene camera "
+        "(Width, Height, FOV_Degrees) and ClockSpeed replace --vehicles, --camera and --clock-speed",
+    )
+    parser.add_argument(
+        "--strict-airsim",
+        action="store_true",
+        help="behave like a foreign Unreal map: stock AirSim methods only (no dc* extensions), the "
+        "scene's actors under other names, simSpawnObject takes this map's blueprints only (see "
+        "simListAssets), paint through simSetObjectMaterial",
+    )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
-    from common.camera import camera_profile
     from common.errors import DroneCatsError, LinkError
-    from sim_bridge.rpc.airsim_api import AirSimApi
     from sim_bridge.rpc.server import RpcServer
 
     try:
-        world = _build_world(args, camera_profile(args.camera))
+        world, api = _world_and_api(args)
     except DroneCatsError as exc:
         print(f"dronecats sim: {exc}", file=sys.stderr)
         return 2
-    log.info("rendering with %s (%s)", world.renderer, world.render_device)
-    world.pause(args.paused)
-    world.start()
     try:
-        server = RpcServer(AirSimApi(world).table(), host=args.host, port=args.port)
+        server = RpcServer(api.table(), host=args.host, port=args.port)
     except OSError as exc:
         world.close()
         raise LinkError(f"cannot listen on {args.host}:{args.port} ({os.strerror(exc.errno or 0)})") from None
@@ -120,29 +128,48 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _world_and_api(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The World (--settings, --episode or the flags, plus --spawn) and its method table
+    (--strict-airsim or not), started."""
+    from common.camera import camera_profile
+    from sim_bridge.rpc.airsim_api import AirSimApi
+
+    world = _build_world(args, camera_profile(args.camera))
+    try:
+        log.info("rendering with %s (%s)", world.renderer, world.render_device)
+        world.pause(args.paused)
+        world.start()
+        if args.strict_airsim:
+            from sim_bridge.rpc.strict import StrictAirSimApi
+
+            api: AirSimApi = StrictAirSimApi(world)
+        else:
+            api = AirSimApi(world)
+    except BaseException:
+        world.close()
+        raise
+    return world, api
+
+
 def _build_world(args: argparse.Namespace, camera: Any) -> Any:
-    """The World of --scene/--vehicles, or of --episode's record, with the --spawn objects added."""
+    """The World of --scene/--vehicles, of --settings' vehicles and camera, or of --episode's record,
+    with the --spawn objects added."""
     from common.errors import ConfigError
     from sim_bridge.sim.world import World
     from sim_bridge.spawn_spec import parse_spawn
 
     spawns = [parse_spawn(text) for text in args.spawn]  # all validated before the world is built
     record = _episode_record(args.episode) if args.episode else None
+    if record is not None and args.settings:
+        raise ConfigError("--settings and --episode both place the vehicles: give one of them")
     if record is not None and args.scene not in (None, record.scene):
         raise ConfigError(f"--scene {args.scene} but the episode {record.id} is in {record.scene}")
     if record is not None and args.vehicles not in (None, len(record.drones)):
         raise ConfigError(f"--vehicles {args.vehicles} but the episode {record.id} has {len(record.drones)}")
     if args.vehicles is not None and args.vehicles < 1:
         raise ConfigError(f"--vehicles {args.vehicles}: at least 1")
-    common = {
-        "camera": camera,
-        "clock_speed": args.clock_speed,
-        "render_workers": args.render_workers,
-        "renderer": args.renderer,
-    }
-    if record is None:
-        world = World(args.scene or "residential", vehicles=args.vehicles or 1, seed=args.seed, **common)
-    else:
+    common = {"render_workers": args.render_workers, "renderer": args.renderer}
+    if record is not None:
         from episodes.scenario import spawn_objects, start_pose
 
         world = World(
@@ -150,6 +177,34 @@ def _build_world(args: argparse.Namespace, camera: Any) -> Any:
             vehicles=[d.name for d in record.drones],
             seed=record.seed,
             spawns=[start_pose(record, i) for i in range(len(record.drones))],
+            camera=camera,
+            clock_speed=args.clock_speed,
+            **common,
+        )
+    elif args.settings:
+        from sim_bridge.settings import read_settings
+
+        settings = read_settings(args.settings)
+        if args.vehicles is not None and args.vehicles != len(settings.vehicles):
+            raise ConfigError(
+                f"--vehicles {args.vehicles} but {args.settings} defines {len(settings.vehicles)} vehicles"
+            )
+        world = World(
+            args.scene or "residential",
+            vehicles=[name for name, _ in settings.vehicles],
+            seed=args.seed,
+            spawns=[pose for _, pose in settings.vehicles],
+            camera=settings.camera or camera,
+            clock_speed=settings.clock_speed or args.clock_speed,
+            **common,
+        )
+    else:
+        world = World(
+            args.scene or "residential",
+            vehicles=args.vehicles or 1,
+            seed=args.seed,
+            camera=camera,
+            clock_speed=args.clock_speed,
             **common,
         )
     try:

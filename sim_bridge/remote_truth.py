@@ -1,89 +1,271 @@
-"""AGENT.md §6 ground truth from a running `dronecats sim`, over its RPC extensions (dcGroundTruth,
-dcPointOnTargetAt), for an onboard process that flies an airsim:// vehicle.
+"""AGENT.md §6 ground truth from an AirSim-compatible server over stock AirSim RPC only (a real
+AirSim, Cosys-AirSim, or `dronecats sim` with or without --strict-airsim), for the HIL path.
 
-A real AirSim has no such extensions: there every sample is unknown (None fields) and the log says so
-through nulls, never through made-up values.
+- Distances: simGetObjectPose of the vehicle and of the target (world NED), the target's bounding
+  box placed on its pose: centre offset and half extents in the target's own frame (TargetExtent),
+  read once from a detection's box3D (or given: the record's size_m).
+- Visibility: simGetDetections of the vehicle's camera after simAddDetectionFilterMeshName(target)
+  with the spec's 100 m radius (simSetDetectionFilterRadius takes centimetres). The server decides
+  what counts as detected (the built-in simulator: the §6 rule, >= 20 px of 640x360, unoccluded).
+- Point on target: the pixel's colour in the Segmentation image taken in the same simGetImages
+  request as the frame (Frame.meta["segmentation"]), compared with the target's segmentation colour
+  (set with simSetSegmentationObjectID, read off a frame by `learn_colour`); where no segmentation
+  is at hand, the built-in simulator's dcPointOnTargetInFrame where the server has it (an optional
+  fast path: the frame's segmentation as served), else whether the point lies in the target's
+  detection box2D now (coarser). `point_source` says which was used.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from common.pose import Frame
 from onboard.truth import TruthSample
-from sim_bridge.airsim_vehicle import parse_airsim_url
+from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url, quat_yaw_deg
 
 log = logging.getLogger(__name__)
 
 UNKNOWN = TruthSample(None, None, None, None)
+DETECTION_RADIUS_M = 100.0  # AGENT.md §6: visible within 100 m
+SCENE_IMAGE_TYPE = 0
+TARGET_SEGMENTATION_ID = 1  # the target's segmentation object id; everything else gets 0
+
+
+@dataclass(frozen=True)
+class TargetExtent:
+    """The target's bounding box in its own frame (x forward, y right, z down; metres)."""
+
+    centre_frd_m: tuple[float, float, float]
+    half_m: tuple[float, float, float]
+    source: str  # "box3D" or "record"
+
+
+def _yaw_rot(yaw_deg: float) -> np.ndarray:
+    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def quat_matrix(q: Any) -> np.ndarray:
+    """Rotation (body -> world) of an airsim Quaternionr."""
+    w, x, y, z = q.w_val, q.x_val, q.y_val, q.z_val
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def xyz(v: Any) -> np.ndarray:
+    return np.array([float(v.x_val), float(v.y_val), float(v.z_val)])
+
+
+def extent_from_detection(
+    detection: Any,
+    camera_world: np.ndarray,
+    camera_rot: np.ndarray,
+    target_xyz: np.ndarray,
+    target_yaw: float,
+) -> TargetExtent:
+    """box3D (camera frame) -> the box in the target's frame. Its half extents are taken as the target's
+    own (the built-in simulator reports them so; a server with camera-axis boxes overstates a turned
+    target's extent a little)."""
+    lo, hi = xyz(detection.box3D.min), xyz(detection.box3D.max)
+    centre_world = camera_world + camera_rot @ ((lo + hi) / 2.0)
+    centre = _yaw_rot(target_yaw).T @ (centre_world - target_xyz)
+    half = np.abs(hi - lo) / 2.0
+    return TargetExtent(tuple(map(float, centre)), tuple(map(float, half)), "box3D")  # type: ignore[arg-type]
+
+
+def learn_colour(
+    segmentation: np.ndarray, box2d: tuple[float, float, float, float]
+) -> tuple[int, int, int] | None:
+    """The target's segmentation colour in a frame: the commonest colour inside its detection box that
+    is not the commonest colour outside it (everything but the target carries id 0)."""
+    h, w = segmentation.shape[:2]
+    u0, v0, u1, v1 = (round(float(a)) for a in box2d)
+    u0, v0, u1, v1 = max(0, u0), max(0, v0), min(w - 1, u1), min(h - 1, v1)
+    if u1 < u0 or v1 < v0:
+        return None
+    inside = np.zeros((h, w), bool)
+    inside[v0 : v1 + 1, u0 : u1 + 1] = True
+    flat = segmentation.reshape(-1, 3)
+    keys = (flat[:, 0].astype(np.int64) << 16) | (flat[:, 1].astype(np.int64) << 8) | flat[:, 2]
+    outside_keys = keys[~inside.ravel()]
+    background = int(np.bincount(outside_keys).argmax()) if outside_keys.size else -1
+    inside_keys = keys[inside.ravel()]
+    inside_keys = inside_keys[inside_keys != background]
+    if not inside_keys.size:
+        return None
+    colour = int(np.bincount(inside_keys).argmax())
+    return (colour >> 16, (colour >> 8) & 255, colour & 255)
 
 
 class RemoteTruth:
-    """GroundTruth for one target, asked of the simulator behind an airsim:// URL."""
+    """GroundTruth for one target, asked of the server behind an AirSimVehicle (its api, its spawn) or
+    an airsim:// vehicle URL (`dronecats onboard --truth-target`)."""
 
-    def __init__(self, vehicle_url: str, target: str, timeout_s: float = 30.0) -> None:
-        self.target_url = parse_airsim_url(vehicle_url)
+    def __init__(
+        self,
+        vehicle: AirSimVehicle | str,
+        target: str,
+        extent: TargetExtent | None = None,
+        colour: tuple[int, int, int] | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        self.vehicle = AirSimVehicle(parse_airsim_url(vehicle)) if isinstance(vehicle, str) else vehicle
         self.target = target
+        self._filter_set = False
+        self._fast_path = True  # dcPointOnTargetInFrame where the server has it and no segmentation
+        self.extent = extent
+        self.colour = colour  # BGR of the target in Segmentation images
         self._timeout_s = timeout_s
-        self._local = threading.local()  # the airsim client is not thread-safe: one per thread
-        self._unsupported = False
-        self._in_frame = True  # until the simulator says it has no dcPointOnTargetInFrame
+        self._local = threading.local()  # the airsim clients are not thread-safe: one per thread
+        self.point_source: str | None = None  # "segmentation" or "box2D" once asked
+        self._warned: set[str] = set()
 
-    def _call(self, method: str, *args: Any) -> Any:
-        client = getattr(self._local, "client", None)
-        if client is None:
-            import airsim
+    # ---- plumbing
+    def client(self) -> Any:
+        c = getattr(self._local, "client", None)
+        if c is None:
+            t = self.vehicle.target
+            c = self.vehicle.module.MultirotorClient(ip=t.host, port=t.port, timeout_value=self._timeout_s)
+            self._local.client = c
+        return c
 
-            client = airsim.MultirotorClient(
-                ip=self.target_url.host, port=self.target_url.port, timeout_value=self._timeout_s
-            )
-            self._local.client = client
-        return client.client.call(method, *args)
+    def _warn_once(self, key: str, message: str, *args: Any) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message, *args)
 
-    def sample(self, drone: str) -> TruthSample:
-        if self._unsupported:
-            return UNKNOWN
-        vehicle = self.target_url.vehicle or drone
-        try:
-            d = self._call("dcGroundTruth", vehicle, self.target)
-        except Exception as exc:
-            if "could not find function" in str(exc):
-                log.warning(
-                    "%s:%d has no dcGroundTruth (not the built-in simulator): truth is unknown",
-                    self.target_url.host,
-                    self.target_url.port,
-                )
-                self._unsupported = True
-            else:
-                log.warning("dcGroundTruth(%s, %s) failed: %s", vehicle, self.target, exc)
-            return UNKNOWN
-        return TruthSample(
-            float(d["distance_m"]), float(d["bbox_distance_m"]), bool(d["visible"]), list(d["target_pose"])
+    @property
+    def camera(self) -> str:
+        return self.vehicle.target.camera
+
+    def set_up(self) -> None:
+        """The detection filter on the vehicle's camera: only the target, within 100 m."""
+        c, cam, name = self.client(), self.camera, self.vehicle.name
+        c.simClearDetectionMeshNames(cam, SCENE_IMAGE_TYPE, vehicle_name=name)
+        c.simSetDetectionFilterRadius(cam, SCENE_IMAGE_TYPE, DETECTION_RADIUS_M * 100.0, vehicle_name=name)
+        c.simAddDetectionFilterMeshName(cam, SCENE_IMAGE_TYPE, self.target, vehicle_name=name)
+        self._filter_set = True
+
+    def detection(self) -> Any | None:
+        """The target's detection from the vehicle's camera now, or None."""
+        if not self._filter_set:
+            self.set_up()
+        found = self.client().simGetDetections(self.camera, SCENE_IMAGE_TYPE, vehicle_name=self.vehicle.name)
+        return next((d for d in found if d.name == self.target), None)
+
+    def camera_pose_world(self) -> tuple[np.ndarray, np.ndarray]:
+        """(position, rotation) of the vehicle's camera in the world (simGetCameraInfo is spawn-relative)."""
+        info = self.client().simGetCameraInfo(self.camera, vehicle_name=self.vehicle.name)
+        s = self.vehicle.spawn
+        return xyz(info.pose.position) + np.array([s.x_m, s.y_m, s.z_m]), quat_matrix(info.pose.orientation)
+
+    def target_pose(self) -> tuple[np.ndarray, float] | None:
+        pose = self.client().simGetObjectPose(self.target)
+        p = xyz(pose.position)
+        if not np.all(np.isfinite(p)):
+            return None
+        return p, quat_yaw_deg(pose.orientation)
+
+    def learn_extent(self, detection: Any) -> TargetExtent | None:
+        here = self.target_pose()
+        if here is None:
+            return None
+        cam_xyz, cam_rot = self.camera_pose_world()
+        self.extent = extent_from_detection(detection, cam_xyz, cam_rot, here[0], here[1])
+        log.info(
+            "%s: extent from box3D: centre %s, half %s",
+            self.target,
+            self.extent.centre_frd_m,
+            self.extent.half_m,
         )
+        return self.extent
+
+    # ---- GroundTruth
+    def sample(self, drone: str) -> TruthSample:
+        c = self.client()
+        try:
+            target = self.target_pose()
+            vehicle = xyz(c.simGetObjectPose(self.vehicle.name).position)
+            detection = self.detection()
+        except Exception as exc:
+            self._warn_once("sample", "ground truth for %s failed: %s", self.target, exc)
+            return UNKNOWN
+        if target is None or not np.all(np.isfinite(vehicle)):
+            self._warn_once(
+                "pose", "simGetObjectPose has no pose for %s or %s", self.target, self.vehicle.name
+            )
+            return UNKNOWN
+        if self.extent is None and detection is not None:
+            self.learn_extent(detection)
+        position, yaw = target
+        if self.extent is None:
+            # no box yet (never detected, no record size): the object's origin, said once in the log
+            self._warn_once("extent", "%s: extent unknown: distances to its origin", self.target)
+            centre, half = position, np.zeros(3)
+        else:
+            rot = _yaw_rot(yaw)
+            centre = position + rot @ np.asarray(self.extent.centre_frd_m)
+            half = np.asarray(self.extent.half_m)
+        distance = float(np.linalg.norm(centre - vehicle))
+        local = _yaw_rot(yaw).T @ (vehicle - centre)
+        bbox_distance = float(np.linalg.norm(local - np.clip(local, -half, half)))
+        pose = [float(position[0]), float(position[1]), float(position[2]), yaw]
+        return TruthSample(distance, bbox_distance, detection is not None, pose)
 
     def point_on_target(self, frame: Frame, point_xy: tuple[int, int]) -> bool | None:
-        """Asked about the frame the model saw: the simulator answers from that frame's segmentation
-        when it still keeps it (dcPointOnTargetInFrame, by the frame's time stamp and pose), else from
-        a re-render at the frame's pose. A simulator without the ring gets dcPointOnTargetAt."""
-        if self._unsupported:
-            return None
-        pose = [float(v) for v in frame.pose.as_list()]
-        u, v = float(point_xy[0]), float(point_xy[1])
-        vehicle = self.target_url.vehicle
-        if self._in_frame:
+        """Whether the 0-1000 image point of this frame lies on the target."""
+        seg = frame.meta.get("segmentation")
+        h, w = frame.image.shape[:2]
+        col = min(w - 1, max(0, int(point_xy[0] * w / 1000.0)))
+        row = min(h - 1, max(0, int(point_xy[1] * h / 1000.0)))
+        if seg is not None and self.colour is not None:
+            self.point_source = "segmentation"
+            return bool(tuple(int(v) for v in seg[row, col]) == self.colour)
+        if self._fast_path:
+            # The built-in simulator's optional fast path: the frame's segmentation as it served it
+            # (by time stamp and pose). Any other server: unknown function, and box2D from then on.
             try:
                 stamp_ns = round(frame.capture_time_s * 1e9)
-                return bool(self._call("dcPointOnTargetInFrame", vehicle, self.target, u, v, stamp_ns, pose))
+                pose = [float(v) for v in frame.pose.as_list()]
+                u, v = float(point_xy[0]), float(point_xy[1])
+                answer = self.client().client.call(
+                    "dcPointOnTargetInFrame", self.vehicle.name, self.target, u, v, stamp_ns, pose
+                )
+                self.point_source = "dcPointOnTargetInFrame"
+                return bool(answer)
             except Exception as exc:
-                if "could not find function" not in str(exc):
-                    log.warning("dcPointOnTargetInFrame failed: %s", exc)
-                    return None
-                log.info("the simulator has no dcPointOnTargetInFrame: re-rendered at the frame's pose")
-                self._in_frame = False
+                log.info("no dcPointOnTargetInFrame (%s): point on target from box2D", exc)
+                self._fast_path = False
+        self.point_source = "box2D"
+        self._warn_once(
+            "box2d", "%s: point on target from the detection's box2D (no segmentation colour)", self.target
+        )
         try:
-            return bool(self._call("dcPointOnTargetAt", vehicle, self.target, u, v, pose))
+            detection = self.detection()
         except Exception as exc:
-            log.warning("dcPointOnTargetAt failed: %s", exc)
+            self._warn_once("p", "point on target for %s failed: %s", self.target, exc)
             return None
+        if detection is None:
+            return False
+        b = detection.box2D
+        return bool(b.min.x_val <= col <= b.max.x_val and b.min.y_val <= row <= b.max.y_val)
+
+    def close(self) -> None:
+        c = getattr(self._local, "client", None)
+        if c is not None:
+            try:
+                c.client.close()
+            except Exception:
+                log.debug("closing the truth client failed", exc_info=True)
+            self._local.client = None

@@ -55,7 +55,9 @@ def set_pose(c, name: str, x: float, y: float, z: float, yaw: float) -> None:
 
 def test_handshake_and_vehicles(client) -> None:
     assert client.ping() is True
-    assert client.client.call("getServerVersion") == 1
+    # version 4 (Cosys-AirSim's clients want >= 4) with AirSim 1.x clients still welcome (min 1)
+    assert client.client.call("getServerVersion") == 4
+    assert client.client.call("getMinRequiredClientVersion") == 1
     assert client.listVehicles() == ["Drone1", "Drone2"]
     assert client.isApiControlEnabled("Drone1") is True
 
@@ -239,9 +241,11 @@ def test_vehicle_adapter_over_the_real_client(sim_port) -> None:
         vehicle.close()
 
 
-def test_remote_truth_for_an_onboard_process(client, sim_port) -> None:
+def test_remote_truth_over_stock_calls(client, sim_port) -> None:
+    """RemoteTruth with stock calls only: distances from simGetObjectPose and the box3D extent,
+    visibility from simGetDetections, point on target from the frame's own Segmentation image."""
     from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
-    from sim_bridge.remote_truth import RemoteTruth
+    from sim_bridge.remote_truth import RemoteTruth, learn_colour
 
     set_pose(client, "Drone2", 5.0, -2.0, -2.0, 90.0)  # world (5, 0, -2) facing east
     name = client.simSpawnObject(
@@ -249,17 +253,75 @@ def test_remote_truth_for_an_onboard_process(client, sim_port) -> None:
     )
     try:
         url = f"airsim://127.0.0.1:{sim_port}/Drone2"
-        truth = RemoteTruth(url, name)
+        vehicle = AirSimVehicle(parse_airsim_url(url))
+        truth = RemoteTruth(vehicle, name)
         sample = truth.sample("Drone2")
         assert sample.visible is True
-        assert sample.distance_m == pytest.approx(7.1, abs=0.2)
+        assert truth.extent is not None and truth.extent.source == "box3D"
+        reference = client.client.call("dcGroundTruth", "Drone2", name)  # the built-in sim's own answer
+        assert sample.distance_m == pytest.approx(reference["distance_m"], abs=1e-6)
+        assert sample.bbox_distance_m == pytest.approx(reference["bbox_distance_m"], abs=1e-6)
         assert sample.target_pose[:2] == pytest.approx([5.0, 7.0])
-        frame = AirSimVehicle(parse_airsim_url(url)).camera().read()
-        info = client.client.call("dcGroundTruth", "Drone2", name)
-        u0, v0, u1, v1 = info["box2d"]
+        assert client.simSetSegmentationObjectID(".*", 0, True) is True
+        assert client.simSetSegmentationObjectID(name, 1, False) is True
+        assert client.simGetSegmentationObjectID(name) == 1
+        vehicle.segmentation = True
+        frame = vehicle.camera().read()
+        u0, v0, u1, v1 = reference["box2d"]
+        truth.colour = learn_colour(frame.meta["segmentation"], (u0, v0, u1, v1))
+        assert truth.colour is not None and truth.colour != (0, 0, 0)
         centre = (round((u0 + u1) / 2 * 1000 / 640), round((v0 + v1) / 2 * 1000 / 360))
         set_pose(client, "Drone2", 5.0, -2.0, -2.0, 0.0)  # turned away since the frame was taken
-        assert truth.point_on_target(frame, centre) is True
+        assert truth.point_on_target(frame, centre) is True  # read from that frame's segmentation
         assert truth.point_on_target(frame, (20, 20)) is False
+        assert truth.point_source == "segmentation"
+        assert truth.sample("Drone2").visible is False  # facing north now: out of view
+    finally:
+        client.simSetSegmentationObjectID(".*", 0, True)
+        client.simDestroyObject(name)
+
+
+def test_camera_poses_are_spawn_relative_and_the_adapter_adds_the_spawn_once(client, sim_port) -> None:
+    """AirSim reports camera poses in the vehicle's local frame; the adapter adds the spawn offset
+    (simGetObjectPose - simGetVehiclePose) exactly once. Drone2 spawned at world (0, 2, 0)."""
+    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
+
+    set_pose(client, "Drone2", 1.0, 1.0, -2.0, 0.0)  # world (1, 3, -2)
+    info = client.simGetCameraInfo("0", "Drone2")
+    image = client.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Scene, False, False)], "Drone2")[0]
+    for p in (info.pose.position, image.camera_position):  # 0.5 m ahead, 0.1 m below the body
+        assert (p.x_val, p.y_val, p.z_val) == pytest.approx((1.5, 1.0, -1.9), abs=1e-6)
+    vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{sim_port}/Drone2"))
+    assert vehicle.spawn.as_list()[:3] == pytest.approx([0.0, 2.0, 0.0])
+    frame = vehicle.camera().read()
+    assert (frame.pose.x_m, frame.pose.y_m, frame.pose.z_m) == pytest.approx((1.0, 3.0, -2.0), abs=1e-6)
+    assert vehicle.telemetry().pose.y_m == pytest.approx(3.0, abs=1e-6)
+
+
+def test_line_of_sight_and_materials(client) -> None:
+    home = client.getHomeGeoPoint("Drone1")  # Drone1's spawn: world origin
+
+    def geo(x: float, y: float, z: float) -> airsim.GeoPoint:
+        point = airsim.GeoPoint()
+        point.latitude = home.latitude + math.degrees(x / 6378137.0)
+        point.longitude = home.longitude + math.degrees(
+            y / (6378137.0 * math.cos(math.radians(home.latitude)))
+        )
+        point.altitude = home.altitude - z
+        return point
+
+    # along the street: clear; across it into the houses at y = 10 (east): blocked
+    assert client.simTestLineOfSightBetweenPoints(geo(0, 0, -2), geo(30, 0, -2)) is True
+    assert client.simTestLineOfSightBetweenPoints(geo(20, 0, -2), geo(20, 20, -2)) is False
+    name = client.simSpawnObject(
+        "mat_van", "BP_Van", airsim.Pose(airsim.Vector3r(30.0, 0.0, 0.0)), airsim.Vector3r(1, 1, 1)
+    )
+    try:
+        assert "BP_Van" in client.simListAssets() and "M_Paint_Pink" in client.simListAssets()
+        assert client.simSetObjectMaterial(name, "M_Paint_Pink") is True
+        assert client.simSetObjectMaterial(name, "M_No_Such_Paint") is False
+        info = client.client.call("dcGetObjectInfo", name)
+        assert (info["cls"], info["colour"]) == ("van", "pink")
+        assert info["pose"][:2] == pytest.approx([30.0, 0.0])
     finally:
         client.simDestroyObject(name)

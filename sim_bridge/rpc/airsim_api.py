@@ -1,9 +1,17 @@
 # ruff: noqa: N802 -- the method names are AirSim wire names
 """AirSim's RPC method table over a `World` (protocols.md §1.3-1.6), plus built-in-sim extensions.
 
-Vehicle APIs use each vehicle's spawn-relative NED frame (axes aligned with the world's); object and
-camera APIs use the world NED frame, as AirSim does. Struct dicts use exactly the airsim client's
-attribute names. Extensions specific to the built-in simulator are prefixed `dc` (see EXTENSIONS).
+Vehicle APIs use each vehicle's spawn-relative NED frame (axes aligned with the world's); object APIs
+use the world NED frame, as AirSim does. Camera poses (ImageResponse camera_position/orientation,
+simGetCameraInfo pose) are relative to the vehicle's spawn, as AirSim reports them (its camera poses
+come from the vehicle's local frame): a client adds the spawn offset, simGetObjectPose(vehicle) -
+simGetVehiclePose(vehicle). Struct dicts use exactly the airsim client's attribute names. Extensions
+specific to the built-in simulator are prefixed `dc` (see EXTENSIONS).
+
+Both client generations are served: the server version is 4 (Cosys-AirSim's), the minimum client
+version 1 (AirSim 1.x), and methods whose argument count differs between them (simGetImages,
+simGetCameraInfo, simGetObjectPose) take either; the last argument of the detection and image calls is
+AirSim 1.x's `external` bool or Cosys's `annotation_name` string, both ignored (one camera per drone).
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ import numpy as np
 
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
-from sim_bridge.sim.frames import yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
+from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
+from sim_bridge.rpc.server import release_order
+from sim_bridge.sim.frames import ned_to_pb, yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
 from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, image_pixel
 
 log = logging.getLogger(__name__)
@@ -40,6 +50,8 @@ FRAME_RING_SIZE = 16
 RING_TIME_TOLERANCE_NS = 1000  # time stamps travel as float seconds in a Frame: allow rounding
 RING_POSE_TOLERANCE = 1e-3  # metres and degrees: the pose the frame reports vs the render's
 TRUTH_RENDER_MODES = ("crop", "full")
+SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
+MIN_CLIENT_VERSION = 1
 
 EXTENSIONS = {
     "dcGroundTruth": "(vehicle_name, object_name) -> {distance_m, bbox_distance_m, visible, "
@@ -132,6 +144,8 @@ class AirSimApi:
 
     def __init__(self, world: World, truth_render: str = "crop") -> None:
         self.world = world
+        self._seg_ids: dict[int, int] = {}  # body id -> segmentation object id (simSetSegmentationObjectID)
+        self._seg_lock = threading.Lock()
         self._frames: dict[str, deque[FrameSeg]] = {}
         self._frames_served: dict[str, int] = {}
         self._ring_hits = 0
@@ -147,6 +161,9 @@ class AirSimApi:
         s = self._slot(vehicle_name).model.spawn
         return pose_msg(p.x_m - s.x_m, p.y_m - s.y_m, p.z_m - s.z_m, p.yaw_deg)
 
+    def _local_xyz(self, vehicle_name: str, x: float, y: float, z: float, yaw_deg: float) -> dict[str, Any]:
+        return self._local(vehicle_name, Pose(float(x), float(y), float(z), yaw_deg))
+
     def _to_world(self, vehicle_name: str, x: float, y: float, z: float) -> np.ndarray:
         s = self._slot(vehicle_name).model.spawn
         return np.array([x + s.x_m, y + s.y_m, z + s.z_m], float)
@@ -160,6 +177,7 @@ class AirSimApi:
 
     @staticmethod
     def _wait(task: Any) -> bool:
+        release_order()  # the command is applied: the connection's next request may start
         return bool(task.wait(WAIT_WALL_S))
 
     def _camera(self, camera_name: Any) -> None:
@@ -182,10 +200,10 @@ class AirSimApi:
         return True
 
     def getServerVersion(self) -> int:
-        return 1
+        return SERVER_VERSION
 
     def getMinRequiredClientVersion(self) -> int:
-        return 1
+        return MIN_CLIENT_VERSION
 
     def reset(self) -> None:
         w = self.world
@@ -454,7 +472,9 @@ class AirSimApi:
         self.world.continue_for_time(float(seconds))
 
     # ---------------------------------------------------------------- objects
-    def simGetObjectPose(self, object_name: str) -> dict[str, Any]:
+    def simGetObjectPose(self, object_name: str, ned: bool = True) -> dict[str, Any]:
+        if not ned:
+            raise ConfigError("simGetObjectPose: only NED poses are served (ned=True)")
         try:
             p = self.world.object_pose(str(object_name))
         except ConfigError:
@@ -487,24 +507,109 @@ class AirSimApi:
         is_blueprint: bool,
     ) -> str:
         sx, sy, sz = parse_vec3(scale, "scale")
-        obj = self.world.spawn(str(object_name), str(asset_name), parse_pose(pose), (sx, sy, sz))
+        asset = BLUEPRINTS.get(str(asset_name), str(asset_name))
+        obj = self.world.spawn(str(object_name), asset, parse_pose(pose), (sx, sy, sz))
         return obj.name
 
     def simDestroyObject(self, object_name: str) -> bool:
+        obj = self.world.objects.get(str(object_name))
+        if obj is not None:
+            with self._seg_lock:  # PyBullet reuses body ids
+                self._seg_ids.pop(obj.body_id, None)
         return self.world.destroy(str(object_name))
 
     def simListAssets(self) -> list[str]:
         from sim_bridge.sim.assets import ASSET_KINDS
 
-        return sorted(ASSET_KINDS)
+        return sorted(ASSET_KINDS) + sorted(BLUEPRINTS) + sorted(MATERIALS)
+
+    def simSetObjectMaterial(self, object_name: str, material_name: str, component_id: int = 0) -> bool:
+        """Repaint an object with one of MATERIALS (respawned under its name, pose and scale)."""
+        colour = MATERIALS.get(str(material_name))
+        w = self.world
+        with w.lock:
+            obj = w.objects.get(str(object_name))
+            if colour is None or obj is None or obj.cls in ("scenery", "ground"):
+                log.info(
+                    "simSetObjectMaterial(%s, %s): no such object or material",
+                    object_name,
+                    material_name,
+                )
+                return False
+            seg_id = self._seg_ids.pop(obj.body_id, None)
+            name, pose, scale, asset = obj.name, obj.pose, obj.scale, obj.asset
+            w.destroy(name)
+            new = w.spawn(name, with_colour(asset, colour), pose, scale)
+            if seg_id is not None:
+                self._seg_ids[new.body_id] = seg_id
+        return True
+
+    # ---------------------------------------------------------------- segmentation IDs
+    def _mesh_names(self) -> dict[str, int]:
+        """Name -> body id of everything a segmentation ID can be set on."""
+        w = self.world
+        with w.lock:
+            names = {n: o.body_id for n, o in w.objects.items()}
+            names.update({n: s.body_id for n, s in w.vehicles.items()})
+        return names
+
+    def simSetSegmentationObjectID(self, mesh_name: str, object_id: int, is_name_regex: bool = False) -> bool:
+        """AirSim's rule: names match case-insensitively (a regex over whole names when asked); an id
+        is 0-255. True when some object matched."""
+        object_id = int(object_id)
+        if not 0 <= object_id <= 255:
+            return False
+        names = self._mesh_names()
+        if is_name_regex:
+            pattern = re.compile(str(mesh_name), re.IGNORECASE)
+            bodies = [b for n, b in names.items() if pattern.fullmatch(n)]
+        else:
+            bodies = [b for n, b in names.items() if n.lower() == str(mesh_name).lower()]
+        with self._seg_lock:
+            for body in bodies:
+                self._seg_ids[body] = object_id
+        return bool(bodies)
+
+    def simGetSegmentationObjectID(self, mesh_name: str) -> int:
+        for name, body in self._mesh_names().items():
+            if name.lower() == str(mesh_name).lower():
+                return self._seg_ids.get(body, -1)
+        return -1
+
+    # ---------------------------------------------------------------- line of sight
+    def _ned_from_geo(self, point: Any) -> np.ndarray:
+        try:
+            lat, lon, alt = (float(point[k]) for k in ("latitude", "longitude", "altitude"))
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(
+                f"expected a GeoPoint map (latitude, longitude, altitude), got {point!r:.80}"
+            ) from None
+        x = math.radians(lat - HOME_LAT_DEG) * EARTH_RADIUS_M
+        y = math.radians(lon - HOME_LON_DEG) * EARTH_RADIUS_M * math.cos(math.radians(HOME_LAT_DEG))
+        return np.array([x, y, HOME_ALT_M - alt])
+
+    def _line_of_sight(self, a: np.ndarray, b: np.ndarray) -> bool:
+        w = self.world
+        with w.lock:
+            hits = w._p.rayTest(ned_to_pb(*a), ned_to_pb(*b), physicsClientId=w.client)
+        return not hits or int(hits[0][0]) < 0
+
+    def simTestLineOfSightBetweenPoints(self, point1: Any, point2: Any) -> bool:
+        """True when nothing with a collision shape lies on the segment between the two GeoPoints."""
+        return self._line_of_sight(self._ned_from_geo(point1), self._ned_from_geo(point2))
+
+    def simTestLineOfSightToPoint(self, point: Any, vehicle_name: str) -> bool:
+        with self.world.lock:
+            eye, _ = self.world.camera_pose(str(vehicle_name))
+        return self._line_of_sight(np.asarray(eye, float), self._ned_from_geo(point))
 
     # ---------------------------------------------------------------- cameras & images
     def _camera_pose_msg(self, vehicle_name: str) -> dict[str, Any]:
         with self.world.lock:
             eye, yaw = self.world.camera_pose(str(vehicle_name))
-        return pose_msg(eye[0], eye[1], eye[2], yaw)
+        return self._local_xyz(vehicle_name, eye[0], eye[1], eye[2], yaw)
 
-    def simGetImages(self, requests: Any, vehicle_name: str, external: bool) -> list[dict[str, Any]]:
+    def simGetImages(self, requests: Any, vehicle_name: str, external: Any = False) -> list[dict[str, Any]]:
         if not isinstance(requests, list | tuple):
             raise ConfigError(f"requests must be a list of ImageRequest, got {type(requests).__name__}")
         parsed = []
@@ -522,7 +627,7 @@ class AirSimApi:
         need_depth = any(t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE) for _, t in parsed)
         render = self.world.render(str(vehicle_name), segmentation=True, depth=need_depth)
         self._keep_frame(render)
-        cam_pose = pose_msg(*render.camera_position_ned, render.camera_yaw_deg)
+        cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
         out = []
         for req, image_type in parsed:
             as_float = bool(req.get("pixels_as_float", False))
@@ -533,7 +638,7 @@ class AirSimApi:
             if image_type == SCENE:
                 img = render.image_bgr
             elif image_type == SEGMENTATION:
-                img = segmentation_colours(render.seg)  # type: ignore[arg-type]
+                img = segmentation_colours(render.seg, self._seg_ids)  # type: ignore[arg-type]
             else:
                 depth = render.depth_planar_m
                 assert depth is not None
@@ -593,7 +698,7 @@ class AirSimApi:
         )
         return bytes(resp[0]["image_data_uint8"])
 
-    def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: bool) -> dict[str, Any]:
+    def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: Any = False) -> dict[str, Any]:
         self._camera(camera_name)
         from sim_bridge.sim.world import projection_matrix
 
@@ -637,12 +742,14 @@ class AirSimApi:
         names = [n for n in list(w.objects) if any(fnmatch.fnmatchcase(n, pat) for pat in filt["meshes"])]
         if not names:
             return []
-        render = w.render(str(vehicle_name), segmentation=True)
-        cam = np.asarray(render.camera_position_ned)
-        rot = yaw_rotation_ned(render.camera_yaw_deg)
+        # Each candidate's crop of the frame only (the same pixels as a full render, see World.target_truth)
+        with w.lock:
+            eye, cam_yaw = w.camera_pose(str(vehicle_name))
+        cam = np.asarray(eye, float)
+        rot = yaw_rotation_ned(cam_yaw)
         out = []
         for name in names:
-            truth = w.target_truth(str(vehicle_name), name, render)
+            truth = w.target_truth(str(vehicle_name), name)
             obj = w.objects.get(name)
             if obj is None or truth.box2d_px is None or truth.pixel_count < truth.min_pixels:
                 continue
@@ -661,9 +768,7 @@ class AirSimApi:
                         "max": {"x_val": float(u1), "y_val": float(v1)},
                     },
                     "box3D": {"min": vec3(*(rel - half)), "max": vec3(*(rel + half))},
-                    "relative_pose": pose_msg(
-                        rel[0], rel[1], rel[2], obj.pose.yaw_deg - render.camera_yaw_deg
-                    ),
+                    "relative_pose": pose_msg(rel[0], rel[1], rel[2], obj.pose.yaw_deg - cam_yaw),
                 }
             )
         return out
@@ -822,15 +927,28 @@ def _pose_list(values: Any) -> Pose:
     return Pose(x, y, z, yaw)
 
 
-def segmentation_colours(seg: np.ndarray) -> np.ndarray:
-    """Body ids -> a stable BGR colour per id (sky black), like AirSim's segmentation view."""
+def segmentation_colours(seg: np.ndarray, object_ids: dict[int, int] | None = None) -> np.ndarray:
+    """Body ids -> a stable BGR colour per id (sky black), like AirSim's segmentation view. A body
+    given a segmentation object id (simSetSegmentationObjectID) takes that id's colour instead:
+    id 0 black, others from a fixed table (see segmentation_colour)."""
     ids = seg.astype(np.int64) + 3
     b = (ids * 97) % 256
     g = (ids * 57) % 256
     r = (ids * 173) % 256
     out = np.stack([b, g, r], axis=-1).astype(np.uint8)
     out[seg == -1] = 0
+    for body, object_id in (object_ids or {}).items():
+        out[seg == body] = segmentation_colour(object_id)
     return out
+
+
+def segmentation_colour(object_id: int) -> tuple[int, int, int]:
+    """The BGR colour of a segmentation object id: 0 black, others spread over the colour cube.
+    (Clients need not know the table: episodes.hil reads the target's colour off a frame.)"""
+    if object_id == 0:
+        return (0, 0, 0)
+    k = object_id * 2654435761
+    return (64 + k % 192, 64 + (k >> 8) % 192, 64 + (k >> 16) % 192)
 
 
 __all__ = ["EXTENSIONS", "AirSimApi", "VehicleError"]

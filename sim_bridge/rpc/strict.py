@@ -1,0 +1,90 @@
+# ruff: noqa: N802 -- the method names are AirSim wire names
+"""`dronecats sim --strict-airsim`: the built-in simulator behaving like a foreign Unreal map.
+
+- Only stock AirSim methods: no `dc*` extension is served, so each answers rpclib's unknown-function
+  error, as a real AirSim server does.
+- `simSpawnObject` takes only this map's blueprint names (catalogue.BLUEPRINTS); anything else, the
+  project's asset strings ("van@pink") included, is refused the way AirSim refuses an asset missing
+  from its registry. Paint comes from `simSetObjectMaterial` with the map's materials.
+- The scene's actors carry other names than the built-in scene gives them (Unreal-style names), so
+  nothing can find them by the built-in names.
+- `simListAssets` lists this map's blueprints and materials only.
+- `simSpawnObject` names a new actor as AirSim does: when any actor's name contains the asked name,
+  the greatest trailing number of those plus one is appended.
+So a HIL run against it needs an asset map exactly as against a real map (episodes.hil).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from common.errors import ConfigError
+from sim_bridge.rpc.airsim_api import AirSimApi, parse_pose, parse_vec3
+from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS
+from sim_bridge.sim.world import World
+
+# Unreal-style prefixes of the renamed scene actors, by object class
+ACTOR_PREFIX = {"scenery": "StaticMeshActor", "ground": "Landscape"}
+
+
+def rename_scene_actors(world: World) -> dict[str, str]:
+    """Give every scene object present now an Unreal-style name; returns built-in name -> new name."""
+    counts: dict[str, int] = {}
+    renamed: dict[str, str] = {}
+    with world.lock:
+        objects = {}
+        for name, obj in world.objects.items():
+            prefix = ACTOR_PREFIX.get(obj.cls, f"BP_{obj.cls.capitalize()}_C")
+            counts[prefix] = counts.get(prefix, 0) + 1
+            new = f"{prefix}_{counts[prefix]}"
+            obj.name = new
+            objects[new] = obj
+            renamed[name] = new
+        world.objects.clear()
+        world.objects.update(objects)
+    return renamed
+
+
+class StrictAirSimApi(AirSimApi):
+    """AirSimApi without extensions and with a foreign map's names and assets."""
+
+    def __init__(self, world: World) -> None:
+        if world.render_pool is not None:
+            raise ConfigError("--strict-airsim renders in the server process: use --render-workers 0")
+        super().__init__(world)
+        self.renamed = rename_scene_actors(world)
+
+    def simSpawnObject(
+        self,
+        object_name: str,
+        asset_name: str,
+        pose: Any,
+        scale: Any,
+        physics_enabled: bool,
+        is_blueprint: bool,
+    ) -> str:
+        asset = str(asset_name)
+        if asset not in BLUEPRINTS:
+            raise ConfigError(f"There were no objects with name {asset} found in the Registry")
+        sx, sy, sz = parse_vec3(scale, "scale")
+        name = self._airsim_name(str(object_name))
+        obj = self.world.spawn(name, BLUEPRINTS[asset], parse_pose(pose), (sx, sy, sz))
+        return obj.name
+
+    def _airsim_name(self, name: str) -> str:
+        """WorldSimApi::spawnObject's rule: actors matching .*name.* -> name + (greatest number + 1)."""
+        pattern = re.compile(".*" + name + ".*")
+        with self.world.lock:
+            matching = [n for n in (*self.world.objects, *self.world.vehicles) if pattern.fullmatch(n)]
+        if not matching:
+            return name
+        numbers = [int(m.group()) for n in matching if (m := re.search(r"[0-9]+$", n))]
+        return f"{name}{max(numbers, default=0) + 1}"
+
+    def simListAssets(self) -> list[str]:
+        return sorted(BLUEPRINTS) + sorted(MATERIALS)
+
+    def table(self) -> dict[str, Callable[..., Any]]:
+        return {name: fn for name, fn in super().table().items() if not name.startswith("dc")}

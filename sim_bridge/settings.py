@@ -1,0 +1,155 @@
+"""AirSim's settings.json, the part both simulators share: SimMode, ClockSpeed, the vehicles (names,
+start poses) and their cameras (resolution, FOV). `dronecats episodes airsim-settings` writes it for
+a suite; `dronecats sim --settings FILE` reads it, so the built-in simulator and a real AirSim are
+configured from one file, the way AirSim users configure theirs.
+
+Keys read (AirSim's names): SimMode ("Multirotor"), ClockSpeed, Vehicles{NAME: {VehicleType, X, Y,
+Z, Yaw, Cameras{NAME: {CaptureSettings[{ImageType, Width, Height, FOV_Degrees}]}}}}. Others are
+ignored with a log line naming them (AirSim's settings have many; this reader grows as needed).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from common.camera import CameraProfile
+from common.errors import ConfigError
+from common.pose import Pose
+
+log = logging.getLogger(__name__)
+
+SETTINGS_VERSION = 1.2
+KNOWN_TOP = {"SettingsVersion", "SimMode", "ClockSpeed", "Vehicles", "SeeDocsAt", "ApiServerPort"}
+KNOWN_VEHICLE = {
+    "VehicleType",
+    "X",
+    "Y",
+    "Z",
+    "Yaw",
+    "Pitch",
+    "Roll",
+    "Cameras",
+    "AutoCreate",
+    "DefaultVehicleState",
+}
+MULTIROTOR_TYPES = {"simpleflight", "px4multirotor", "arducopter"}
+SCENE_IMAGE_TYPE = 0
+# The built-in simulator's camera mount (body FRD metres), written into settings for AirSim.
+CAMERA_MOUNT_FRD_M = (0.5, 0.0, 0.1)
+CAMERA_NAME = "front_center"
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    vehicles: list[tuple[str, Pose]]  # name, spawn in the world NED frame (Player Start origin)
+    camera: CameraProfile | None  # from the first vehicle's Scene capture settings
+    clock_speed: float | None
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"settings {where}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def read_settings(path: str | Path) -> SimSettings:
+    """Parse and check a settings.json; every error names the key."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read settings {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"settings {path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"settings {path}: expected a JSON object")
+    if set(data) - KNOWN_TOP:
+        log.info("settings %s: ignoring %s", path, sorted(set(data) - KNOWN_TOP))
+    mode = data.get("SimMode", "Multirotor")
+    if mode != "Multirotor":
+        raise ConfigError(f"settings {path}: SimMode {mode!r}: the built-in simulator flies Multirotor only")
+    clock = None
+    if "ClockSpeed" in data:
+        clock = _number(data["ClockSpeed"], "ClockSpeed")
+        if clock <= 0:
+            raise ConfigError(f"settings {path}: ClockSpeed {clock} must be > 0")
+    vehicles_data = data.get("Vehicles") or {"SimpleFlight": {"VehicleType": "SimpleFlight"}}
+    if not isinstance(vehicles_data, dict):
+        raise ConfigError(f"settings {path}: Vehicles must be an object of name -> vehicle")
+    vehicles: list[tuple[str, Pose]] = []
+    camera: CameraProfile | None = None
+    for name, v in vehicles_data.items():
+        where = f"Vehicles.{name}"
+        if not isinstance(v, dict):
+            raise ConfigError(f"settings {path}: {where} must be an object")
+        kind = str(v.get("VehicleType", "SimpleFlight"))
+        if kind.lower() not in MULTIROTOR_TYPES:
+            raise ConfigError(f"settings {path}: {where}.VehicleType {kind!r} is not a multirotor")
+        if set(v) - KNOWN_VEHICLE:
+            log.info("settings %s: %s: ignoring %s", path, where, sorted(set(v) - KNOWN_VEHICLE))
+        x, y, z, yaw = (_number(v.get(k, 0.0), f"{where}.{k}") for k in ("X", "Y", "Z", "Yaw"))
+        vehicles.append((str(name), Pose(x, y, z, yaw)))
+        if camera is None:
+            camera = _camera(v.get("Cameras") or {}, f"{path}: {where}")
+    return SimSettings(vehicles, camera, clock)
+
+
+def _camera(cameras: Any, where: str) -> CameraProfile | None:
+    if not isinstance(cameras, dict):
+        raise ConfigError(f"settings {where}.Cameras must be an object")
+    for cam_name, cam in cameras.items():
+        for capture in (cam or {}).get("CaptureSettings") or []:
+            if int(capture.get("ImageType", SCENE_IMAGE_TYPE)) != SCENE_IMAGE_TYPE:
+                continue
+            w = capture.get("Width", 256)
+            h = capture.get("Height", 144)
+            if not (isinstance(w, int) and isinstance(h, int) and 16 <= w <= 8192 and 16 <= h <= 8192):
+                raise ConfigError(f"settings {where}.Cameras.{cam_name}: Width/Height {w}x{h} out of 16-8192")
+            fov = _number(capture.get("FOV_Degrees", 90.0), f"{where}.Cameras.{cam_name}.FOV_Degrees")
+            return CameraProfile.from_hfov(f"settings:{cam_name}", w, h, fov)
+    return None
+
+
+def settings_for(vehicles: list[tuple[str, Pose]], camera: CameraProfile, clock_speed: float = 1.0) -> dict:
+    """A settings.json for these vehicles (world NED spawns) with this camera on each."""
+    x, y, z = CAMERA_MOUNT_FRD_M
+    capture = [
+        {
+            "ImageType": t,
+            "Width": camera.width_px,
+            "Height": camera.height_px,
+            "FOV_Degrees": round(camera.hfov_deg, 3),
+        }
+        for t in (SCENE_IMAGE_TYPE, 5)  # Scene, Segmentation (point-on-target)
+    ]
+    return {
+        "SettingsVersion": SETTINGS_VERSION,
+        "SimMode": "Multirotor",
+        "ClockSpeed": clock_speed,
+        "Vehicles": {
+            name: {
+                "VehicleType": "SimpleFlight",
+                "X": p.x_m,
+                "Y": p.y_m,
+                "Z": p.z_m,
+                "Yaw": p.yaw_deg,
+                "Cameras": {
+                    CAMERA_NAME: {
+                        "CaptureSettings": capture,
+                        "X": x,
+                        "Y": y,
+                        "Z": z,
+                        "Pitch": 0,
+                        "Roll": 0,
+                        "Yaw": 0,
+                    }
+                },
+            }
+            for name, p in vehicles
+        },
+    }
