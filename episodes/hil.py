@@ -95,6 +95,15 @@ def tear_down(client: Any, names: list[str]) -> None:
             log.warning("could not remove %s: %s", name, exc)
 
 
+def announce(client: Any, event: str, episode_id: str) -> None:
+    """Tell the server which episode starts or ends (simPrintLogMessage, stock AirSim: shown in AirSim's
+    viewport, logged by `dronecats sim`), so a server's own log says which episode flew on it when."""
+    try:
+        client.simPrintLogMessage(f"dronecats episode {event}: ", episode_id)
+    except Exception as exc:  # informative only: never fail an episode over it
+        log.warning("could not tell the server that episode %s %ss: %s", episode_id, event, exc)
+
+
 def fly_hil(record: EpisodeRecord, config: Any, pilot: Any, recorder: Any, sim_url: str) -> dict:
     """Set the episode up on the server, fly it in real time, and clean up."""
     import airsim
@@ -124,6 +133,7 @@ def fly_hil(record: EpisodeRecord, config: Any, pilot: Any, recorder: Any, sim_u
     drone = record.drones[0].name
     vehicle_url = f"airsim://{host}:{port}/{drone}"
     spawned = set_up(client, record)
+    announce(client, "start", record.id)
     try:
         vehicle = open_vehicle(vehicle_url)
         camera = vehicle.camera()  # type: ignore[attr-defined]
@@ -135,4 +145,5 @@ def fly_hil(record: EpisodeRecord, config: Any, pilot: Any, recorder: Any, sim_u
         vehicle.close()
     finally:
         tear_down(client, spawned)
+        announce(client, "end", record.id)
     return {"reason": result.reason, "steps": result.steps, "sim_time_s": sim_time_s}
