@@ -1,5 +1,6 @@
 """`dronecats episodes run SUITE --pilot SPEC [--out DIR] [--repeat K] [--latency L] [--jobs J]
-[--sim airsim://HOST:PORT] [--fly-on]`: fly a suite (or one record) and score every episode.
+[--sim airsim://HOST:PORT] [--fly-on] [--ray ADDRESS [--sim-pool URLS] [--pilot-pool URLS]]`: fly a
+suite (or one record) and score every episode.
 
 SUITE is a suite file (episodes new --suite writes one), an episode record file, or a built-in suite
 name (generated on the fly from --seed). Lock-step time on the in-process simulator by default;
@@ -16,6 +17,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +42,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--jobs", type=int, default=1, metavar="J", help="episodes in parallel processes")
     parser.add_argument("--sim", default=None, metavar="URL", help="airsim://HOST:PORT: fly against a server")
+    ray = parser.add_argument_group("Ray cluster (the ray extra)")
+    ray.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="fly each episode as a Ray task: local (a cluster in this process), auto (the running "
+        "cluster) or ray://HOST:PORT; --jobs then caps the episodes in flight (default: the cluster's CPUs)",
+    )
+    ray.add_argument(
+        "--sim-pool",
+        default=None,
+        metavar="URL,URL",
+        help="HIL servers (airsim://HOST:PORT,...), one episode at a time each (with --ray)",
+    )
+    ray.add_argument(
+        "--pilot-pool",
+        default=None,
+        metavar="URL,URL",
+        help="pilot endpoints (model URLs), one episode at a time each, instead of --pilot (with --ray)",
+    )
+    ray.add_argument(
+        "--ray-retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="times an episode whose worker or node died is flown again (default 2)",
+    )
+    ray.add_argument(
+        "--no-ship-code",
+        action="store_true",
+        help="use the dronecats installed on the cluster instead of sending this checkout with each task "
+        "(the run refuses if the versions differ)",
+    )
     parser.add_argument(
         "--fly-on", action="store_true", help="fly on to T_max after a qualifying declaration"
     )
@@ -70,7 +105,13 @@ def run(args: argparse.Namespace) -> int:
         if args.commander and args.structure not in (None, "commander"):
             print("dronecats episodes run: --commander needs --structure commander", file=sys.stderr)
             return 2
-        if args.sim and args.jobs > 1:
+        if (args.sim_pool or args.pilot_pool) and not args.ray:
+            print("dronecats episodes run: --sim-pool and --pilot-pool need --ray", file=sys.stderr)
+            return 2
+        if args.sim and args.sim_pool:
+            print("dronecats episodes run: give --sim or --sim-pool, not both", file=sys.stderr)
+            return 2
+        if args.sim and args.jobs > 1 and not args.ray:
             # One server has one Drone1 and one set of object names: its episodes fly one at a time.
             print("dronecats episodes run: --sim flies one episode at a time (--jobs 1)", file=sys.stderr)
             return 2
@@ -112,11 +153,21 @@ def run(args: argparse.Namespace) -> int:
             f"structure {args.structure or 'per record'}"
             + (f", commander {args.commander or 'rule'}" if args.structure == "commander" else "")
             + f", latency {options.latency}, "
-            f"{'HIL ' + args.sim if args.sim else 'lock-step'}, {args.jobs} job(s) -> {out}"
+            f"{'HIL ' + (args.sim or args.sim_pool) if args.sim or args.sim_pool else 'lock-step'}, "
+            f"{'Ray ' + args.ray if args.ray else f'{args.jobs} job(s)'} -> {out}"
         )
+        ray = _ray_options(args)
         errors: list[tuple[str, str]] = []
         results = run_suite(
-            suite, out, options, repeat=args.repeat, jobs=args.jobs, say=say, errors=errors, force=args.force
+            suite,
+            out,
+            options,
+            repeat=args.repeat,
+            jobs=args.jobs,
+            say=say,
+            errors=errors,
+            force=args.force,
+            ray=ray,
         )
     except KeyboardInterrupt:
         print("\ninterrupted: re-run the same command to resume", file=sys.stderr)
@@ -153,3 +204,19 @@ def unknown_ids(wanted: list[str], known: list[str]) -> str | None:
         return None
     sample = ", ".join(known[:3]) + (", ..." if len(known) > 3 else "")
     return "; ".join(parts) + f" (the suite's {len(known)} ids: {sample})"
+
+
+def _ray_options(args: argparse.Namespace) -> Any:
+    """The Ray set-up from the command line (None without --ray); --sim alone is a pool of one."""
+    if not args.ray:
+        return None
+    from episodes.ray_runner import RayOptions, parse_pool
+
+    return RayOptions(
+        address=args.ray,
+        sim_pool=parse_pool(args.sim_pool) or ((args.sim,) if args.sim else ()),
+        pilot_pool=parse_pool(args.pilot_pool),
+        slots=args.jobs if args.jobs > 1 else None,
+        max_retries=args.ray_retries,
+        ship_code=not args.no_ship_code,
+    )

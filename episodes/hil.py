@@ -274,6 +274,15 @@ def set_segmentation(client: Any, target: str) -> bool:
         return False
 
 
+def announce(client: Any, event: str, episode_id: str) -> None:
+    """Tell the server which episode starts or ends (simPrintLogMessage, stock AirSim: shown in AirSim's
+    viewport, logged by `dronecats sim`), so a server's own log says which episode flew on it when."""
+    try:
+        client.simPrintLogMessage(f"dronecats episode {event}: ", episode_id)
+    except Exception as exc:  # informative only: never fail an episode over it
+        log.warning("could not tell the server that episode %s %ss: %s", episode_id, event, exc)
+
+
 # ---- pre-flight on the server ---------------------------------------------------------------------
 @dataclass
 class ServerPreflight:
@@ -488,6 +497,7 @@ def _fly_hil(
     if target.lockstep:
         client.simPause(True)
     done = set_up(client, mod, record, target.assets, vehicle.spawn)
+    announce(client, "start", record.id)
     movers: list[RouteMover] = []
     realtime: RealTimeMovers | None = None
     truth: RemoteTruth | None = None
@@ -551,6 +561,7 @@ def _fly_hil(
         if realtime is not None:
             realtime.stop()
         tear_down(client, done)
+        announce(client, "end", record.id)
         if target.lockstep and not was_paused:
             client.simPause(False)
         if truth is not None:

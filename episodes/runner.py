@@ -27,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -35,6 +35,9 @@ from common.errors import ConfigError
 from episodes.records import EpisodeRecord, record_to_json
 from episodes.run_config import code_version, config_differences, run_configuration
 from episodes.suites import Suite, SuiteEntry, iter_ids
+
+if TYPE_CHECKING:
+    from episodes.ray_runner import RayOptions
 
 log = logging.getLogger(__name__)
 
@@ -362,6 +365,7 @@ def run_suite(
     say: Callable[[str], None] = lambda line: None,
     errors: list[tuple[str, str]] | None = None,
     force: bool = False,
+    ray: RayOptions | None = None,
 ) -> list[dict]:
     """Run every episode of the suite not yet complete in `out`; returns every complete result.
 
@@ -370,7 +374,8 @@ def run_suite(
     flown, or, with `force`, the episode is set aside and flown again. Another code version is only
     reported. An episode that cannot be flown (pre-flight checks, a pilot or server that fails: a
     DroneCatsError) is reported through `say`, appended to `errors` and left without result.json, so a
-    later resume tries it again; the other episodes go on."""
+    later resume tries it again; the other episodes go on. With `ray`, the episodes are Ray tasks on a
+    cluster (episodes.ray_runner) and `jobs` is ignored in favour of its slots; the layout is the same."""
     from common.errors import DroneCatsError
 
     keep: list[tuple[str, dict]] = []
@@ -438,7 +443,11 @@ def run_suite(
             errors.append((run_name, message))
         say(f"{run_name}: could not run: {message}")
 
-    if jobs <= 1:
+    if ray is not None:
+        from episodes.ray_runner import fly_on_ray
+
+        fly_on_ray(todo, out, options, ray, account, failed, say)
+    elif jobs <= 1:
         for entry, run_name in todo:
             try:
                 account(run_episode(entry.record, out / run_name, options, run_name))
@@ -478,7 +487,8 @@ def run_suite(
         rtf = progress.sim_time_s / progress.wall_time_s if progress.wall_time_s else float("nan")
         say(
             f"ran {ran} episodes in {progress.wall_time_s:.0f} s wall for {progress.sim_time_s:.0f} s of "
-            f"simulated flight: real-time factor {rtf:.2f} with {jobs} job(s); the episodes used "
+            f"simulated flight: real-time factor {rtf:.2f} with {'Ray' if ray else f'{jobs} job(s)'}; "
+            "the episodes used "
             f"{progress.cpu_time_s:.0f} s of CPU ({progress.cpu_time_s / max(1, jobs):.0f} s per job slot "
             "on an otherwise idle machine)"
         )

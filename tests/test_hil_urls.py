@@ -43,7 +43,7 @@ def test_vehicle_url_api_option() -> None:
     assert parse_airsim_url("airsim://h:1/Drone1?api=airsim").api == "airsim"
     with pytest.raises(ConfigError, match="api='x' is not one of airsim, cosys, auto"):
         parse_airsim_url("airsim://h:1/Drone1?api=x")
-    with pytest.raises(ConfigError, match="watchdog_s=.soon. is not a number"):
+    with pytest.raises(ConfigError, match=r"watchdog_s=.soon. is not a number"):
         parse_airsim_url("airsim://h:1/Drone1?watchdog_s=soon")
 
 

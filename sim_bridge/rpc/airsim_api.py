@@ -202,6 +202,11 @@ class AirSimApi:
     def getServerVersion(self) -> int:
         return SERVER_VERSION
 
+    def simPrintLogMessage(self, message: str, message_param: str = "", severity: int = 0) -> None:
+        # AirSim shows these on the Unreal viewport; here they go to the server's log, with its time
+        # stamps (the HIL runner names each episode it flies, so a server's log says who flew when).
+        log.info("client message: %s%s", message, message_param)
+
     def getMinRequiredClientVersion(self) -> int:
         return MIN_CLIENT_VERSION
 
