@@ -176,6 +176,10 @@ class RuntimeLink:
 
     def on_link(self, event: LinkEvent) -> None:
         self.runtime.governor.link_state(event.state != "lost", self.runtime.clock.now())
+        # a MAVLink vehicle sends GCS heartbeats on the ground station's behalf only while it is up
+        ground_link = getattr(self.runtime.vehicle, "set_ground_link", None)
+        if callable(ground_link):
+            ground_link(event.state == "up")
         self.runtime.event("link", state=event.state, silence_s=event.silence_s)
 
     def close(self) -> None:

@@ -180,7 +180,7 @@ class MavlinkEmulator:
         self.setpoints = 0
         self.setpoint_intervals_s: list[float] = []
         self.last_gcs_heartbeat_s: float | None = None
-        self.gcs_lost = True  # PX4: until the first GCS heartbeat
+        self.gcs_lost = self.px4  # PX4: lost until the first GCS heartbeat; ArduPilot: none seen yet
         self.offboard_lost = False
         self.pending_failsafe: tuple[int, float, str] | None = None  # (action, due, why)
         self.flight: Flight | None = None
