@@ -130,19 +130,19 @@ async def fly_offboard(rig: Rig, drone: Any) -> None:
     await drone.offboard.start()
     assert rig.emu.in_offboard()
     x0, y0 = rig.xy()
-    await drone.offboard.set_velocity_body(VelocityBodyYawspeed(1.0, 0.0, 0.0, 0.0))
-    await asyncio.sleep(2.0)
+    await drone.offboard.set_velocity_body(VelocityBodyYawspeed(1.5, 0.0, 0.0, 0.0))
+    await asyncio.sleep(1.5)
     x1, y1 = rig.xy()
     assert x1 - x0 > 1.0 and abs(y1 - y0) < 0.3, (x0, x1, y0, y1)  # spawn heading is north
-    await drone.offboard.set_velocity_ned(VelocityNedYaw(0.0, 1.0, 0.0, 90.0))
-    await asyncio.sleep(2.0)
+    await drone.offboard.set_velocity_ned(VelocityNedYaw(0.0, 1.5, 0.0, 90.0))
+    await asyncio.sleep(1.5)
     _, y2 = rig.xy()
     assert y2 - y1 > 1.0 and abs(rig.emu.heading_deg - 90.0) < 10.0, (y1, y2, rig.emu.heading_deg)
-    await drone.offboard.set_position_ned(PositionNedYaw(3.0, -2.0, -3.0, 0.0))
+    await drone.offboard.set_position_ned(PositionNedYaw(2.0, -1.0, -2.5, 0.0))
 
     def arrived() -> bool:
         x, y = rig.xy()
-        return math.hypot(x - 3.0, y + 2.0) < 0.3 and abs(rig.altitude_m() - 3.0) < 0.3
+        return math.hypot(x - 2.0, y + 1.0) < 0.3 and abs(rig.altitude_m() - 2.5) < 0.3
 
     await wait_until("the position setpoint", arrived, 15.0)
     assert not any("unsupported" in t for t in rig.emu.statustexts), rig.emu.statustexts
@@ -189,7 +189,7 @@ def test_px4_matrix(rig: Rig) -> None:
         assert rig.altitude_m() == pytest.approx(2.0, abs=0.2)
         await fly_offboard(rig, drone)
         assert rig.emu.mode_name == "AUTO.LOITER"  # MAVSDK's offboard stop asks for Hold
-        await drone.action.set_return_to_launch_altitude(4.0)  # RTL_RETURN_ALT
+        await drone.action.set_return_to_launch_altitude(3.0)  # RTL_RETURN_ALT
         await rtl_lands_home(rig, drone)
         await take_off_and_land(rig, drone, 2.0)
 
@@ -237,9 +237,9 @@ def test_px4_setpoint_loss_return_holds_then_returns_home(rig: Rig) -> None:
     async def body(drone: Any) -> None:
         await drone.action.set_return_to_launch_altitude(3.0)
         await drone.action.arm()
-        await drone.offboard.set_position_ned(PositionNedYaw(4.0, 0.0, -2.0, 0.0))
+        await drone.offboard.set_position_ned(PositionNedYaw(3.0, 0.0, -2.0, 0.0))
         await drone.offboard.start()
-        await wait_until("the offboard flight", lambda: rig.xy()[0] > 3.7, 15.0)
+        await wait_until("the offboard flight", lambda: rig.xy()[0] > 2.7, 15.0)
 
     rig.run(body)
     rig.kill_server()
@@ -267,9 +267,9 @@ def test_ardupilot_matrix(rig: Rig) -> None:
         await check_geo(drone)
         assert await drone.param.get_param_float("GUID_TIMEOUT") == 3.0
         assert await drone.param.get_param_int("FS_GCS_ENABLE") == 0
-        await drone.param.set_param_int("RTL_ALT", 400)  # cm
+        await drone.param.set_param_int("RTL_ALT", 300)  # cm
         await drone.param.set_param_int("RTL_LOIT_TIME", 500)  # ms
-        assert await drone.param.get_param_int("RTL_ALT") == 400
+        assert await drone.param.get_param_int("RTL_ALT") == 300
         await drone.action.set_takeoff_altitude(2.0)  # MAVSDK keeps it for NAV_TAKEOFF's param7
         await drone.action.arm()
         await drone.action.takeoff()  # MAVSDK switches to GUIDED, then MAV_CMD_NAV_TAKEOFF

@@ -155,29 +155,16 @@ def test_long_manoeuvre_is_answered_when_it_ends(drone) -> None:
     tello.land()
 
 
-def test_sdk_ranges_are_refused_with_error(drone) -> None:
-    _world, emulator, tello = drone
+def test_sdk_ranges_flip_curve_and_emergency(drone) -> None:
+    world, emulator, tello = drone
     tello.takeoff()
-    for command in (
-        "forward 19",
-        "back 501",
-        "cw 0",
-        "ccw 361",
-        "speed 101",
-        "go 10 10 10 50",
-        "go 50 0 0 5",
-    ):
+    refused = ("forward 19", "back 501", "cw 0", "ccw 361", "speed 101", "go 10 10 10 50", "go 50 0 0 5")
+    for command in refused:
         assert tello.send_command_with_return(command).startswith("error"), command
     assert tello.send_command_with_return("curve 20 20 0 40 40 0 30").startswith("error")  # a line: no arc
     assert tello.send_command_with_return("curve 50 50 0 100 0 0 70").startswith("error")  # speed > 60
     assert tello.send_command_with_return("motoron") == "unknown command: motoron"  # SDK 3.0 only
     assert emulator.flying
-    tello.land()
-
-
-def test_flip_and_curve(drone) -> None:
-    world, _emulator, tello = drone
-    tello.takeoff()
     before = world.vehicle_pose("Drone1")
     tello.flip_forward()
     after = world.vehicle_pose("Drone1")
@@ -185,7 +172,10 @@ def test_flip_and_curve(drone) -> None:
     tello.curve_xyz_speed(50, 50, 0, 100, 0, 0, 50)
     p = world.vehicle_pose("Drone1")
     assert p.x_m - before.x_m == pytest.approx(1.0, abs=0.12) and abs(p.y_m - before.y_m) < 0.12
-    tello.land()
+    # emergency: answered "ok" (SDK), motors off, and the replies stay in step
+    assert tello.send_command_with_return("emergency") == "ok"
+    assert height_m(world) < 0.02 and not emulator.flying
+    assert 90 <= tello.query_battery() <= 100
 
 
 @pytest.mark.parametrize("drone", [{"auto_land_s": 2.0}], indirect=True)
@@ -204,14 +194,6 @@ def test_auto_land_after_idle_while_state_keeps_flowing(drone) -> None:
     assert emulator.auto_landed and height_m(world) < 0.02 and seen[-1][1] == 0
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
     assert max(gaps) < 0.5, f"state stopped for {max(gaps):.2f} s during the auto-land"
-
-
-def test_emergency_is_answered_and_the_drone_drops(drone) -> None:
-    world, emulator, tello = drone
-    tello.takeoff()
-    assert tello.send_command_with_return("emergency") == "ok"
-    assert height_m(world) < 0.02 and not emulator.flying
-    assert 90 <= tello.query_battery() <= 100  # replies are still in step (not the emergency's "ok")
 
 
 def test_land_preempts_a_move_without_a_late_reply(drone) -> None:
