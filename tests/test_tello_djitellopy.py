@@ -113,6 +113,14 @@ def test_simple_example_flow_and_the_sdk20_state(drone) -> None:
         pytest.approx(-0.5, abs=0.1),
         pytest.approx(-0.3, abs=0.1),
     )
+    before = world.vehicle_pose("Drone1")
+    for _ in range(10):  # the adapter's way: rc sticks (no reply), here 50 % forward for 1 s
+        tello.send_rc_control(0, 50, 0, 0)
+        time.sleep(0.1)
+    tello.send_rc_control(0, 0, 0, 0)
+    time.sleep(0.5)
+    assert world.vehicle_pose("Drone1").x_m - before.x_m > 0.3
+    tello.move_down(20)
     tello.enable_mission_pads()
     tello.set_mission_pad_detection_direction(0)
     time.sleep(0.3)

@@ -53,7 +53,7 @@ import numpy as np
 
 from common.pose import Pose, wrap_deg
 from sim_bridge.emulators.h264_out import H264Streamer
-from sim_bridge.emulators.mavlink_params import REAL32, ParamStore
+from sim_bridge.emulators.mavlink_params import ParamStore
 from sim_bridge.sim.multirotor import Multirotor
 from sim_bridge.sim.world import World
 
@@ -1064,8 +1064,3 @@ class MavlinkEmulator:
     @property
     def heading_deg(self) -> float:
         return wrap_deg(self.pose().yaw_deg)
-
-    @property
-    def param_types(self) -> dict[str, bool]:
-        """name -> whether the parameter is a float (for tests that set them)."""
-        return {k: p.kind == REAL32 for k, p in self.params.params.items()}
