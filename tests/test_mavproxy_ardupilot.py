@@ -79,7 +79,9 @@ def test_mavproxy_guided_takeoff_rtl_and_land(tmp_path) -> None:
             return {k for _, k in emu.received}
 
         wait_until("MAVProxy to fetch the parameters", lambda: "PARAM_REQUEST_LIST" in received(), 20)
-        # ArduPilot streams only on request: MAVProxy asks with REQUEST_DATA_STREAM
+        # ArduPilot streams only on request: MAVProxy asks with REQUEST_DATA_STREAM (every 15 s, and
+        # at once when its streamrate setting changes)
+        type_("set streamrate 5")
         wait_until("MAVProxy's stream request", lambda: "REQUEST_DATA_STREAM" in received(), 10)
         wait_until("the requested attitude stream", lambda: 30 in emu.intervals_s, 5)
         type_("mode GUIDED")

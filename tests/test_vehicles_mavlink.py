@@ -82,6 +82,10 @@ def test_url_parsing() -> None:
     assert parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?spawn=1,2,0,45").spawn.yaw_deg == 45
     with pytest.raises(ConfigError, match="spawn needs 3 or 4 numbers, got 2"):
         parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?spawn=1,2")
+    assert parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?gcs_heartbeat=1").gcs_heartbeat
+    assert not parse_mavlink_url("mavlink://udpin:0.0.0.0:14540").gcs_heartbeat
+    with pytest.raises(ConfigError, match="gcs_heartbeat='yes' must be 0 or 1"):
+        parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?gcs_heartbeat=yes")
 
 
 APM_TIMEOUT_1S = {"GUID_TIMEOUT": 1.0}  # the adapter wants GUIDED to stop within 1 s (default 3 s)
