@@ -193,6 +193,10 @@ class RuntimeLink:
         """Logged with the last-heard time. The hold and the landing need no event: the governor times
         the silence on every tick (a link that never came up is silent since it was bound)."""
         rt = self.runtime
+        # a MAVLink vehicle sends GCS heartbeats on the ground station's behalf only while it is up
+        ground_link = getattr(rt.vehicle, "set_ground_link", None)
+        if callable(ground_link):
+            ground_link(event.state == "up")
         heard = self.last_heard_s()
         rt.event(
             "link",

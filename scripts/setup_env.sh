@@ -33,5 +33,10 @@ echo "setting up .venv (extras: $extras) ..." >&2
     "${pip[@]}" install --no-deps --no-build-isolation airsim==1.8.1
 # djitellopy asks for opencv-python, which would clobber the headless cv2 build.
 .venv/bin/python -c 'import djitellopy' 2>/dev/null || "${pip[@]}" install --no-deps djitellopy==2.5.0
+# MAVProxy (dev: a third-party ground station in the tests) asks for opencv-python, vtk, matplotlib
+# and wx-era extras; its console with the mode/arm/cmdlong/param modules needs only pymavlink and
+# pyserial (the dev extra).
+[[ $dev == 1 ]] && { .venv/bin/python -c 'import MAVProxy' 2>/dev/null ||
+    "${pip[@]}" install --no-deps MAVProxy==1.8.75; }
 "${pip[@]}" install -e ".[$extras]"
 echo "$want" > "$stamp"

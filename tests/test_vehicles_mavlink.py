@@ -1,7 +1,10 @@
 """The mavlink:// vehicle through unmodified pymavlink against the PX4/ArduPilot emulator (real MAVLink
-over UDP on loopback, camera as H.264 datagrams), flying the built-in simulator: an approach episode
-accepted by the verifier, the ArduPilot GUIDED dialect, PX4's offboard rules, and the faults
-(setpoint gap -> failsafe, RC takeover, command refused, link lost), each logged with why."""
+over UDP on loopback, camera as H.264 datagrams), flying the built-in simulator: approach episodes
+accepted by the verifier on both autopilots (PX4 with NAV_DLL_ACT = 2, so arming needs a GCS
+heartbeat; ArduPilot with its default stream rates, so landed state comes only on request), the
+parameter checks before arming, PX4's offboard rules, and the faults (setpoint gap -> failsafe, RC
+takeover, command refused, link lost, ground-station link down -> PX4's data-link failsafe), each
+logged with why."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pytest
 from vehicles_support import events, make_runtime, make_world, spawn_query, verdict
 
 from common.errors import ConfigError, VehicleError
-from onboard.vehicles.px4 import MavlinkVehicle, parse_mavlink_url
+from onboard.vehicles.px4 import GCS_SYSID, MavlinkVehicle, parse_mavlink_url
 from sim_bridge.emulators.mavlink_emulator import MavlinkEmulator, MavlinkEmulatorConfig
 
 pytestmark = pytest.mark.timeout(120)
@@ -79,13 +82,34 @@ def test_url_parsing() -> None:
     assert parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?spawn=1,2,0,45").spawn.yaw_deg == 45
     with pytest.raises(ConfigError, match="spawn needs 3 or 4 numbers, got 2"):
         parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?spawn=1,2")
+    assert parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?gcs_heartbeat=1").gcs_heartbeat
+    assert not parse_mavlink_url("mavlink://udpin:0.0.0.0:14540").gcs_heartbeat
+    with pytest.raises(ConfigError, match="gcs_heartbeat='yes' must be 0 or 1"):
+        parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?gcs_heartbeat=yes")
 
 
-def test_px4_approach_episode_is_accepted(rig, tmp_path) -> None:
+APM_TIMEOUT_1S = {"GUID_TIMEOUT": 1.0}  # the adapter wants GUIDED to stop within 1 s (default 3 s)
+
+
+@pytest.mark.parametrize(
+    "rig",
+    [
+        {"params": {"NAV_DLL_ACT": 2}, "query": "gcs_heartbeat=1"},
+        {"dialect": "ardupilot", "params": APM_TIMEOUT_1S},
+    ],
+    indirect=True,
+    ids=["px4_nav_dll_act_2", "ardupilot_default_streams"],
+)
+def test_approach_episode_is_accepted(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
+    vehicle.set_ground_link(True)  # what the runtime's ground-station link reports
     rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=3.0, save_frames=True)
     rt.start()
-    assert vehicle.mode_name == "OFFBOARD" and vehicle.armed
+    assert vehicle.mode_name == ("OFFBOARD" if vehicle.px4 else "GUIDED") and vehicle.armed
+    if vehicle.px4:  # PX4 armed only because GCS-typed heartbeats came, from our own link
+        assert vehicle.gcs_heartbeats_sent >= 1 and not emulator.gcs_lost
+    else:  # ArduPilot: every stream the adapter uses is one it asked for
+        assert {32, 30, 245, 147} <= set(emulator.intervals_s)
     result = rt.run()
     assert result.reason == "declared", result
     v = verdict(tmp_path)
@@ -97,12 +121,16 @@ def test_px4_approach_episode_is_accepted(rig, tmp_path) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and not vehicle.telemetry().landed:
         time.sleep(0.1)
+    assert vehicle.telemetry().landed  # EXTENDED_SYS_STATE, requested
     truth, seen = world.vehicle_pose("Drone1"), vehicle.telemetry().pose
     assert abs(truth.x_m - seen.x_m) < 0.3 and abs(truth.y_m - seen.y_m) < 0.3
-    assert emulator.mode_name == "AUTO.LAND" and not emulator.armed
+    deadline = time.monotonic() + 5  # PX4 disarms COM_DISARM_LAND (2 s) after touching down
+    while time.monotonic() < deadline and emulator.armed:
+        time.sleep(0.1)
+    assert emulator.mode_name == ("AUTO.LAND" if vehicle.px4 else "LAND") and not emulator.armed
 
 
-@pytest.mark.parametrize("rig", [{"dialect": "ardupilot"}], indirect=True)
+@pytest.mark.parametrize("rig", [{"dialect": "ardupilot", "params": APM_TIMEOUT_1S}], indirect=True)
 def test_ardupilot_guided_takeoff_velocity_and_land(rig) -> None:
     world, emulator, vehicle = rig
     vehicle.connect()
@@ -119,13 +147,15 @@ def test_ardupilot_guided_takeoff_velocity_and_land(rig) -> None:
     assert vehicle.telemetry().landed and emulator.mode_name == "LAND"
 
 
-@pytest.mark.parametrize("rig", [{"query": "prestream_s=0"}], indirect=True)
-def test_px4_refuses_offboard_without_a_setpoint_stream(rig) -> None:
+def test_px4_refuses_offboard_without_a_recent_setpoint(rig) -> None:
     _world, _emulator, vehicle = rig
     vehicle.connect()
-    with pytest.raises(VehicleError, match=r"DENIED.*no offboard signal"):
-        vehicle.arm()
+    with pytest.raises(VehicleError, match=r"TEMPORARILY_REJECTED.*Offboard is currently not available"):
+        vehicle._set_mode(6)  # no setpoint yet: offboardCheck.cpp finds no offboard signal
     assert vehicle.faults.kinds() == ["refused"]
+    vehicle._setpoint(0.0, 0.0, 0.0, 0.0)  # one setpoint younger than COM_OF_LOSS_T is enough
+    vehicle._set_mode(6)
+    assert vehicle.mode_name == "OFFBOARD"
     # and a frame PX4 does not take (BODY_OFFSET_NED, ArduPilot habit) is refused with a STATUSTEXT
     vehicle.conn.mav.set_position_target_local_ned_send(0, 1, 1, 9, 1479, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0)
     deadline = time.monotonic() + 3
@@ -194,3 +224,64 @@ def test_link_lost_is_reported_and_lands(rig, tmp_path) -> None:
     while time.monotonic() < deadline and not emulator.failsafes:
         time.sleep(0.1)
     assert emulator.failsafes
+
+
+@pytest.mark.parametrize(
+    ("rig", "refusal"),
+    [
+        ({"params": {"COM_OF_LOSS_T": 3.0}}, r"COM_OF_LOSS_T = 3: accepted 0\.\.1 s"),
+        ({"params": {"COM_OBL_RC_ACT": 7}}, r"COM_OBL_RC_ACT = 7: accepted 0 Position.*not 2 Manual"),
+        ({"params": {"GF_ACTION": 0}}, r"GF_ACTION = 0: accepted 2 Hold"),
+        ({"params": {"NAV_DLL_ACT": 2}}, r"NAV_DLL_ACT = 2 \(Return\).*gcs_heartbeat=1"),
+        ({"params": {"NAV_DLL_ACT": 2}, "query": "gcs_heartbeat=1"}, r"NAV_DLL_ACT = 2.*link is down"),
+        ({"dialect": "ardupilot"}, r"GUID_TIMEOUT = 3: accepted 0\.1\.\.1 s"),
+        ({"dialect": "ardupilot", "params": {**APM_TIMEOUT_1S, "FS_GCS_ENABLE": 2}}, r"FS_GCS_ENABLE = 2"),
+    ],
+    indirect=["rig"],
+    ids=["loss_t", "obl_act", "gf_action", "dll_no_gcs", "dll_link_down", "guid_timeout", "fs_gcs"],
+)
+def test_arming_refused_on_parameters(rig, refusal) -> None:
+    _world, emulator, vehicle = rig
+    vehicle.connect()
+    with pytest.raises(VehicleError, match=refusal):
+        vehicle.arm()
+    assert vehicle.faults.kinds()[-1] == "refused" and not emulator.armed
+
+
+@pytest.mark.parametrize("rig", [{"params": {"NAV_DLL_ACT": 2}}], indirect=True)
+def test_px4_emulator_clears_the_datalink_check_only_on_gcs_heartbeats(rig) -> None:
+    """A companion's own heartbeat (MAV_TYPE_ONBOARD_CONTROLLER) does not let PX4 arm; a GCS's does."""
+    _world, emulator, vehicle = rig
+    vehicle.connect()  # it sends ONBOARD_CONTROLLER heartbeats at 1 Hz
+    time.sleep(1.2)
+    with pytest.raises(VehicleError, match=r"TEMPORARILY_REJECTED.*No connection to the ground"):
+        vehicle._command_long(400, 1)
+    gcs = vehicle.mavlink.MAVLink(vehicle.conn, srcSystem=GCS_SYSID, srcComponent=190)
+    gcs.heartbeat_send(6, 8, 0, 0, 4)  # MAV_TYPE_GCS
+    time.sleep(0.2)
+    vehicle._command_long(400, 1)
+    assert emulator.armed
+
+
+@pytest.mark.parametrize(
+    "rig",
+    [{"params": {"NAV_DLL_ACT": 3, "COM_DL_LOSS_T": 2, "COM_FAIL_ACT_T": 0.0}, "query": "gcs_heartbeat=1"}],
+    indirect=True,
+)
+def test_px4_datalink_failsafe_follows_the_ground_station_link(rig, tmp_path) -> None:
+    world, emulator, vehicle = rig
+    vehicle.set_ground_link(True)
+    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
+    rt.start()
+    thread, _box = fly_in_background(rt)
+    time.sleep(1.0)
+    vehicle.set_ground_link(False)  # the ground station's link drops: no more GCS heartbeats
+    dropped_s = time.monotonic()
+    while "data link lost" not in emulator.failsafes and time.monotonic() - dropped_s < 5.0:
+        time.sleep(0.05)
+    # COM_DL_LOSS_T (2 s) from the last GCS heartbeat, which went out up to 1 s before the drop
+    assert 1.0 <= time.monotonic() - dropped_s <= 2.5, emulator.failsafes
+    thread.join(30)
+    assert emulator.mode_name == "AUTO.LAND"  # NAV_DLL_ACT = 3
+    faults = vehicle_faults(tmp_path)
+    assert faults and faults[0]["fault"] == "failsafe" and "AUTO.LAND" in faults[0]["why"], faults

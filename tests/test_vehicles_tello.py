@@ -266,7 +266,7 @@ def test_two_tellos_in_one_process(tmp_path) -> None:
         assert world.vehicle_pose("Drone1").x_m > 0.3 and abs(world.vehicle_pose("Drone2").x_m) < 0.1
         assert [e.flying for e in emulators] == [True, True]
         frames = [v.camera().read() for v in vehicles]
-        assert all(f.image.shape == (240, 320, 3) for f in frames)
+        assert all(f.image.shape == (720, 960, 3) for f in frames)  # the Tello camera's 960x720
         assert vehicles[1].telemetry().pose.y_m == pytest.approx(world.vehicle_pose("Drone2").y_m, abs=0.05)
     finally:
         for v in vehicles:

@@ -1,10 +1,10 @@
 """PX4 offboard (and ArduPilot GUIDED) over MAVLink with unmodified pymavlink: the Vehicle and Camera.
 
 URL: ``mavlink://CONNECTION[?dialect=px4|ardupilot][&spawn=x,y,z,yaw_deg][&camera=SPEC]
-[&max_frame_age_s=0.5][&link_timeout_s=1.5]`` where CONNECTION is a pymavlink connection string
-(``udpin:0.0.0.0:14540`` for PX4's offboard link, ``tcp:127.0.0.1:5760``, ``/dev/ttyTHS1,921600``)
-and SPEC is ``h264udp://0.0.0.0:5600`` (raw H.264 datagrams), a V4L2 device number, an RTSP URL or a
-GStreamer pipeline (onboard.vehicles.video).
+[&max_frame_age_s=0.5][&link_timeout_s=1.5][&gcs_heartbeat=0|1]`` where CONNECTION is a pymavlink
+connection string (``udpin:0.0.0.0:14540`` for PX4's offboard link, ``tcp:127.0.0.1:5760``,
+``/dev/ttyTHS1,921600``) and SPEC is ``h264udp://0.0.0.0:5600`` (raw H.264 datagrams), a V4L2 device
+number, an RTSP URL or a GStreamer pipeline (onboard.vehicles.video).
 
 - Motion: SET_POSITION_TARGET_LOCAL_NED in MAV_FRAME_BODY_NED (8) with type_mask 1479 (velocity +
   yaw rate), one per actuation tick. PX4 rotates (vx forward, vy right) by yaw only and takes vz as
@@ -20,8 +20,24 @@ GStreamer pipeline (onboard.vehicles.video).
   commanding (setpoints, and our landing: the pilot or the failsafe has the vehicle) and is reported
   as "control_lost" or "failsafe" (when the autopilot announced a failsafe / the stream had a gap).
   No heartbeat for `link_timeout_s` is "link_lost".
-- Telemetry: HEARTBEAT (mode, armed), LOCAL_POSITION_NED (+ `spawn` = the EKF origin in the episode's
-  world frame), ATTITUDE (yaw), SYS_STATUS (battery), EXTENDED_SYS_STATE (landed), STATUSTEXT (kept).
+- Telemetry: HEARTBEAT (mode, armed, system_status), LOCAL_POSITION_NED (+ `spawn` = the EKF origin
+  in the episode's world frame), ATTITUDE (yaw), BATTERY_STATUS / SYS_STATUS (battery),
+  EXTENDED_SYS_STATE (landed), GLOBAL_POSITION_INT and HOME_POSITION (kept for the log). Every one is
+  requested with MAV_CMD_SET_MESSAGE_INTERVAL: ArduPilot sends what its SRn_* stream rates say, and
+  EXTENDED_SYS_STATE is in none of its stream groups, so without the request "landed" never arrives.
+  STATUSTEXT is kept for the log and for refusals' wording, never to decide anything.
+- Failsafes are read from the autopilot's state, not its words: a mode we did not ask for, with the
+  HEARTBEAT's system_status CRITICAL/EMERGENCY (both PX4 and ArduCopter report an active failsafe so)
+  or with our own setpoint stream silent for longer than the loss timeout, is a "failsafe"; any other
+  unasked mode change is "control_lost".
+- Companion identity: HEARTBEAT at 1 Hz as MAV_TYPE_ONBOARD_CONTROLLER (system 1, component 191,
+  MAV_COMP_ID_ONBOARD_COMPUTER). PX4 clears its data-link arming check only on MAV_TYPE_GCS
+  heartbeats (commander/HealthAndArmingChecks/checks/rcAndDataLinkCheck.cpp), so with NAV_DLL_ACT > 0
+  a GCS must be heard on the link, or `gcs_heartbeat=1` sends GCS heartbeats (system 255, component
+  190) on the ground station's behalf while `set_ground_link(True)` says its link is up; when that link
+  drops they stop, and the autopilot's own data-link failsafe (NAV_DLL_ACT / FS_GCS_ENABLE) follows it.
+- Before arming, the parameters the runtime relies on are read and checked (onboard.vehicles.
+  mavlink_checks): a value outside its range refuses the arming with the parameter, value and range.
 """
 
 from __future__ import annotations
@@ -29,6 +45,7 @@ from __future__ import annotations
 import logging
 import math
 import queue
+import struct
 import threading
 import time
 from collections import deque
@@ -41,6 +58,7 @@ from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry
 from common.pose import Pose, wrap_deg
 from onboard.vehicles.faults import FaultReporter
+from onboard.vehicles.mavlink_checks import APM_READ, PX4_READ, check_params, nav_dll_refusal
 from onboard.vehicles.spawn import ORIGIN, parse_spawn
 from onboard.vehicles.video import FrameSource, FreshFrameCamera, open_frame_source
 
@@ -52,7 +70,22 @@ PX4_OFFBOARD, PX4_POSCTL, PX4_AUTO, PX4_AUTO_LAND = 6, 3, 4, 6
 APM_GUIDED, APM_LAND = 4, 9
 AUTOPILOT_PX4, AUTOPILOT_ARDUPILOT = 12, 3
 ACK_TIMEOUT_S = 3.0
+PARAM_TIMEOUT_S = 2.0
 STREAM_HZ = 20.0
+COMPANION_SYSID, COMPANION_COMPID = 1, 191  # MAV_COMP_ID_ONBOARD_COMPUTER on the vehicle's system
+GCS_SYSID, GCS_COMPID = 255, 190  # a ground station (QGroundControl's ids; ArduPilot's SYSID_MYGCS)
+MAV_TYPE_GCS, MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID = 6, 18, 8
+MAV_STATE_ACTIVE, MAV_STATE_CRITICAL, MAV_STATE_EMERGENCY = 4, 5, 6
+# message id -> rate (Hz) asked for with MAV_CMD_SET_MESSAGE_INTERVAL
+STREAMS_HZ = {
+    32: 20.0,  # LOCAL_POSITION_NED
+    30: 20.0,  # ATTITUDE
+    245: 2.0,  # EXTENDED_SYS_STATE (landed state)
+    147: 1.0,  # BATTERY_STATUS
+    1: 2.0,  # SYS_STATUS
+    33: 5.0,  # GLOBAL_POSITION_INT
+    242: 0.5,  # HOME_POSITION
+}
 
 
 @dataclass(frozen=True)
@@ -63,8 +96,9 @@ class MavlinkTarget:
     camera: str | None = None
     max_frame_age_s: float = 0.5
     link_timeout_s: float = 1.5
-    prestream_s: float = 1.2
+    prestream_s: float = 0.3
     climb_m_s: float = 1.0
+    gcs_heartbeat: bool = False
 
 
 _FLOAT_PARAMS = {
@@ -91,7 +125,12 @@ def parse_mavlink_url(url: str) -> MavlinkTarget:
         for k, (low, high) in _FLOAT_PARAMS.items()
         if k in q
     }
-    target = MavlinkTarget(connection, dialect, spawn, q.pop("camera", None), **floats)
+    gcs = q.pop("gcs_heartbeat", "0")
+    if gcs not in ("0", "1"):
+        raise ConfigError(f"{url!r}: gcs_heartbeat={gcs!r} must be 0 or 1")
+    target = MavlinkTarget(
+        connection, dialect, spawn, q.pop("camera", None), **floats, gcs_heartbeat=gcs == "1"
+    )
     if q:
         raise ConfigError(f"{url!r}: unknown parameters {sorted(q)}")
     return target
@@ -115,6 +154,17 @@ class MavlinkVehicle:
         self._yaw_deg = 0.0
         self._battery: float | None = None
         self._landed_state: int | None = None
+        self._battery_status_seen = False
+        self.system_status: int | None = None
+        self.global_position: tuple[float, float, float] | None = None  # lat, lon deg, alt AMSL m
+        self.home_position: tuple[float, float, float] | None = None
+        self.params: dict[str, float] = {}
+        self._param_events: dict[str, threading.Event] = {}
+        self._gcs_heard_s: float | None = None  # a real ground station's heartbeat on this link
+        self._ground_link_up = False
+        self.gcs_heartbeats_sent = 0
+        self._gcs_mav: Any = None
+        self.was_airborne = False
         self.armed = False
         self.main_mode: int | None = None
         self.sub_mode = 0
@@ -136,7 +186,10 @@ class MavlinkVehicle:
         self.mavlink = mavutil.mavlink
         try:
             self.conn = mavutil.mavlink_connection(
-                self.target.connection, source_system=255, source_component=191, autoreconnect=True
+                self.target.connection,
+                source_system=COMPANION_SYSID,
+                source_component=COMPANION_COMPID,
+                autoreconnect=True,
             )
         except Exception as exc:
             raise LinkError(f"{self.name}: cannot open {self.target.connection!r}: {exc}") from exc
@@ -147,15 +200,24 @@ class MavlinkVehicle:
         if hb.autopilot != want:
             log.warning("%s: autopilot type %d but dialect=%s", self.name, hb.autopilot, self.target.dialect)
         self._on_heartbeat(hb)
-        for name, fn in (("rx", self._rx_loop), ("stream", self._stream_loop), ("watch", self._watch_loop)):
+        # GCS heartbeats on the ground station's behalf: their own system id, the same link
+        self._gcs_mav = mavutil.mavlink.MAVLink(self.conn, srcSystem=GCS_SYSID, srcComponent=GCS_COMPID)
+        loops = (
+            ("rx", self._rx_loop),
+            ("stream", self._stream_loop),
+            ("watch", self._watch_loop),
+            ("heartbeat", self._heartbeat_loop),
+        )
+        for name, fn in loops:
             t = threading.Thread(target=fn, name=f"{self.name}-{name}", daemon=True)
             t.start()
             self._threads.append(t)
-        for msg_id in (32, 30):  # LOCAL_POSITION_NED, ATTITUDE at 20 Hz
+        self._heartbeat()
+        for msg_id, hz in STREAMS_HZ.items():
             try:
-                self._command_long(self.mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, 50_000)
+                self._command_long(self.mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, 1e6 / hz, quiet=True)
             except VehicleError as exc:
-                log.warning("%s: %s (continuing with the default rates)", self.name, exc)
+                log.warning("%s: %s (continuing with the autopilot's own rate)", self.name, exc)
         deadline = time.monotonic() + 3.0
         while self._position is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -169,8 +231,9 @@ class MavlinkVehicle:
         with self._send_lock:
             getattr(self.conn.mav, fn_name)(*args)
 
-    def _command_long(self, command: int, *params: float) -> None:
-        """COMMAND_LONG, then the COMMAND_ACK for it; raises VehicleError unless ACCEPTED."""
+    def _command_long(self, command: int, *params: float, quiet: bool = False) -> None:
+        """COMMAND_LONG, then the COMMAND_ACK for it; raises VehicleError unless ACCEPTED (a "refused"
+        fault too, unless quiet: a stream request the autopilot declines is not a refusal to fly)."""
         p = [float(x) for x in params] + [0.0] * (7 - len(params))
         q: queue.Queue[int] = queue.Queue()
         self._acks[command] = q
@@ -198,7 +261,8 @@ class MavlinkVehicle:
             recent = [t for s, _, t in self.statustexts if time.monotonic() - s < 2.0]
             said = f"; autopilot: {recent[-1]!r}" if recent else ""
             why = f"command {command} params {p[:3]} -> {names.get(result, result)}{said}"
-            self.faults.emit("refused", why)
+            if not quiet:
+                self.faults.emit("refused", why)
             raise VehicleError(f"{self.name}: {why}")
 
     def _set_mode(self, main: int, sub: int = 0, confirm_s: float = 2.5) -> None:
@@ -214,9 +278,12 @@ class MavlinkVehicle:
 
     # ---- receiving
     def _on_heartbeat(self, hb: Any) -> None:
-        if hb.autopilot == 8:  # MAV_AUTOPILOT_INVALID: a GCS or a component, not the autopilot
+        if hb.type == MAV_TYPE_GCS and hb.get_srcSystem() != GCS_SYSID:
+            self._gcs_heard_s = time.monotonic()  # another ground station, forwarded onto this link
+        if hb.autopilot == MAV_AUTOPILOT_INVALID:  # a GCS or a component, not the autopilot
             return
         self._last_heartbeat_s = time.monotonic()
+        self.system_status = int(hb.system_status)
         armed = bool(hb.base_mode & 128)
         if self.px4:
             main, sub = (hb.custom_mode >> 16) & 0xFF, (hb.custom_mode >> 24) & 0xFF
@@ -232,8 +299,12 @@ class MavlinkVehicle:
         self._bridge_stream.clear()
         recent = [t for s, _, t in self.statustexts if time.monotonic() - s < 3.0]
         gap = None if self.last_setpoint_s is None else time.monotonic() - self.last_setpoint_s
-        failsafe = any("failsafe" in t.lower() or "offboard lost" in t.lower() for t in recent)
-        kind = "failsafe" if failsafe or (gap is not None and gap > 1.0) else "control_lost"
+        # the autopilot's state says failsafe: system_status CRITICAL/EMERGENCY (PX4 mavlink_messages
+        # HEARTBEAT: vehicle_status.failsafe; ArduCopter: any_failsafe_triggered()), or our own stream
+        # was silent past the loss timeout (the autopilot had to act); never STATUSTEXT wording
+        loss_s = self.params.get("COM_OF_LOSS_T" if self.px4 else "GUID_TIMEOUT", 1.0)
+        critical = self.system_status in (MAV_STATE_CRITICAL, MAV_STATE_EMERGENCY)
+        kind = "failsafe" if critical or (gap is not None and gap > loss_s) else "control_lost"
         said = f"; autopilot: {recent[-1]!r}" if recent else ""
         self.control_lost = f"{why}{said}"
         # stop commanding: whoever took the vehicle has it; the runtime ends the run
@@ -254,15 +325,27 @@ class MavlinkVehicle:
             kind = msg.get_type()
             if kind == "HEARTBEAT":
                 self._on_heartbeat(msg)
+            elif kind == "PARAM_VALUE":
+                self._on_param(msg)
+            elif kind == "BATTERY_STATUS":
+                if msg.battery_remaining >= 0:
+                    self._battery_status_seen = True
+                    self._battery = msg.battery_remaining / 100.0
+            elif kind == "GLOBAL_POSITION_INT":
+                self.global_position = (msg.lat / 1e7, msg.lon / 1e7, msg.alt / 1000.0)
+            elif kind == "HOME_POSITION":
+                self.home_position = (msg.latitude / 1e7, msg.longitude / 1e7, msg.altitude / 1000.0)
             elif kind == "LOCAL_POSITION_NED":
                 with self._state_lock:
                     self._position = (msg.x, msg.y, msg.z, msg.vx, msg.vy, msg.vz)
             elif kind == "ATTITUDE":
                 self._yaw_deg = math.degrees(msg.yaw)
-            elif kind == "SYS_STATUS":
+            elif kind == "SYS_STATUS" and not self._battery_status_seen:
                 self._battery = None if msg.battery_remaining < 0 else msg.battery_remaining / 100.0
             elif kind == "EXTENDED_SYS_STATE":
                 self._landed_state = msg.landed_state
+                if msg.landed_state == 2:  # MAV_LANDED_STATE_IN_AIR
+                    self.was_airborne = True
             elif kind == "STATUSTEXT":
                 text = msg.text if isinstance(msg.text, str) else msg.text.decode(errors="replace")
                 self.statustexts.append((time.monotonic(), msg.severity, text))
@@ -276,6 +359,80 @@ class MavlinkVehicle:
                 q = self._acks.get(msg.command)
                 if q is not None:
                     q.put(msg.result)
+
+    def _on_param(self, msg: Any) -> None:
+        name = msg.param_id if isinstance(msg.param_id, str) else msg.param_id.decode(errors="replace")
+        value = float(msg.param_value)
+        if msg.param_type != 9 and self.px4:  # PX4 sends integers bytewise in the float field
+            value = float(struct.unpack("<i", struct.pack("<f", value))[0])
+        self.params[name] = value
+        event = self._param_events.get(name)
+        if event is not None:
+            event.set()
+
+    def read_params(self, names: tuple[str, ...] | list[str]) -> dict[str, float]:
+        """PARAM_REQUEST_READ for each name (re-asked once); returns those the autopilot answered."""
+        events = {}
+        for name in names:
+            events[name] = self._param_events.setdefault(name, threading.Event())
+            events[name].clear()
+        for _attempt in range(2):
+            for name, event in events.items():
+                if not event.is_set():
+                    self._send(
+                        "param_request_read_send",
+                        self.conn.target_system,
+                        self.conn.target_component,
+                        name.encode(),
+                        -1,
+                    )
+            deadline = time.monotonic() + PARAM_TIMEOUT_S / 2
+            while time.monotonic() < deadline and not all(e.is_set() for e in events.values()):
+                time.sleep(0.02)
+        return {n: self.params[n] for n, e in events.items() if e.is_set()}
+
+    def set_ground_link(self, up: bool) -> None:
+        """The ground-station link's state (from the runtime's link): with gcs_heartbeat=1, GCS
+        heartbeats are sent on its behalf only while it is up."""
+        self._ground_link_up = bool(up)
+
+    def gcs_heard(self) -> bool:
+        return self._gcs_heard_s is not None and time.monotonic() - self._gcs_heard_s < 3.0
+
+    def _heartbeat(self) -> None:
+        self._send(
+            "heartbeat_send", MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID, 0, 0, MAV_STATE_ACTIVE
+        )
+        if self.target.gcs_heartbeat and self._ground_link_up and self._gcs_mav is not None:
+            with self._send_lock:
+                self._gcs_mav.heartbeat_send(MAV_TYPE_GCS, MAV_AUTOPILOT_INVALID, 0, 0, MAV_STATE_ACTIVE)
+            self.gcs_heartbeats_sent += 1
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            try:
+                self._heartbeat()
+            except Exception:
+                log.debug("heartbeat send failed", exc_info=True)
+
+    def preflight(self) -> None:
+        """Read the parameters the runtime relies on and refuse (VehicleError + "refused" fault) with
+        the parameter, its value and the accepted range when one is outside it."""
+        names = PX4_READ if self.px4 else APM_READ
+        values = self.read_params(names)
+        problems = check_params(self.px4, values)
+        if self.px4 and "NAV_DLL_ACT" in values:
+            dll = nav_dll_refusal(
+                values["NAV_DLL_ACT"], self.gcs_heard(), self.target.gcs_heartbeat, self._ground_link_up
+            )
+            if dll:
+                problems.append(dll)
+        if problems:
+            why = "not arming: " + "; ".join(problems)
+            self.faults.emit("refused", why)
+            raise VehicleError(f"{self.name}: {why}")
+        if self.px4 and values.get("NAV_DLL_ACT", 0) and not self.gcs_heard():
+            time.sleep(1.1)  # our GCS heartbeat (1 Hz) must have reached PX4 before it arms
 
     def _watch_loop(self) -> None:
         while not self._stop.wait(0.1):
@@ -337,6 +494,9 @@ class MavlinkVehicle:
         )
 
     def arm(self) -> None:
+        self.preflight()
+        if self.gcs_heartbeats_sent == 0 and self.target.gcs_heartbeat and self._ground_link_up:
+            self._heartbeat()
         if self.px4:
             # PX4 only enters OFFBOARD with setpoints already flowing (COM_OF_LOSS_T / proof of life)
             self._bridge_setpoint = (0.0, 0.0, 0.0, 0.0)
@@ -380,8 +540,15 @@ class MavlinkVehicle:
         else:
             self._set_mode(APM_LAND)
         deadline = time.monotonic() + 60.0
-        while time.monotonic() < deadline and self._landed_state != 1:
+        while time.monotonic() < deadline and not self._is_landed():
             time.sleep(0.1)
+
+    def _is_landed(self) -> bool:
+        # EXTENDED_SYS_STATE when the autopilot sends it; otherwise disarmed after flying (both
+        # autopilots disarm on landing) stands for it
+        if self._landed_state is not None:
+            return self._landed_state == 1
+        return not self.armed
 
     def hold(self) -> None:
         self.send_velocity_body(0.0, 0.0, 0.0, 0.0)
@@ -410,7 +577,7 @@ class MavlinkVehicle:
             battery_fraction=self._battery,
             link_ok=self._link_ok,
             armed=self.armed,
-            landed=self._landed_state == 1,
+            landed=self._is_landed(),
             collided=False,
         )
 

@@ -218,7 +218,16 @@ class TelloVehicle:
 
     def emergency_stop(self) -> None:
         self.landing = True
-        self.tello.send_command_without_return("emergency")
+        # The SDK answers "ok" to emergency. djitellopy's emergency() does not wait for it, so the
+        # "ok" would be taken as the reply to our next command: when no command is outstanding, send
+        # it as a command with a reply (consumed here); otherwise never wait behind a manoeuvre.
+        if self._send_lock.acquire(blocking=False):
+            try:
+                self.tello.send_command_with_return("emergency", timeout=1)
+            finally:
+                self._send_lock.release()
+        else:
+            self.tello.send_command_without_return("emergency")
         self.flying = False
         self.reckoner.reset_velocity()
 

@@ -13,6 +13,7 @@ the episode's world frame).
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the simulator is heavy: argument parsing must not import it
@@ -26,7 +27,23 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
         help="also serve each drone as a Tello (SDK 2.0 over UDP, for djitellopy)",
     )
     parser.add_argument(
-        "--mavlink", action="store_true", help="also serve each drone as a MAVLink autopilot (for pymavlink)"
+        "--tello-sdk",
+        default="2.0",
+        choices=["1.3", "2.0", "3.0"],
+        help="Tello SDK for --tello: 2.0 Tello EDU, 3.0 RoboMaster TT (motoron, setfps, EXT), 1.3 Tello",
+    )
+    parser.add_argument(
+        "--mavlink",
+        action="store_true",
+        help="also serve each drone as a MAVLink autopilot (for pymavlink, MAVSDK, MAVProxy)",
+    )
+    parser.add_argument(
+        "--mavlink-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        type=mavlink_param,
+        help="an autopilot parameter other than the firmware default (repeatable), e.g. GUID_TIMEOUT=1",
     )
     parser.add_argument(
         "--dialect", default="px4", choices=["px4", "ardupilot"], help="autopilot for --mavlink"
@@ -37,6 +54,24 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
         default=14540,
         help="companion UDP port of drone 1 (drone k: +k-1); 0 picks free ports (printed)",
     )
+
+
+def mavlink_param(item: str) -> tuple[str, float]:
+    """argparse type for --mavlink-param: NAME=NUMBER with a parameter the emulators serve."""
+    from sim_bridge.emulators.mavlink_params import APM_DEFAULTS, PX4_DEFAULTS
+
+    name, sep, value = item.partition("=")
+    name = name.strip().upper()
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not sep or not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"{item!r}: expected NAME=NUMBER, e.g. GUID_TIMEOUT=1")
+    if name not in PX4_DEFAULTS and name not in APM_DEFAULTS:
+        known = ", ".join(sorted({*PX4_DEFAULTS, *APM_DEFAULTS}))
+        raise argparse.ArgumentTypeError(f"{name!r} is not an emulated parameter (known: {known})")
+    return name, number
 
 
 def _free_udp_port() -> int:
@@ -58,7 +93,10 @@ def start_emulators(world: World, args: argparse.Namespace) -> list[Any]:
             from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
 
             cfg = TelloEmulatorConfig(
-                ip=f"127.0.0.{k + 1}", command_port=9000 + k, client_video_port=11110 + k
+                ip=f"127.0.0.{k + 1}",
+                command_port=9000 + k,
+                client_video_port=11110 + k,
+                sdk=getattr(args, "tello_sdk", "2.0"),
             )
             emu = TelloEmulator(world, name, cfg).start()
             started.append(emu)
@@ -72,9 +110,18 @@ def start_emulators(world: World, args: argparse.Namespace) -> list[Any]:
             base = getattr(args, "mavlink_port", 14540)
             port, video = (base + k - 1, 5599 + k) if base else (_free_udp_port(), _free_udp_port())
             mcfg = MavlinkEmulatorConfig(
-                dialect=args.dialect, companion=("127.0.0.1", port), video_dest=("127.0.0.1", video)
+                dialect=args.dialect,
+                companion=("127.0.0.1", port),
+                video_dest=("127.0.0.1", video),
+                params=dict(getattr(args, "mavlink_param", [])),
             )
-            started.append(MavlinkEmulator(world, name, mcfg).start())
+            try:
+                emulator = MavlinkEmulator(world, name, mcfg)
+            except ValueError as exc:  # a parameter this dialect does not have
+                for e in started:
+                    e.close()
+                raise SystemExit(f"dronecats sim: --mavlink-param: {exc}") from None
+            started.append(emulator.start())
             print(
                 f"mavlink {name}: mavlink://udpin:127.0.0.1:{port}?dialect={args.dialect}"
                 f"&camera=h264udp://127.0.0.1:{video}&{spawn}",

@@ -62,7 +62,13 @@ class H264Encoder:
 
 
 class H264Streamer:
-    """A thread that renders with `render()` at fps and sends each encoded frame to `dest()`."""
+    """A thread that sends an encoded frame to `dest()` at fps, of the newest image `render()` gave.
+
+    With `size` (width, height) every frame is scaled to it (a camera's fixed output, e.g. the
+    Tello's 960x720) and rendering runs in its own thread as fast as it can up to fps: when the
+    renderer is slower than the stream, frames repeat, as a real encoder repeats a stalled sensor;
+    the renderer's real rate is logged every `rate_log_s` (and kept in `render_rate_hz`).
+    Without `size` each frame is rendered in the sending thread (one render per frame)."""
 
     def __init__(
         self,
@@ -71,6 +77,8 @@ class H264Streamer:
         fps: float = 10.0,
         bind_ip: str = "127.0.0.1",
         name: str = "h264",
+        size: tuple[int, int] | None = None,
+        rate_log_s: float = 10.0,
     ) -> None:
         if not 0.5 <= fps <= 60:
             raise ValueError(f"video fps={fps} outside 0.5-60")
@@ -78,6 +86,16 @@ class H264Streamer:
         self.dest = dest
         self.period_s = 1.0 / fps
         self.fps = fps
+        self.size = size
+        self.rate_log_s = rate_log_s
+        self.render_rate_hz: float | None = None
+        self.renders = 0
+        self._latest: np.ndarray | None = None
+        self._latest_s = 0.0
+        self._latest_lock = threading.Lock()
+        self._render_thread = (
+            threading.Thread(target=self._render_loop, name=f"{name}-render", daemon=True) if size else None
+        )
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((bind_ip, 0))
         self.sent: deque[SentFrame] = deque(maxlen=2000)
@@ -89,12 +107,66 @@ class H264Streamer:
 
     def start(self) -> None:
         self._thread.start()
+        if self._render_thread is not None:
+            self._render_thread.start()
+
+    def set_fps(self, fps: float) -> None:
+        if not 0.5 <= fps <= 60:
+            raise ValueError(f"video fps={fps} outside 0.5-60")
+        self.fps, self.period_s = fps, 1.0 / fps
+        self._encoder = None  # the stream restarts with an IDR at the new rate
 
     def close(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(5.0)
+        for t in (self._thread, self._render_thread):
+            if t is not None and t.is_alive():
+                t.join(5.0)
         self.sock.close()
+
+    def _scaled(self, image: np.ndarray) -> np.ndarray:
+        if self.size is None or (image.shape[1], image.shape[0]) == self.size:
+            return image
+        import cv2
+
+        return cv2.resize(image, self.size, interpolation=cv2.INTER_LINEAR)
+
+    def _render_loop(self) -> None:
+        window_start, window_renders = time.monotonic(), 0
+        while not self._stop.is_set():
+            if self.dest() is None or self.paused.is_set():
+                self._stop.wait(0.05)
+                continue
+            t0 = time.monotonic()
+            try:
+                image = self._scaled(self.render())
+            except Exception:
+                self.errors += 1
+                log.exception("video render failed")
+                self._stop.wait(0.5)
+                continue
+            with self._latest_lock:
+                self._latest, self._latest_s = image, t0
+            self.renders += 1
+            window_renders += 1
+            now = time.monotonic()
+            if now - window_start >= self.rate_log_s:
+                self.render_rate_hz = window_renders / (now - window_start)
+                log.info(
+                    "video: rendering at %.1f Hz for a %.0f fps stream (frames repeat in between)",
+                    self.render_rate_hz,
+                    self.fps,
+                )
+                window_start, window_renders = now, 0
+            spare = self.period_s - (now - t0)
+            if spare > 0:
+                self._stop.wait(spare)
+
+    def _frame(self) -> tuple[np.ndarray | None, float]:
+        if self._render_thread is None:
+            t0 = time.monotonic()
+            return self.render(), t0
+        with self._latest_lock:
+            return self._latest, self._latest_s
 
     def _run(self) -> None:
         next_s = time.monotonic()
@@ -112,8 +184,9 @@ class H264Streamer:
                 index = 0
                 continue
             try:
-                t0 = time.monotonic()
-                image = self.render()
+                image, t0 = self._frame()
+                if image is None:
+                    continue  # the first render is still running
                 if self._encoder is None:
                     self._encoder = H264Encoder(image.shape[1], image.shape[0], self.fps)
                 data = self._encoder.encode_bgr(image)
