@@ -243,5 +243,8 @@ def test_sdk30_tt_commands_and_960x720_video(drone) -> None:
         time.sleep(2.0)
         assert (len(emulator.video.sent) - n0) / (time.monotonic() - t0) == pytest.approx(5, abs=1.5)
     finally:
+        # The reader closes its UDP 11111 socket only when it sees the next frame after stop(): let it,
+        # while the video still flows, or the port stays bound for the later Tello tests of this process.
         reader.stop()
+        reader.worker.join(timeout=5.0)
         tello.streamoff()
