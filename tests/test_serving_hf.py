@@ -29,7 +29,7 @@ def test_url_parameters() -> None:
         True,
         12,
     )
-    assert "random weights" in backend.name
+    assert "RANDOM WEIGHTS" in backend.name
     assert "transformers" not in sys.modules and "torch" not in sys.modules  # nothing loaded yet
     with pytest.raises(ConfigError, match="unknown"):
         open_backend("hf://m?temperature=1")
