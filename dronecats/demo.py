@@ -33,15 +33,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="no GUI (the default; the ground-station GUI is not part of the demo yet)",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
+    parser.add_argument(
+        "--pilot",
+        default="baseline",
+        help="baseline (default), or a model backend URL with profile=, e.g. "
+        "'hf://qwen3.5-tiny?random_init=1&device=cpu&dtype=float32&profile=qwen3.5-2b' "
+        "(random weights: a timing run, not a trained pilot)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from common.errors import BackendError, ConfigError
     from common.logformat import pose_list
     from common.pose import Pose
+    from dronecats.demo_pilot import DecisionLog, is_random_weights, make_demo_pilot
     from episodes.logs import read_episode
     from episodes.records import DroneStart, EpisodeRecord, SceneObject, record_to_json
     from episodes.verifier import VerifierSettings, verify
-    from models.baseline.pilot import BaselinePilot
     from onboard.lockstep import LockstepDriver
     from onboard.recorder import FlightRecorder
     from onboard.runtime import OnboardRuntime, RuntimeConfig
@@ -51,11 +59,18 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     say(f"building the {args.scene} scene (PyBullet, CPU renderer) ...")
+    delta_m = 5.0
+    try:
+        pilot = make_demo_pilot(args.pilot, delta_m)
+    except (ConfigError, BackendError) as exc:
+        print(f"demo: --pilot {args.pilot}: {exc}", file=sys.stderr)
+        return 2
+    random_weights = is_random_weights(pilot)
+    decisions = DecisionLog()
     world = World(args.scene, vehicles=1, seed=args.seed)
     try:
         target = world.spawn(TARGET, "car@red", Pose(args.distance_m, 0.0, 0.0, 90.0))
         world.pause(True)
-        delta_m = 5.0
         record = EpisodeRecord(
             id=out.name,
             scene=args.scene,
@@ -82,13 +97,14 @@ def run(args: argparse.Namespace) -> int:
             config,
             LocalVehicle(world, "Drone1"),
             camera,
-            BaselinePilot(delta_m=delta_m),
+            pilot,
             world.clock,
             recorder,
             truth=LocalTruth(world, target.name, {"Drone1": camera}),
         )
 
         def progress(rt: OnboardRuntime) -> None:
+            decisions.add(rt)
             if not rt.history:
                 return
             last = rt.history[-1]
@@ -100,13 +116,16 @@ def run(args: argparse.Namespace) -> int:
             name = action_name(last)
             say(f"t={rt.t():5.1f} s  step {rt.steps:3d}  {name:8s} target at {dist}  drone {where}")
 
-        say(f"flying: {args.instruction!r} (baseline pilot, lock-step time, log in {out})")
+        say(f"flying: {args.instruction!r} (pilot {pilot.name}, lock-step time, log in {out})")
+        if random_weights:
+            say("the pilot has RANDOM WEIGHTS: its actions are noise (valid by the schema); timing only")
         wall0 = time.monotonic()
         result = LockstepDriver(runtime, world, on_step=progress).run()
         wall_s = time.monotonic() - wall0
         recorder.close()
     finally:
         world.close()
+        pilot.close()
     verdict = verify(read_episode(out), VerifierSettings(delta_m=delta_m, t_max_s=args.t_max_s))
     summary = {
         "success": verdict.success,
@@ -119,6 +138,13 @@ def run(args: argparse.Namespace) -> int:
         "sim_time_s": round(runtime.t(), 1),
         "wall_time_s": round(wall_s, 1),
         "log_dir": str(out),
+        "pilot": pilot.name,
+        "random_weights": random_weights,
+        # setpoints to the vehicle (in lock-step the driver ticks them: none measured), and
+        # decisions per second of episode time (lock-step time advances by each call's latency)
+        "served_control_rate_hz": round(result.served_rate_hz, 2) or None,
+        "decision_rate_hz": round(result.steps / runtime.t(), 3) if runtime.t() > 0 else None,
+        **decisions.summary(),
     }
     say("")
     say(

@@ -1,7 +1,8 @@
 """`hf://MODEL_OR_DIR[?dtype=bfloat16&device=cuda&...]` — a Hugging Face transformers VLM in this process.
 
-For a workstation GPU without a serving engine (the `hf` extra: transformers, torch, accelerate).
-transformers and torch are imported in `load()` only, never at import time.
+For a workstation GPU without a serving engine (the `hf` extra: transformers, torch, xgrammar).
+transformers and torch are imported in `load()` only, never at import time. Nothing is
+downloaded: MODEL is a local directory (or already in the local Hugging Face cache).
 
 Parameters:
 - `dtype` bfloat16 (default) | float16 | float32; `device` cuda (default) | cpu | cuda:N
@@ -29,6 +30,7 @@ from __future__ import annotations
 import importlib
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -198,6 +200,11 @@ class HFBackend:
 
         if self.random_init and self.model_id in ARCHITECTURES:
             return str(build_model_dir(self.model_id))
+        if self.random_init and not Path(self.model_id).is_dir():
+            raise ConfigError(
+                f"hf://{self.model_id}?random_init=1: neither a directory nor a built-in architecture "
+                f"({', '.join(ARCHITECTURES)})"
+            )
         return self.model_id
 
     def load(self) -> None:
@@ -215,14 +222,18 @@ class HFBackend:
             if is_random_weights_dir(config_dir):
                 self._inputs = VLInputs.from_dir(config_dir)
             else:
-                self._inputs = ProcessorInputs(transformers.AutoProcessor.from_pretrained(config_dir))
+                self._inputs = ProcessorInputs(
+                    transformers.AutoProcessor.from_pretrained(config_dir, local_files_only=True)
+                )
             auto = transformers.AutoModelForImageTextToText
             if self.random_init:
                 torch.manual_seed(self.seed)
-                config = transformers.AutoConfig.from_pretrained(config_dir)
+                config = transformers.AutoConfig.from_pretrained(config_dir, local_files_only=True)
                 model = auto.from_config(config, dtype=dtype, attn_implementation=self.attn)
             else:
-                model = auto.from_pretrained(self.model_id, dtype=dtype, attn_implementation=self.attn)
+                model = auto.from_pretrained(
+                    self.model_id, dtype=dtype, attn_implementation=self.attn, local_files_only=True
+                )
             self._model = model.to(self.device).eval()
             tokenizer = self._inputs.tokenizer
             self._stop_ids = sorted(
@@ -238,12 +249,17 @@ class HFBackend:
 
                 vocab_size = int(self._model.get_output_embeddings().weight.shape[0])
                 self._grammars = GrammarCache(tokenizer, vocab_size, self._stop_ids)
+        except ConfigError:
+            raise
         except ImportError as exc:
             raise BackendError(
                 f"hf:// {self.model_id}: {exc}; install the extra: pip install 'dronecats[hf]'"
             ) from exc
         except Exception as exc:  # transformers raises OSError, ValueError, ImportError, CUDA errors ...
-            raise BackendError(f"hf:// could not load {self.model_id}: {type(exc).__name__}: {exc}") from exc
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            raise BackendError(
+                f"hf:// could not load {self.model_id}: {type(exc).__name__}: {first_line}"
+            ) from exc
         if self.random_init:
             logger.warning(
                 "%s: its replies are noise%s",
