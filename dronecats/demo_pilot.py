@@ -25,6 +25,8 @@ def make_demo_pilot(spec: str, delta_m: float) -> Any:
     from models.serve import make_pilot
 
     pilot = make_pilot(spec, delta_m=delta_m)
+    # Before the simulator's world: torch/transformers load triton, whose LLVM crashes the
+    # process when loaded after Mesa's (the simulator's EGL renderer); the other order works.
     load = getattr(getattr(pilot, "backend", None), "load", None)
     if callable(load):
         load()

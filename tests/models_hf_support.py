@@ -3,6 +3,7 @@ sends, and the tiny random-weights architecture's directory, built once per test
 
 from __future__ import annotations
 
+import contextlib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,12 @@ from models.pilot_prompt import CommanderPrompt, MultiDronePrompt, PilotPrompt
 from models.profile import load_profile, profile_names
 from models.request import ChatRequest
 from models.templates import PromptSwitches
+
+# triton (loaded by torch and transformers) and the simulator's Mesa renderer each bring an LLVM:
+# triton loaded after Mesa crashes the process, the other order works. pytest imports every test
+# module before it runs any test, so importing triton here puts it first in a whole-suite run.
+with contextlib.suppress(ImportError):
+    import triton  # noqa: F401
 
 FLEET_SIZES = range(1, 9)
 
