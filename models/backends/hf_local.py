@@ -229,7 +229,9 @@ class HFBackend:
             if self.random_init:
                 torch.manual_seed(self.seed)
                 config = transformers.AutoConfig.from_pretrained(config_dir, local_files_only=True)
-                model = auto.from_config(config, dtype=dtype, attn_implementation=self.attn)
+                # Initialised where it runs: a 2B model's random init on the host takes a minute.
+                with torch.device(self.device):
+                    model = auto.from_config(config, dtype=dtype, attn_implementation=self.attn)
             else:
                 model = auto.from_pretrained(
                     self.model_id, dtype=dtype, attn_implementation=self.attn, local_files_only=True
@@ -323,6 +325,27 @@ class HFBackend:
             finish_reason="stop" if ended else "length",
         )
         return Completion(text=reply, stats=stats)
+
+    def sibling(self, new_tokens: int | None) -> HFBackend:
+        """A backend on this one's loaded model (no second copy in memory) that decodes exactly
+        `new_tokens` unconstrained, or with None constrained as this one does: for benchmarks
+        that compare the two."""
+        self.load()
+        other = HFBackend(
+            self.model_id,
+            self.dtype,
+            self.device,
+            self.random_init,
+            self.config_dir,
+            new_tokens,
+            self.attn,
+            self.seed,
+            constrained=new_tokens is None and self.constrained,
+        )
+        other._torch, other._model, other._inputs = self._torch, self._model, self._inputs
+        other._stop_ids = self._stop_ids
+        other._grammars = self._grammars if other.constrained else None
+        return other
 
     def close(self) -> None:
         self._model = None
