@@ -23,14 +23,9 @@ by `dronecats bench-model --save-frames DIR` on a machine that has it), else the
 simulator frame (models/serving/warmup_frame.jpg).
 
 A GPU machine without the project's small dependencies (msgspec, pyyaml, opencv-python-headless,
-xgrammar + apache-tvm-ffi) and without network: build a wheel folder elsewhere for its Python
-and platform, e.g.
-
-    pip download --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \\
-        -d gpu-wheels msgspec pyyaml xgrammar apache-tvm-ffi opencv-python-headless
-    pip install --no-index --find-links gpu-wheels --no-deps msgspec pyyaml xgrammar ...
-
-(≈ 60 MiB; opencv is most of it). Never commit the wheels.
+xgrammar + apache-tvm-ffi) and without network: carry a wheel folder built elsewhere for its
+Python and platform (63 MiB, opencv most of it; docs/model-path.md has the commands). Never
+commit the wheels.
 """
 
 from __future__ import annotations
