@@ -40,6 +40,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("common.cli_keys", "generate and list CURVE keypairs for the drone/ground-station link"),
     "onboard": ("onboard.cli", "fly one drone: vehicle URL + pilot URL (+ ground-station link)"),
     "parse": ("models.cli_parse", "parse a model reply into the normalised action (AGENT.md §3)"),
+    "quantize": (
+        "dronecats.cli_quantize",
+        "W4A16 (GPTQ) checkpoint + serving profile, flight-domain calibration",
+    ),
     "serve-pilot": (
         "models.cli_serve",
         "OpenAI-compatible server in front of a pilot (baseline, scripted, model)",

@@ -56,18 +56,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="no GUI (the default; the ground-station GUI is not part of the demo yet)",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the verdict")
+    parser.add_argument(
+        "--pilot",
+        default="baseline",
+        help="baseline (default), or a model backend URL with profile=, e.g. "
+        "'hf://qwen3.5-tiny?random_init=1&device=cpu&dtype=float32&profile=qwen3.5-2b' "
+        "(random weights: a timing run, not a trained pilot)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from common.camera import camera_profile
-    from common.errors import ConfigError
+    from common.errors import BackendError, ConfigError
+    from dronecats.demo_pilot import DecisionLog, is_random_weights, make_demo_pilot
     from dronecats.demo_scene import demo_record
     from episodes.logs import read_episode
     from episodes.preflight import check
     from episodes.records import record_to_json
     from episodes.scenario import build_world, takeoff_altitude_m
     from episodes.verifier import VerifierSettings, verify
-    from models.baseline.pilot import BaselinePilot
     from onboard.lockstep import LockstepDriver
     from onboard.recorder import FlightRecorder
     from onboard.runtime import OnboardRuntime, RuntimeConfig
@@ -83,6 +89,13 @@ def run(args: argparse.Namespace) -> int:
     record = demo.record
     target = record.targets[0]
     delta_m = record.delta_m
+    try:
+        pilot = make_demo_pilot(args.pilot, delta_m, record.camera)
+    except (ConfigError, BackendError) as exc:
+        print(f"dronecats demo: --pilot {args.pilot}: {exc}", file=sys.stderr)
+        return 2
+    random_weights = is_random_weights(pilot)
+    decisions = DecisionLog()
     say(
         f"building the {args.scene} scene (PyBullet): a {target.colour} {target.class_} "
         f"{demo.distance_m:g} m ahead ..."
@@ -114,13 +127,14 @@ def run(args: argparse.Namespace) -> int:
             config,
             LocalVehicle(world, "Drone1"),
             camera,
-            BaselinePilot(camera_profile(record.camera), delta_m=delta_m),
+            pilot,
             world.clock,
             recorder,
             truth=LocalTruth(world, target.id, {"Drone1": camera}),
         )
 
         def progress(rt: OnboardRuntime) -> None:
+            decisions.add(rt)
             if not rt.history:
                 return
             last = rt.history[-1]
@@ -132,13 +146,16 @@ def run(args: argparse.Namespace) -> int:
             name = action_name(last)
             say(f"t={rt.t():5.1f} s  step {rt.steps:3d}  {name:8s} target at {dist}  drone {where}")
 
-        say(f"flying: {record.instruction!r} (baseline pilot, lock-step time, log in {out})")
+        say(f"flying: {record.instruction!r} (pilot {pilot.name}, lock-step time, log in {out})")
+        if random_weights:
+            say("the pilot has RANDOM WEIGHTS: its actions are noise (valid by the schema); timing only")
         wall0 = time.monotonic()
         result = LockstepDriver(runtime, world, on_step=progress).run()
         wall_s = time.monotonic() - wall0
         recorder.close()
     finally:
         world.close()
+        pilot.close()
     verdict = verify(read_episode(out), VerifierSettings(delta_m=delta_m, t_max_s=args.t_max_s))
     summary = {
         "success": verdict.success,
@@ -151,6 +168,13 @@ def run(args: argparse.Namespace) -> int:
         "sim_time_s": round(runtime.t(), 1),
         "wall_time_s": round(wall_s, 1),
         "log_dir": str(out),
+        "pilot": pilot.name,
+        "random_weights": random_weights,
+        # setpoints to the vehicle (in lock-step the driver ticks them: none measured), and
+        # decisions per second of episode time (lock-step time advances by each call's latency)
+        "served_control_rate_hz": round(result.served_rate_hz, 2) or None,
+        "decision_rate_hz": round(result.steps / runtime.t(), 3) if runtime.t() > 0 else None,
+        **decisions.summary(),
     }
     say("")
     say(

@@ -120,6 +120,8 @@ class ModelPilot:
         self.backend = backend
         self.prompt = PilotPrompt(profile, switches)
         self.name = name or f"model:{profile.name}"
+        if getattr(backend, "random_init", False) and "RANDOM WEIGHTS" not in self.name:
+            self.name += " [RANDOM WEIGHTS: timing only]"  # never mistaken for a trained pilot
 
     @property
     def profile(self) -> ModelProfile:

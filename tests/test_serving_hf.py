@@ -3,7 +3,9 @@ imports, the message conversion a chat template needs, decoding settings, and a 
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +19,8 @@ from models.pilot import Observation, model_pilot_from_url
 from models.pilot_prompt import PilotPrompt
 from models.profile import load_profile
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def test_url_parameters() -> None:
     backend = open_backend(
@@ -29,14 +33,26 @@ def test_url_parameters() -> None:
         True,
         12,
     )
-    assert "random weights" in backend.name
-    assert "transformers" not in sys.modules and "torch" not in sys.modules  # nothing loaded yet
+    assert "RANDOM WEIGHTS" in backend.name
+    # nothing loaded yet: checked in a fresh interpreter (other tests here may have loaded torch)
+    lazy = (
+        "import sys; from models.backends import open_backend;"
+        "open_backend('hf://m?random_init=1&device=cpu');"
+        "sys.exit(int('torch' in sys.modules or 'transformers' in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", lazy], cwd=ROOT, timeout=60).returncode == 0
     with pytest.raises(ConfigError, match="unknown"):
         open_backend("hf://m?temperature=1")
     with pytest.raises(ConfigError, match="dtype"):
         open_backend("hf://m?dtype=int4")
     with pytest.raises(ConfigError, match="needs a model"):
         open_backend("hf://?profile=qwen3.5-2b")
+    # constrained decoding is the default; a fixed length (new_tokens) is unconstrained timing
+    assert open_backend("hf://m").constrained and not backend.constrained
+    with pytest.raises(ConfigError, match="new_tokens"):
+        open_backend("hf://m?constrained=1&new_tokens=8")
+    with pytest.raises(ConfigError, match="constrained"):
+        open_backend("hf://m?constrained=maybe")
 
 
 def test_messages_for_a_chat_template() -> None:

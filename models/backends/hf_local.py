@@ -1,21 +1,28 @@
 """`hf://MODEL_OR_DIR[?dtype=bfloat16&device=cuda&...]` — a Hugging Face transformers VLM in this process.
 
-For a workstation GPU without a serving engine (the `hf` extra: transformers, torch, accelerate).
-transformers and torch are imported in `load()` only, never at import time.
+For a workstation GPU without a serving engine (the `hf` extra: transformers, torch, xgrammar).
+transformers and torch are imported in `load()` only, never at import time. Nothing is
+downloaded: MODEL is a local directory (or already in the local Hugging Face cache).
 
 Parameters:
 - `dtype` bfloat16 (default) | float16 | float32; `device` cuda (default) | cpu | cuda:N
-- `random_init=1` builds the architecture from its config with random weights (no weight files):
+- `random_init=1` builds the architecture from its config with RANDOM WEIGHTS (no weight files):
   per-step timing does not depend on weight values, so this gives honest latency figures for a
-  real architecture when its weights cannot be had; its replies are noise (mostly malformed) and
-  say nothing about a trained model's quality. `config=DIR` names where config.json, the tokenizer
-  and the processor files are when MODEL is not that directory.
-- `new_tokens=N` forces exactly N output tokens (min = max), so a random model decodes as long
-  as a real action would; default: the request's cap, stopping at end-of-sequence.
+  real architecture when its weights cannot be had; its replies are noise and say nothing about
+  a trained model's quality. MODEL may then be one of models.random_init's architectures
+  (`hf://qwen3.5-2b?random_init=1`): its config, a tokenizer trained here and the image
+  processor are built on first use, with no files from anywhere. `config=DIR` names where
+  config.json, the tokenizer and the processor files are when MODEL is not that directory.
+- `constrained=1` (the default): the reply is constrained to the request's JSON schema by
+  xgrammar's logits processor (models.backends.hf_grammar), the grammar compiled once per schema
+  and bounded so that the reply ends within the output cap: every reply parses, even a random
+  model's. `constrained=0` leaves the parser's checks as the only ones.
+- `new_tokens=N` forces exactly N output tokens (min = max), for unconstrained timing (a random
+  model then decodes as long as a real action would); it implies `constrained=0`, since with a
+  grammar the grammar decides where a reply ends.
 - `attn` the attention implementation (sdpa default, flash_attention_2, eager).
 
-transformers has no schema-constrained decoding: the reply is not constrained to the schema, so
-the parser's checks are the only ones (a malformed reply is a hold, as for any backend).
+`last_timing` holds the last call's stages (input preparation, time to first token, decode).
 """
 
 from __future__ import annotations
@@ -23,7 +30,10 @@ from __future__ import annotations
 import importlib
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from common.errors import BackendError, ConfigError
 from models.backends.base import CallStats, Completion
@@ -35,7 +45,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-PARAMS = frozenset({"profile", "dtype", "device", "random_init", "config", "new_tokens", "attn", "seed"})
+PARAMS = frozenset(
+    {"profile", "dtype", "device", "random_init", "config", "new_tokens", "attn", "seed", "constrained"}
+)
 DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -50,6 +62,12 @@ def open_hf(url: BackendURL) -> HFBackend:
     if random_init not in ("0", "1", "true", "false"):
         raise ConfigError(f"hf:// random_init={random_init!r} must be 0/1/true/false")
     new_tokens = url.get_int("new_tokens", 0, minimum=0)
+    constrained_raw = (url.get_str("constrained") or "").lower()
+    if constrained_raw not in ("", "0", "1", "true", "false"):
+        raise ConfigError(f"hf:// constrained={constrained_raw!r} must be 0/1/true/false")
+    if constrained_raw in ("1", "true") and new_tokens:
+        raise ConfigError("hf:// new_tokens= forces a reply length, which a grammar can't: use constrained=0")
+    constrained = constrained_raw in ("1", "true") or (not constrained_raw and not new_tokens)
     return HFBackend(
         url.location,
         dtype=dtype,
@@ -59,6 +77,7 @@ def open_hf(url: BackendURL) -> HFBackend:
         new_tokens=new_tokens or None,
         attn=url.get_str("attn", "sdpa") or "sdpa",
         seed=url.get_int("seed", 0),
+        constrained=constrained,
     )
 
 
@@ -116,6 +135,31 @@ def generate_kwargs(request: ChatRequest, new_tokens: int | None) -> dict[str, A
     return out
 
 
+class TokenClock:
+    """A logits processor that only notes when each token's logits are ready: the first call
+    comes right after the prefill (time to first token), the rest once per decoded token."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        self.times.append(time.perf_counter())
+        return scores
+
+
+class HFTiming(msgspec.Struct):
+    """One call's stages, in seconds: inputs (chat template, image processor, tokenizer), time
+    to the first token's logits (vision tower + prefill), decode (the rest), and the counts."""
+
+    inputs_s: float
+    ttft_s: float | None
+    decode_s: float
+    prompt_tokens: int
+    new_tokens: int
+    image_tokens: int
+    constrained: bool
+
+
 class HFBackend:
     def __init__(
         self,
@@ -127,6 +171,7 @@ class HFBackend:
         new_tokens: int | None = None,
         attn: str = "sdpa",
         seed: int = 0,
+        constrained: bool = True,
     ) -> None:
         if not model:
             raise ConfigError("hf:// needs a model id or directory, e.g. hf:///models/qwen3.5-2b")
@@ -134,14 +179,33 @@ class HFBackend:
         self.dtype = dtype
         self.device = device
         self.random_init = random_init
-        self.config_dir = config_dir or model
+        self.config_dir = config_dir
         self.new_tokens = new_tokens
         self.attn = attn
         self.seed = seed
-        self.name = f"hf:{model}" + (" (random weights)" if random_init else "")
+        self.constrained = constrained
+        self.name = f"hf:{model}" + (" (RANDOM WEIGHTS, timing only)" if random_init else "")
         self._torch: Any = None
         self._model: Any = None
-        self._processor: Any = None
+        self._inputs: Any = None
+        self._grammars: Any = None
+        self._stop_ids: list[int] = []
+        self.last_timing: HFTiming | None = None
+
+    def _resolve_dir(self) -> str:
+        """Where config, tokenizer and processor are: config=, a random-init architecture, MODEL."""
+        if self.config_dir:
+            return self.config_dir
+        from models.random_init.build import ARCHITECTURES, build_model_dir
+
+        if self.random_init and self.model_id in ARCHITECTURES:
+            return str(build_model_dir(self.model_id))
+        if self.random_init and not Path(self.model_id).is_dir():
+            raise ConfigError(
+                f"hf://{self.model_id}?random_init=1: neither a directory nor a built-in architecture "
+                f"({', '.join(ARCHITECTURES)})"
+            )
+        return self.model_id
 
     def load(self) -> None:
         """Build the processor and the model (slow). complete() calls this on first use."""
@@ -150,18 +214,60 @@ class HFBackend:
         torch, transformers = import_hf()
         self._torch = torch
         dtype = getattr(torch, self.dtype)
+        from models.backends.hf_inputs import ProcessorInputs, VLInputs
+        from models.random_init.build import is_random_weights_dir
+
         try:
-            self._processor = transformers.AutoProcessor.from_pretrained(self.config_dir)
+            config_dir = self._resolve_dir()
+            if is_random_weights_dir(config_dir):
+                self._inputs = VLInputs.from_dir(config_dir)
+            else:
+                self._inputs = ProcessorInputs(
+                    transformers.AutoProcessor.from_pretrained(config_dir, local_files_only=True)
+                )
             auto = transformers.AutoModelForImageTextToText
             if self.random_init:
                 torch.manual_seed(self.seed)
-                config = transformers.AutoConfig.from_pretrained(self.config_dir)
-                model = auto.from_config(config, torch_dtype=dtype, attn_implementation=self.attn)
+                config = transformers.AutoConfig.from_pretrained(config_dir, local_files_only=True)
+                # Initialised where it runs: a 2B model's random init on the host takes a minute.
+                with torch.device(self.device):
+                    model = auto.from_config(config, dtype=dtype, attn_implementation=self.attn)
             else:
-                model = auto.from_pretrained(self.model_id, torch_dtype=dtype, attn_implementation=self.attn)
+                model = auto.from_pretrained(
+                    self.model_id, dtype=dtype, attn_implementation=self.attn, local_files_only=True
+                )
             self._model = model.to(self.device).eval()
+            tokenizer = self._inputs.tokenizer
+            self._stop_ids = sorted(
+                {
+                    int(i)
+                    for i in (tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>"))
+                    if i is not None and i != tokenizer.unk_token_id
+                }
+                | ({int(tokenizer.eos_token_id)} if tokenizer.eos_token_id is not None else set())
+            )
+            if self.constrained:
+                from models.backends.hf_grammar import GrammarCache
+
+                vocab_size = int(self._model.get_output_embeddings().weight.shape[0])
+                self._grammars = GrammarCache(tokenizer, vocab_size, self._stop_ids)
+        except ConfigError:
+            raise
+        except ImportError as exc:
+            raise BackendError(
+                f"hf:// {self.model_id}: {exc}; install the extra: pip install 'dronecats[hf]'"
+            ) from exc
         except Exception as exc:  # transformers raises OSError, ValueError, ImportError, CUDA errors ...
-            raise BackendError(f"hf:// could not load {self.model_id}: {type(exc).__name__}: {exc}") from exc
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            raise BackendError(
+                f"hf:// could not load {self.model_id}: {type(exc).__name__}: {first_line}"
+            ) from exc
+        if self.random_init:
+            logger.warning(
+                "%s: its replies are noise%s",
+                self.name,
+                " (constrained to the schema, so they parse)" if self.constrained else "",
+            )
         logger.info("loaded %s on %s (%s)", self.name, self.device, self.dtype)
 
     def complete(self, request: ChatRequest) -> Completion:
@@ -171,28 +277,77 @@ class HFBackend:
         template_kwargs = dict(request.extra_body.get("chat_template_kwargs") or {})
         started = time.perf_counter()
         try:
-            text = self._processor.apply_chat_template(
-                messages, add_generation_prompt=True, tokenize=False, **template_kwargs
-            )
-            inputs = self._processor(text=[text], images=images or None, return_tensors="pt").to(self.device)
+            kwargs = generate_kwargs(request, self.new_tokens)
+            clock = TokenClock()
+            processors: list[Any] = []
+            if self._grammars is not None:
+                compiled, limit = self._grammars.get(request.reply.schema, request.max_tokens)
+                kwargs["max_new_tokens"] = limit
+                processors.append(self._grammars.logits_processor(compiled))
+            processors.append(clock)
+            text = self._inputs.apply_chat_template(messages, add_generation_prompt=True, **template_kwargs)
+            inputs = self._inputs(text, images)
+            inputs = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
             prompt_len = int(inputs["input_ids"].shape[1])
+            t_inputs = time.perf_counter()
             with torch.inference_mode():
-                output = self._model.generate(**inputs, **generate_kwargs(request, self.new_tokens))
+                output = self._model.generate(
+                    **inputs,
+                    **kwargs,
+                    logits_processor=processors,
+                    eos_token_id=self._stop_ids or None,
+                    pad_token_id=self._stop_ids[0] if self._stop_ids else None,
+                )
+            t_done = time.perf_counter()
             new = output[0, prompt_len:]
-            reply = self._processor.decode(new, skip_special_tokens=True)
+            ended = bool(new.shape[0]) and int(new[-1]) in self._stop_ids
+            reply = self._inputs.decode(new)
         except Exception as exc:
             raise BackendError(
                 f"hf:// {self.model_id}: generation failed: {type(exc).__name__}: {exc}"
             ) from exc
+        image_token = getattr(self._inputs, "image_token_id", None)
+        self.last_timing = HFTiming(
+            inputs_s=t_inputs - started,
+            ttft_s=clock.times[0] - t_inputs if clock.times else None,
+            decode_s=t_done - (clock.times[0] if clock.times else t_inputs),
+            prompt_tokens=prompt_len,
+            new_tokens=int(new.shape[0]),
+            image_tokens=int((inputs["input_ids"] == image_token).sum()) if image_token is not None else 0,
+            constrained=self._grammars is not None,
+        )
         stats = CallStats(
             backend="hf",
-            model=self.model_id,
-            latency_s=time.perf_counter() - started,
+            model=self.model_id + (" (random weights)" if self.random_init else ""),
+            latency_s=t_done - started,
             prompt_tokens=prompt_len,
             completion_tokens=int(new.shape[0]),
+            finish_reason="stop" if ended else "length",
         )
         return Completion(text=reply, stats=stats)
 
+    def sibling(self, new_tokens: int | None) -> HFBackend:
+        """A backend on this one's loaded model (no second copy in memory) that decodes exactly
+        `new_tokens` unconstrained, or with None constrained as this one does: for benchmarks
+        that compare the two."""
+        self.load()
+        other = HFBackend(
+            self.model_id,
+            self.dtype,
+            self.device,
+            self.random_init,
+            self.config_dir,
+            new_tokens,
+            self.attn,
+            self.seed,
+            constrained=new_tokens is None and self.constrained,
+        )
+        other._torch, other._model, other._inputs = self._torch, self._model, self._inputs
+        other._stop_ids = self._stop_ids
+        other._grammars = self._grammars if other.constrained else None
+        return other
+
     def close(self) -> None:
         self._model = None
-        self._processor = None
+        self._inputs = None
+        self._grammars = None
