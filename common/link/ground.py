@@ -135,7 +135,7 @@ class GroundLink(IoThread):
     ) -> None:
         if not isinstance(security, (CurveClient, Insecure)):
             raise TypeError("security must be CurveClient(...) or Insecure() (chosen explicitly)")
-        super().__init__("ground-link", LinkStats())
+        super().__init__("ground-link", LinkStats("ground link"))
         self.config = config
         self.security = security
         self.session_id = uuid.uuid4().hex[:16]
@@ -276,12 +276,18 @@ class GroundLink(IoThread):
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         sock.setsockopt(zmq.HEARTBEAT_IVL, 1000)
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3000)
+        # A frame over its cap is refused by ZeroMQ itself (the sender is disconnected), never buffered.
         if kind == zmq.SUB:
             sock.rcvhwm = self.config.frame_rcvhwm if label == "frame" else self.config.telemetry_rcvhwm
             sock.setsockopt(zmq.SUBSCRIBE, b"")
+            sock.setsockopt(
+                zmq.MAXMSGSIZE,
+                wire.MAX_PART_BYTES if label == "frame" else 2 * max(wire.MAX_BODY_BYTES.values()),
+            )
         else:
             sock.setsockopt(zmq.IMMEDIATE, 1)  # no queueing into a connection that is not up
             sock.sndhwm = 100
+            sock.setsockopt(zmq.MAXMSGSIZE, 2 * max(wire.MAX_BODY_BYTES.values()))
         apply_client(sock, self.security, endpoint.server_public_key)
         sock.connect(address)
         return sock
@@ -311,16 +317,13 @@ class GroundLink(IoThread):
         try:
             message = wire.decode(parts)
         except wire.WireError as exc:
-            self.stats.reject(exc.kind)
-            log.debug("rejected a message from %s: %s", drone.endpoint.drone_id, exc)
+            self.stats.reject(exc.kind, f"from {drone.endpoint.drone_id}: {exc}")
             return None
         if message.envelope.drone_id != drone.endpoint.drone_id:
-            self.stats.reject("wrong_drone")
-            log.warning(
-                "rejected a %s from %r on %r's socket",
-                message.envelope.type,
-                message.envelope.drone_id,
-                drone.endpoint.drone_id,
+            self.stats.reject(
+                "wrong_drone",
+                f"a {message.envelope.type} from {message.envelope.drone_id!r} "
+                f"on {drone.endpoint.drone_id!r}'s socket",
             )
             return None
         return message
@@ -336,8 +339,11 @@ class GroundLink(IoThread):
             if message is None:
                 continue
             if wire.TOPIC_BY_TYPE.get(message.envelope.type) != topic:
-                self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
+                self.stats.reject(
+                    wire.ProtocolErrorKind.UNEXPECTED, f"a {message.envelope.type} under topic {topic[:16]!r}"
+                )
                 continue
+            self.stats.add("accepted")
             self._heard(drone)
             self._dispatch(drone, message)
 
@@ -362,8 +368,6 @@ class GroundLink(IoThread):
                 self.on_declaration(drone_id, envelope, body)
         elif isinstance(body, Heartbeat):
             pass  # liveness already updated
-        else:
-            self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
 
     def _on_dealer(self, drone: _Drone, sock: Any) -> None:
         for _ in range(256):
@@ -375,6 +379,8 @@ class GroundLink(IoThread):
             if message is None:
                 continue
             body = message.body
+            if isinstance(body, (HeartbeatReply, Ack)):
+                self.stats.add("accepted")
             if isinstance(body, HeartbeatReply):
                 self._heard(drone)
                 drone.clock.add(body.t1_s, body.t2_s, body.t3_s, self.clock.now())
@@ -382,7 +388,9 @@ class GroundLink(IoThread):
                 self._heard(drone)
                 self._on_ack(drone, body)
             else:
-                self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
+                self.stats.reject(
+                    wire.ProtocolErrorKind.UNEXPECTED, f"a {message.envelope.type} on the command socket"
+                )
 
     def _on_ack(self, drone: _Drone, ack: Ack) -> None:
         pending = self._pending.get((drone.endpoint.drone_id, ack.command_seq))
