@@ -29,6 +29,7 @@ from common.logformat import (
     StepLine,
     TraceLine,
 )
+from onboard.config_limits import check_limits
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ class RecorderConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     save_frames: bool = True
     frames_max_bytes: int = 512 * 1024 * 1024  # oldest saved frames are deleted beyond this
     trace_hz: float = 2.0
+
+    def __post_init__(self) -> None:
+        check_limits(self)  # onboard.config_limits: every number's valid range
 
 
 class FlightRecorder:

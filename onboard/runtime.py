@@ -31,6 +31,7 @@ from common.logformat import DeclarationLine, StepLine, TraceLine, pose_list
 from common.pose import Frame, Pose
 from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
+from onboard.config_limits import check_limits
 from onboard.controller import ControlPlan, hold_plan
 from onboard.decision import (
     LATENCY_GOALS,
@@ -97,6 +98,7 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     recorder: RecorderConfig = msgspec.field(default_factory=RecorderConfig)
 
     def __post_init__(self) -> None:
+        check_limits(self)  # onboard.config_limits: every number's valid range
         if self.loop not in ("tolerant", "naive"):
             raise ValueError(f"loop={self.loop!r} must be 'tolerant' or 'naive'")
         if self.rate_hz <= 0:

@@ -19,6 +19,7 @@ import msgspec
 
 from common.interfaces import Telemetry
 from common.pose import Pose
+from onboard.config_limits import check_limits
 from onboard.controller import body_to_world, world_to_body
 from onboard.setpoints import HOLD, Setpoint
 
@@ -51,6 +52,7 @@ class SafetyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     traffic_max_age_s: float = 1.0
 
     def __post_init__(self) -> None:
+        check_limits(self)  # onboard.config_limits: every number's valid range
         if self.estop_action not in ("land", "kill"):
             raise ValueError(f"estop_action={self.estop_action!r} must be 'land' or 'kill'")
         if not 0 <= self.altitude_floor_m < self.altitude_ceiling_m:
