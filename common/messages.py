@@ -149,9 +149,11 @@ class Telemetry(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=Tru
     jetson: JetsonHealth | None = None  # None off a Jetson, or when its health sample is stale
     # The drone's own link: "curve", or "insecure" when it runs without CURVE (chosen with --insecure).
     link_security: Literal["", "curve", "insecure"] = ""
-    # Messages this drone's link threw away so far: malformed or out of range (rejected), refused
-    # by the runtime (e.g. a remote action outside remote mode), unauthenticated connections, and
+    # The drone's command socket so far: messages accepted (valid, handed on) and those thrown
+    # away: malformed or out of range (rejected), refused by the runtime (e.g. a remote action
+    # outside remote mode; these were accepted first), unauthenticated connections; and its
     # publications dropped at a socket's high-water mark.
+    link_accepted: Seq = 0
     link_rejected: Seq = 0
     link_refused: Seq = 0
     link_unauthenticated: Seq = 0

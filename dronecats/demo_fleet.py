@@ -48,5 +48,8 @@ def run(args: argparse.Namespace) -> int:
         screenshot_after_s=20.0,
         quit_after_s=None,
         traffic_hz=10.0,
+        keys=None,  # --launch makes this session's CURVE keys itself
+        drone_keys=None,
+        insecure=False,
     )
     return int(gs_cli.run(gs_args))

@@ -3,6 +3,10 @@
 dronecats gs --drones Drone1=tcp://10.0.0.5:5600,Drone2=tcp://10.0.0.6:5600      # GUI
 dronecats gs --headless --drones ... --instruction "go to the red car" --structure commander
 dronecats gs --launch 4 [--headless ...]     # also start the built-in sim and 4 onboard processes
+
+Link security: `--keys gs1.key_secret` connects with CURVE; each drone's public key is read from
+NAME.key (in --drone-keys DIR, default the directory of --keys). `--insecure` connects without
+CURVE (to drones started with `onboard --insecure`). `--launch` makes fresh keys for the session.
 """
 
 from __future__ import annotations
@@ -63,6 +67,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--keys", default=None, help="ground-station CURVE secret key file (drones' keys: NAME.key)"
     )
     parser.add_argument(
+        "--drone-keys",
+        default=None,
+        metavar="DIR",
+        help="directory of the drones' public keys NAME.key (default: the directory of --keys)",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="no CURVE: only for drones started with `onboard --insecure` (with --launch: start them so)",
+    )
+    parser.add_argument(
         "--screenshot", default=None, help="GUI: save a screenshot here after --screenshot-after-s"
     )
     parser.add_argument("--screenshot-after-s", type=float, default=20.0)
@@ -90,6 +105,35 @@ def _marks(values: list[str]) -> list[tuple[float, float]]:
     return out
 
 
+def _security(args: argparse.Namespace, addresses: list[Any]) -> tuple[Any, list[Any]]:
+    """The ground station's CURVE client from --keys, and the addresses with each drone's public key
+    (NAME.key), or Insecure() with --insecure. Neither: refused (a drone is secure by default)."""
+    from dataclasses import replace
+
+    from common.errors import ConfigError
+    from common.keys import PUBLIC_SUFFIX, load_keypair
+    from common.link import CurveClient, Insecure
+
+    if args.keys and args.insecure:
+        raise ConfigError("--keys and --insecure contradict each other: give one of them")
+    if args.insecure:
+        return Insecure(), addresses
+    if not args.keys:
+        raise ConfigError(
+            "connecting to drones needs CURVE keys: --keys GS.key_secret (with each drone's NAME.key "
+            "beside it or in --drone-keys DIR), or --insecure for drones started with --insecure"
+        )
+    client = CurveClient.from_file(args.keys)
+    key_dir = Path(args.drone_keys or Path(args.keys).parent)
+    keyed = []
+    for address in addresses:
+        path = key_dir / f"{address.drone_id}{PUBLIC_SUFFIX}"
+        if not path.is_file():
+            raise ConfigError(f"no public key for drone {address.drone_id}: expected {path}")
+        keyed.append(replace(address, server_public_key=load_keypair(path).public_key))
+    return client, keyed
+
+
 def run(args: argparse.Namespace) -> int:
     from common.errors import DroneCatsError
     from common.pose import Pose
@@ -113,15 +157,17 @@ def run(args: argparse.Namespace) -> int:
                 targets=[TargetSpec("target", "car@red", Pose(args.target_distance_m, 0.0, 0.0, 90.0))],
                 log_dir=log_dir,
                 onboard_settings=["min_decision_period_s=0.5", "t_max_s=600", "stop_on_declaration=false"],
+                secure=not args.insecure,  # fresh keys for this session unless told otherwise
             ).start()
-            addresses = list(sim.addresses)
+            addresses, security = list(sim.addresses), sim.security
         else:
             addresses = [DroneAddress.parse(s) for s in args.drones.split(",") if s.strip()]
+            if addresses:
+                security, addresses = _security(args, addresses)
         if not addresses:
             print("dronecats gs: give --drones NAME=tcp://HOST:PORT,... or --launch N", file=sys.stderr)
             return 2
-        # No CURVE yet: `dronecats onboard` binds its link insecure (it has no key options either).
-        fleet = FleetClient(addresses, traffic_hz=args.traffic_hz)
+        fleet = FleetClient(addresses, security, traffic_hz=args.traffic_hz)
         fleet.start()
         try:
             if args.headless:
@@ -152,12 +198,15 @@ def _headless(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, flo
 
     def show(event: Any) -> None:
         if event.kind in ("declaration", "order", "commander", "instruction", "judgement", "note"):
-            print(json.dumps({"event": event.kind, "drone": event.drone, **_brief(event)}), flush=True)
+            line = {"event": event.kind, "drone": event.drone, **_brief(event)}
+            print(json.dumps(line, allow_nan=False), flush=True)  # standard JSON: never NaN or Infinity
 
     summary = HeadlessSession(fleet, structure).run(
         args.instruction, args.duration_s, args.until, on_event=show
     )
-    print(json.dumps(summary.__dict__, default=str), flush=True)
+    # The link's counters too: what was received, accepted, rejected (and why), refused, dropped.
+    out = {**summary.__dict__, "link": fleet.link.stats.snapshot()}
+    print(json.dumps(out, default=str, allow_nan=False), flush=True)
     return 0 if summary.declarations else 1
 
 

@@ -77,6 +77,7 @@ class RuntimeLink:
     def publish_telemetry(self, data: dict[str, Any]) -> None:
         battery = data.get("battery_fraction")
         battery_pct = None if battery is None or not math.isfinite(battery) else 100.0 * battery
+        counts = self.link.stats.telemetry_counts()
         try:
             telemetry = Telemetry(
                 time_s=self.runtime.clock.now(),
@@ -91,7 +92,7 @@ class RuntimeLink:
                 safety_state=(data.get("mode_reason") or "ok")[:MAX_REASON_CHARS],
                 jetson=self._jetson(data.get("jetson")),
                 link_security=self.security,  # type: ignore[arg-type]
-                **self.link.stats.telemetry_counts(),
+                **counts,  # type: ignore[arg-type]
             )
         except ValueError as exc:  # e.g. a vehicle that reported a NaN pose: not sent, counted
             self.link.stats.add("telemetry_invalid")

@@ -95,7 +95,7 @@ def fly_head_on(out: Path, traffic_hz: float) -> tuple[float, dict[str, str], Pa
     with SimFleet(
         2, "baseline", scene="blocks", targets=[RED, BLUE], log_dir=out, onboard_settings=SETTINGS
     ) as sim:
-        fleet = FleetClient(sim.addresses, traffic_hz=traffic_hz).start()
+        fleet = FleetClient(sim.addresses, sim.security, traffic_hz=traffic_hz).start()
         try:
             assert fleet.wait_for_link(90.0), [sim.drone_log(f"Drone{i}")[-800:] for i in (1, 2)]
             assert wait_for(

@@ -67,6 +67,7 @@ class LinkStats:
             unauthenticated = c["rejected_unauthenticated"] + c["rejected_handshake"]
             rejected = sum(v for k, v in c.items() if k.startswith("rejected_")) - unauthenticated
             return {
+                "link_accepted": c["accepted"],
                 "link_rejected": rejected,
                 "link_refused": c["refused"],
                 "link_unauthenticated": unauthenticated,
