@@ -72,6 +72,7 @@ class RuntimeLink:
         self._jetson_warned = False
         self._traffic_ids: list[str] = []
         self.security = "curve" if isinstance(link.security, CurveServer) else "insecure"
+        self._refusals = 0
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, data: dict[str, Any]) -> None:
@@ -164,6 +165,17 @@ class RuntimeLink:
 
     # ---- commands -------------------------------------------------------------------------------
     def handle(self, command: ReceivedCommand) -> CommandOutcome:
+        outcome = self._handle(command)
+        if not outcome.ok:
+            # In events.jsonl while few, then one line in a hundred (a flood must not fill the disk).
+            self._refusals += 1
+            if self._refusals <= 5 or self._refusals % 100 == 0:
+                self.runtime.event(
+                    "refused", command=command.body.TYPE, reason=outcome.reason, count=self._refusals
+                )
+        return outcome
+
+    def _handle(self, command: ReceivedCommand) -> CommandOutcome:
         rt, body = self.runtime, command.body
         if isinstance(body, Instruction):
             rt.set_instruction(body.text)
@@ -186,7 +198,6 @@ class RuntimeLink:
         elif isinstance(body, RemoteAction):
             refusal = self._remote_refusal(body)
             if refusal:
-                rt.event("refused", command="remote_action", reason=refusal, call_id=body.call_id)
                 return CommandOutcome(False, refusal)
             age_s = max(0.0, rt.clock.now() - body.capture_time_s)
             if not rt.remote_action(body.action, body.frame_pose_ned, age_s, body.call_id, body.raw):
