@@ -68,11 +68,6 @@ if [[ -n "${DRONECATS_GS:-}" ]]; then
         key_dir="${DRONECATS_KEYS:-/keys}"
         key_name="${DRONECATS_KEY_NAME:-drone}"
         secret="$key_dir/$key_name.key_secret"
-        if [[ ! -f "$secret" ]]; then
-            session_keys="$(mktemp -d -t dronecats-keys-XXXXXX)"  # mode 0700, this session only
-            "${dronecats[@]}" keys generate --out "$session_keys" --name "$key_name"
-            secret="$session_keys/$key_name.key_secret"
-        fi
         allowed=()
         IFS=, read -ra gs_keys <<<"${DRONECATS_GS_KEYS:-}"
         for key in "${gs_keys[@]}"; do
@@ -87,6 +82,11 @@ if [[ -n "${DRONECATS_GS:-}" ]]; then
             echo "entrypoint: DRONECATS_GS needs a ground station's public key: put GS.key in $key_dir," \
                 "or set DRONECATS_GS_KEYS (DRONECATS_INSECURE=1 runs the link without CURVE)" >&2
             exit 2
+        fi
+        if [[ ! -f "$secret" ]]; then
+            session_keys="$(mktemp -d -t dronecats-keys-XXXXXX)"  # mode 0700, this session only
+            "${dronecats[@]}" keys generate --out "$session_keys" --name "$key_name"
+            secret="$session_keys/$key_name.key_secret"
         fi
         args+=(--gs "$DRONECATS_GS" --link-secret "$secret" "${allowed[@]}")
     fi
