@@ -18,6 +18,7 @@ ClosingIn = Literal["closing", "holding", "receding", "unknown"]
 
 ROTATE_LIMIT_DEG = 90.0
 POINT_MAX = 1000
+ANGLE_MAX_DEG = 360.0  # valid at all: the parser clamps to ROTATE_LIMIT_DEG, the controller to its profile's
 DEPTH_MAX_M = 1000.0  # a depth beyond any camera's useful range is a wrong reply, not a far target
 PLAN_FIELD_MAX_CHARS = 2000  # the reply parser's own limit is lower (models.schemas)
 
@@ -25,7 +26,7 @@ PLAN_FIELD_MAX_CHARS = 2000  # the reply parser's own limit is lower (models.sch
 # constructors check the same rules in __post_init__, so no invalid action can exist at all.
 PointCoord = Annotated[int, msgspec.Meta(ge=0, le=POINT_MAX)]
 DepthM = Annotated[float, msgspec.Meta(gt=0.0, le=DEPTH_MAX_M)]
-AngleDeg = Annotated[float, msgspec.Meta(ge=-ROTATE_LIMIT_DEG, le=ROTATE_LIMIT_DEG)]
+AngleDeg = Annotated[float, msgspec.Meta(ge=-ANGLE_MAX_DEG, le=ANGLE_MAX_DEG)]
 PlanText = Annotated[str, msgspec.Meta(max_length=PLAN_FIELD_MAX_CHARS)]
 
 
@@ -61,12 +62,12 @@ class Go(msgspec.Struct, frozen=True, tag="go", tag_field="action"):
 
 
 class Rotate(msgspec.Struct, frozen=True, tag="rotate", tag_field="action"):
-    angle_deg: AngleDeg  # positive = clockwise = turn right; already clamped to ±90
+    angle_deg: AngleDeg  # positive = clockwise = turn right; the parser clamps it to ±90
     plan: Plan | None = None
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.angle_deg) and abs(self.angle_deg) <= ROTATE_LIMIT_DEG):
-            raise ValueError(f"angle_deg={self.angle_deg} must be finite and within ±{ROTATE_LIMIT_DEG:g}")
+        if not (math.isfinite(self.angle_deg) and abs(self.angle_deg) <= ANGLE_MAX_DEG):
+            raise ValueError(f"angle_deg={self.angle_deg} must be finite and within ±{ANGLE_MAX_DEG:g}")
 
 
 class Think(msgspec.Struct, frozen=True, tag="think", tag_field="action"):

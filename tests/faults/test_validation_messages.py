@@ -58,7 +58,7 @@ def test_constructors_refuse_non_finite_and_out_of_range_actions() -> None:
                 dict(point=(5, 5), depth_m=math.nan), dict(point=(5, 5), depth_m=0.0)]:  # fmt: skip
         with pytest.raises(ValueError):
             Go(**bad)  # type: ignore[arg-type]
-    for angle in (math.nan, 91.0, -1e9):
+    for angle in (math.nan, 361.0, -1e9):
         with pytest.raises(ValueError):
             Rotate(angle)
 
