@@ -151,8 +151,8 @@ class Telemetry(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=Tru
     link_security: Literal["", "curve", "insecure"] = ""
     # The drone's command socket so far: messages accepted (valid, handed on) and those thrown
     # away: malformed or out of range (rejected), refused by the runtime (e.g. a remote action
-    # outside remote mode; these were accepted first), unauthenticated connections; and its
-    # publications dropped at a socket's high-water mark.
+    # outside remote mode; these were accepted first), unauthenticated connections; and the
+    # frames and publications it could not send at a socket's high-water mark.
     link_accepted: Seq = 0
     link_rejected: Seq = 0
     link_refused: Seq = 0

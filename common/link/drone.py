@@ -1,12 +1,14 @@
 """Drone side of the link: publishes what the drone does, obeys acked commands exactly once.
 
 Sockets (all bound by the drone, all CURVE servers when secured):
-- telemetry XPUB (small SNDHWM, XPUB_NODROP): telemetry, steps, declarations, heartbeats; a
-  publication that finds a subscriber's queue full fails at once and is counted
-  (`publish_dropped`) instead of vanishing inside ZeroMQ as a plain PUB's would;
+- telemetry PUB (small SNDHWM): telemetry, steps, declarations, heartbeats. A plain PUB on
+  purpose: it drops only what a slow subscriber cannot take, so one stuck ground station never
+  starves another; those drops happen inside ZeroMQ and cannot be counted here (the frame socket's
+  can, below);
 - frame XPUB (SNDHWM 2, XPUB_NODROP): frames only, each [topic, header, meta, jpeg]. A separate
   socket and TCP connection, so a frame backlog never delays telemetry; when a subscriber's queue
-  is full the send fails at once and the frame budget learns of the backlog;
+  is full the send fails at once, is counted (`frames_skipped_backlog`, in Telemetry.link_dropped)
+  and the frame budget learns of the backlog;
 - command ROUTER: commands in, acks out; heartbeat requests in, replies out.
 
 Threading: one I/O thread owns the sockets (common.link.io_thread). `publish_*` are thread-safe and
@@ -219,11 +221,11 @@ class DroneLink(IoThread):
             self._zap = ZapHandler(self.context, self.security, self.stats)
             self._register(self._zap.socket, self._zap.handle)
         self._pub = self._bind(
-            zmq.XPUB, self.config.telemetry_endpoint, "telemetry", self.config.telemetry_hwm
+            zmq.PUB, self.config.telemetry_endpoint, "telemetry", self.config.telemetry_hwm
         )
         self._frames = self._bind(zmq.XPUB, self.config.frame_endpoint, "frame", self.config.frame_hwm)
         self._register(self._frames, lambda: self._drain_subscriptions(self._frames), "frame")
-        self._register(self._pub, lambda: self._drain_subscriptions(self._pub), "telemetry")
+        self._register(self._pub, None, "telemetry")
         self._open_router(self.config.command_endpoint)
 
     def _bind(self, kind: int, endpoint: str, label: str, hwm: int) -> Any:
