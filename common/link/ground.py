@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import threading
 import time
 import uuid
@@ -77,7 +78,8 @@ class GroundLinkConfig:
 
     def __post_init__(self) -> None:
         check_timing(self.heartbeat_interval_s, self.link_timeout_s)
-        if self.command_timeout_s <= 0 or self.command_retries < 0 or self.backoff < 1.0:
+        timeout_ok = 0 < self.command_timeout_s < math.inf
+        if not (timeout_ok and self.command_retries >= 0 and 1.0 <= self.backoff < math.inf):
             raise ValueError(
                 f"need command_timeout_s > 0 ({self.command_timeout_s}), command_retries >= 0 "
                 f"({self.command_retries}) and backoff >= 1 ({self.backoff})"
