@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -101,8 +102,26 @@ def _marks(values: list[str]) -> list[tuple[float, float]]:
             x, y = (float(v) for v in value.split(","))
         except ValueError:
             raise ConfigError(f"--mark {value!r} must be X,Y in metres") from None
+        if not all(math.isfinite(v) and abs(v) <= 100_000 for v in (x, y)):
+            raise ConfigError(f"--mark {value!r}: X and Y must be finite, within 100 km")
         out.append((x, y))
     return out
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Every number on the command line finite and in range (NaN passes every `< 0` test)."""
+    from common.errors import ConfigError
+
+    limits = {
+        "duration_s": (0.0, 7 * 86_400.0),
+        "traffic_hz": (0.0, 100.0),
+        "target_distance_m": (0.0, 10_000.0),
+        "screenshot_after_s": (0.0, 86_400.0),
+    }
+    for name, (low, high) in limits.items():
+        value = getattr(args, name, None)
+        if value is not None and not (math.isfinite(value) and low <= value <= high):
+            raise ConfigError(f"--{name.replace('_', '-')}={value} must be within {low:g}..{high:g}")
 
 
 def _security(args: argparse.Namespace, addresses: list[Any]) -> tuple[Any, list[Any]]:
@@ -142,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
     sim: SimFleet | None = None
     try:
+        _check_numbers(args)
         marks = _marks(args.mark)
         if args.launch:
             pilot = args.pilot or ("remote" if args.structure == "one-context" else "baseline")

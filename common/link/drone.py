@@ -325,6 +325,7 @@ class DroneLink(IoThread):
             self.stats.add("frames_sent")
         except zmq.Again:
             self.stats.add("frames_skipped_backlog")
+            self.stats.log_limited("frames_skipped_backlog", "frame dropped at the high-water mark (backlog)")
             with self._budget_lock:
                 self.budget.record_backlog(time.monotonic())
 

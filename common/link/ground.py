@@ -219,6 +219,9 @@ class GroundLink(IoThread):
             self.stats.add("sent_traffic")
         except zmq.Again:
             self.stats.add("dropped_traffic")
+            self.stats.log_limited(
+                "dropped_traffic", f"traffic for {drone_id} dropped at the high-water mark"
+            )
 
     def send_command(
         self, drone_id: str, command: Body, timeout_s: float | None = None, retries: int | None = None
@@ -446,6 +449,10 @@ class GroundLink(IoThread):
             self.stats.add("command_attempts")
         except zmq.Again:
             self.stats.add("command_attempts_unsent")  # not connected right now: retried at the deadline
+            self.stats.log_limited(
+                "command_attempts_unsent",
+                f"{pending.type_name} to {pending.drone_id} not sent yet (no connection)",
+            )
 
     def _send_heartbeat(self, drone: _Drone, now_s: float) -> None:
         drone.last_heartbeat_s = now_s

@@ -96,3 +96,29 @@ def test_bad_overrides_on_the_command_line_are_refused_the_same_way(tmp_path: Pa
     )
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert override.split("=")[0] in result.stderr and "out of range" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "needle"),
+    [
+        (["--traffic-hz", "nan"], "--traffic-hz=nan"),
+        (["--mark", "nan,1"], "--mark 'nan,1'"),
+        (["--duration-s", "-5"], "--duration-s=-5"),
+    ],
+)
+def test_the_ground_stations_numbers_are_checked_too(option: list[str], needle: str) -> None:
+    argv = [
+        "gs",
+        "--headless",
+        "--insecure",
+        "--drones",
+        "Drone1=tcp://127.0.0.1:9",
+        "--instruction",
+        "x",
+        *option,
+    ]
+    result = subprocess.run(
+        dronecats_cmd(*argv), env=subprocess_env(), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert needle in result.stderr
