@@ -196,7 +196,13 @@ class GroundLink(IoThread):
             seq = self._seq
             self._seq += 1
         future: Future[Ack] = Future()
-        parts = wire.encode(command, drone_id=drone_id, session_id=self.session_id, seq=seq, send_time_s=0.0)
+        try:
+            session = self.session_id
+            parts = wire.encode(command, drone_id=drone_id, session_id=session, seq=seq, send_time_s=0.0)
+        except wire.WireError as exc:  # e.g. an instruction over its length limit: failed, never sent
+            self.stats.add("commands_invalid")
+            future.set_exception(LinkError(f"{command.TYPE} not sent: {exc}"))
+            return future
         pending = _Pending(drone_id, seq, command.TYPE, parts, future, timeout_s, retries)
         self.call_soon(lambda: self._start_command(pending))
         return future
@@ -207,7 +213,13 @@ class GroundLink(IoThread):
         with self._seq_lock:
             seq = self._seq
             self._seq += 1
-        parts = wire.encode(traffic, drone_id=drone_id, session_id=self.session_id, seq=seq, send_time_s=0.0)
+        try:
+            session = self.session_id
+            parts = wire.encode(traffic, drone_id=drone_id, session_id=session, seq=seq, send_time_s=0.0)
+        except wire.WireError as exc:
+            self.stats.add("traffic_invalid")
+            self.stats.log_limited("traffic_invalid", f"traffic for {drone_id} not sent: {exc}")
+            return
         self.call_soon(lambda: self._send_unacked(drone_id, parts))
 
     def _send_unacked(self, drone_id: str, parts: list[bytes]) -> None:

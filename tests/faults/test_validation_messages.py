@@ -138,3 +138,15 @@ def test_the_fuzz_generator_labels_agree_with_the_receivers(seed: int) -> None:
         except wire.WireError:
             accepted = False
         assert accepted == (frame.expect == ACCEPT), (frame.kind, frame.route, frame.parts[:2])
+
+
+def test_a_command_over_its_limits_fails_its_future_and_is_never_sent() -> None:
+    """The ground station never crashes on an operator's too-long instruction: the send fails."""
+    from common.errors import LinkError
+    from common.link import GroundLink, GroundLinkConfig, Insecure
+
+    link = GroundLink(GroundLinkConfig(), Insecure())
+    future = link.send_command_async("Drone1", Instruction("x" * 5000))
+    with pytest.raises(LinkError, match="instruction not sent"):
+        future.result(timeout=1)
+    assert link.stats.get("commands_invalid") == 1
