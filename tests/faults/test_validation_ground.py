@@ -2,7 +2,8 @@
 process, connected with `--keys` (CURVE) to a fake drone whose sockets are real ZeroMQ CURVE
 servers, gets 10,000 fuzzed frames on its telemetry SUB, its frame SUB and its command DEALER:
 it stays alive, every frame is accounted for (accepted + rejected + frames the fake drone's
-sockets dropped at their high-water mark = sent, from the station's own counters), and what it
+sockets dropped at their high-water mark = sent, from the station's own counters; a burst of large
+frames into a frame socket with a real drone's high-water mark makes sure some are), and what it
 stores and prints is standard JSON with only finite numbers (before this, a fake drone's NaN,
 ±Infinity and -1e308 distances were stored and printed as `NaN` / `Infinity`)."""
 
@@ -24,13 +25,15 @@ from validation_support import finite_everywhere, forge, strict_json
 
 from common import wire
 from common.keys import generate_keypair, load_keypair
-from common.messages import Ack, Declaration, Instruction, Telemetry
+from common.messages import Ack, Declaration, FrameMeta, Instruction, Telemetry
 from common.pose import Pose
 from ground_station.fleet.launch import free_port_block
 
 pytestmark = pytest.mark.slow
 
 N_FRAMES = 10_000
+BURST_FRAMES = 400
+BURST_JPEG = b"\xff\xd8" + bytes(150_000)  # a large frame (the station keeps the bytes, never decodes)
 GS_DURATION_S = 8.0  # the station runs this long after the link is up; the fuzz takes a second
 
 
@@ -38,27 +41,51 @@ class FakeDrone:
     """Drone1's three sockets, CURVE servers with Drone1's key, sending whatever the test says."""
 
     def __init__(self, keys: Path, base_port: int) -> None:
-        pair = load_keypair(keys / "Drone1.key_secret")
+        self.pair = load_keypair(keys / "Drone1.key_secret")
+        self.base_port = base_port
         self.context = zmq.Context()
         self.sockets: dict[str, Any] = {}
         for offset, (route, kind) in enumerate(
             (("telemetry", zmq.XPUB), ("frame", zmq.XPUB), ("command", zmq.ROUTER))
         ):
-            sock = self.context.socket(kind)
-            sock.linger = 0
-            sock.curve_server = True
-            sock.curve_secretkey, sock.curve_publickey = pair.secret_key, pair.public_key
-            if kind == zmq.XPUB:
-                sock.setsockopt(zmq.XPUB_NODROP, 1)  # a full subscriber queue fails the send: countable
-            else:
-                sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-            sock.bind(f"tcp://127.0.0.1:{base_port + offset}")
-            self.sockets[route] = sock
+            self.sockets[route] = self.bind(kind, offset)
         self.identity: bytes | None = None
         self.seq = 0
         self.sent = {"accept": 0, "reject": 0}
         self.dropped = {"accept": 0, "reject": 0}
         self.instructions_acked = 0
+
+    def bind(self, kind: int, offset: int, sndhwm: int = 1000) -> Any:
+        sock = self.context.socket(kind)
+        sock.linger = 0
+        sock.curve_server = True
+        sock.curve_secretkey, sock.curve_publickey = self.pair.secret_key, self.pair.public_key
+        sock.sndhwm = sndhwm
+        if kind == zmq.XPUB:
+            sock.setsockopt(zmq.XPUB_NODROP, 1)  # a full subscriber queue fails the send: countable
+        else:
+            sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.bind(f"tcp://127.0.0.1:{self.base_port + offset}")
+        return sock
+
+    def rebind_frames(self, sndhwm: int, timeout_s: float = 30.0) -> None:
+        """A new frame socket on the same port (the station's SUB reconnects to it), waiting for its
+        subscription so that nothing is published into the void."""
+        self.sockets["frame"].close(linger=0)
+        for attempt in range(100):  # the port is released asynchronously by the old socket
+            try:
+                sock = self.sockets["frame"] = self.bind(zmq.XPUB, 1, sndhwm)
+                break
+            except zmq.ZMQError:
+                if attempt == 99:
+                    raise
+                time.sleep(0.02)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if sock.poll(50) and sock.recv()[:1] == b"\x01":
+                return
+            self.serve_commands()
+        raise AssertionError("the station did not subscribe to the new frame socket")
 
     def wait_connected(self, timeout_s: float = 60.0) -> None:
         """Until the station subscribed to both PUB sockets and its DEALER said hello (a heartbeat)."""
@@ -91,6 +118,12 @@ class FakeDrone:
         self.seq += 1
         return wire.encode(
             body, drone_id="Drone1", session_id="fake", seq=self.seq, send_time_s=time.monotonic()
+        )
+
+    def encode_frame(self, meta: FrameMeta, jpeg: bytes) -> list[bytes]:
+        self.seq += 1
+        return wire.encode(
+            meta, drone_id="Drone1", session_id="fake", seq=self.seq, send_time_s=1.0, blob=jpeg
         )
 
     def send(self, frame: Fuzzed) -> None:
@@ -158,6 +191,14 @@ def test_10000_fuzzed_frames_to_the_ground_station_and_nothing_non_finite_stored
             if i % 100 == 99:
                 drone.serve_commands()
                 time.sleep(0.002)  # a little pacing: fewer drops at the station's small frame queue
+        # A burst of large valid frames with no pacing into a frame socket with a real drone's
+        # high-water mark (2): the queues fill, and what does not fit is dropped there and counted.
+        drone.rebind_frames(sndhwm=2)
+        for _ in range(BURST_FRAMES):
+            meta = FrameMeta(drone.seq + 1, 1.0, pose, 640, 360, 85)
+            drone.send(
+                Fuzzed(drone.encode_frame(meta, BURST_JPEG), ACCEPT, "burst", "frame", wire.TOPIC_FRAME)
+            )
         fuzz_s = time.monotonic() - started
         assert gs.poll() is None, f"the ground station died during the fuzz: {out_path.read_text()[-2000:]}"
         while gs.poll() is None and time.monotonic() - started < GS_DURATION_S + 60:
@@ -175,12 +216,15 @@ def test_10000_fuzzed_frames_to_the_ground_station_and_nothing_non_finite_stored
     stats = summary["link"]
     rejected = sum(v for k, v in stats.items() if k.startswith("rejected_"))
     sent_total = sum(drone.sent.values()) + sum(drone.dropped.values())
-    assert sent_total == N_FRAMES + 6 + drone.instructions_acked
+    assert sent_total == N_FRAMES + BURST_FRAMES + 6 + drone.instructions_acked
     # Every frame accounted for: what reached the station was accepted or rejected as labelled, and the
     # rest was dropped (counted) at the fake drone's high-water mark.
     assert stats["received"] == stats["accepted"] + rejected, stats
     assert (stats["accepted"], rejected) == (drone.sent["accept"], drone.sent["reject"]), (stats, drone.sent)
     assert stats["accepted"] + rejected + sum(drone.dropped.values()) == sent_total
+    assert drone.dropped["accept"] > 0, (
+        "the burst never reached the high-water mark: the drop path is untested"
+    )
     assert "internal_errors" not in stats, output[-3000:]
     # Stored: only finite numbers, and none of the bad declarations.
     ids = [d["declaration_id"] for d in summary["declarations"]]
