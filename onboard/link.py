@@ -42,7 +42,7 @@ from common.messages import (
     Telemetry,
     Traffic,
 )
-from common.pose import Frame, Pose
+from common.pose import Frame, Pose, wrap_deg
 from onboard.runtime import OnboardRuntime
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class RuntimeLink:
         try:
             telemetry = Telemetry(
                 time_s=self.runtime.clock.now(),
-                pose_ned=Pose.from_list(data["pose"]),
+                pose_ned=_wire_pose(data["pose"]),
                 velocity_ned_m_s=tuple(data["velocity_ned_m_s"]),
                 battery_pct=None if battery_pct is None else min(max(battery_pct, 0.0), 100.0),
                 mode=str(data["mode"])[:MAX_ID_CHARS],
@@ -118,7 +118,7 @@ class RuntimeLink:
         # Stamped on the runtime's clock (the link's clock): RemoteActions come back with this stamp
         # and the ground station converts it with the heartbeat clock offset.
         capture_s = float(frame.meta.get("capture_clock_s", frame.capture_time_s))
-        decision = self.link.publish_frame(frame.image, capture_s, frame.pose)
+        decision = self.link.publish_frame(frame.image, capture_s, _wire_pose(frame.pose.as_list()))
         if decision.send:
             self.frame_seq += 1  # the runtime publishes a step's frame before the step itself
 
@@ -151,7 +151,7 @@ class RuntimeLink:
             body = Declaration(
                 declaration_id=declaration_id,
                 t_s=declaration["t"],
-                pose_ned=Pose.from_list(declaration["pose"]),
+                pose_ned=_wire_pose(declaration["pose"]),
                 frame_seq=self.frame_seq,
                 distance_m=_measure(declaration.get("distance_m")),
                 bbox_distance_m=_measure(declaration.get("bbox_distance_m")),
@@ -251,6 +251,12 @@ def _latencies(stages: Any) -> dict[str, float]:
         ):
             out[str(key)[:MAX_ID_CHARS]] = float(value)
     return out
+
+
+def _wire_pose(values: list[float]) -> Pose:
+    """A pose as messages carry it: yaw wrapped to (-180, 180] (an adapter may count whole turns)."""
+    x, y, z, yaw = (float(v) for v in values)
+    return Pose(x, y, z, wrap_deg(yaw) if math.isfinite(yaw) else yaw)
 
 
 def _measure(value: Any) -> float | None:
