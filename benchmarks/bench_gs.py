@@ -212,7 +212,7 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
     ) as sim:
         sim_rpc = SimStats(sim.sim_port)
         sim_rpc.call("dcSetTruthRender", args.truth_render)
-        fleet = FleetClient(sim.addresses).start()
+        fleet = FleetClient(sim.addresses, sim.security).start()  # the session's own CURVE keys
 
         def on_event(event: FleetEvent) -> None:
             if event.kind == "frame" and isinstance(event.record, FrameRecord):

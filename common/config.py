@@ -85,6 +85,15 @@ def load_config(
         return msgspec.convert(data, cls, strict=False)
     except msgspec.ValidationError as exc:
         where = f" ({path})" if path else ""
+        cause = exc.__cause__
+        describe = getattr(cause, "describe", None)
+        if isinstance(cause, ConfigError) and describe is not None:
+            # A range check (onboard.config_limits): name the field by its dotted path, e.g.
+            # "safety.max_vertical_m_s=-1.5 is out of range: must be 0 < x <= 20 (m/s)".
+            section = (
+                str(exc).rpartition(" - at `$")[2].rstrip("`").lstrip(".") if " - at `$" in str(exc) else ""
+            )
+            raise ConfigError(f"invalid {cls.__name__} config{where}: {describe(section)}") from None
         raise ConfigError(f"invalid {cls.__name__} config{where}: {exc}") from None
 
 

@@ -11,17 +11,75 @@ Direction:
   Land, ReturnHome; HeartbeatRequest (not acked, answered by HeartbeatReply); Traffic (not acked,
   not answered)
 - drone → ground (ROUTER → DEALER): Ack, HeartbeatReply
+
+Validation: every number on the link is finite and inside a range, every text and list has a
+length limit. The limits are msgspec constraints on the field types (checked while decoding, so a
+bad message is a decode error that the links count) and `Body.__post_init__` checks the rules that
+a type cannot express (every float finite, poses within MAX_POSITION_M) on decode and on
+construction alike, so a sender cannot build an invalid message either.
 """
 
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import msgspec
 
 from common.actions import Action
 from common.pose import Pose
+
+MAX_ID_CHARS = 64  # drone ids, call ids, order ids, declaration ids, modes
+MAX_REASON_CHARS = 500  # reasons, operator names, safety states
+MAX_TEXT_CHARS = 4000  # instructions and orders
+MAX_RAW_CHARS = 16_000  # a model's raw reply, as logged
+MAX_POSITION_M = 100_000.0  # from the world origin: far beyond any field a drone flies
+MAX_SPEED_M_S = 1_000.0
+MAX_YAW_DEG = 720.0
+MAX_STAMP_S = 1e12  # clock stamps (monotonic or epoch seconds)
+MAX_DURATION_S = 1e6  # latencies, ages
+MAX_SEQ = 2**53
+MAX_ENTRIES = 64  # dict and list fields (latencies, traffic entries, sensors)
+
+Id = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
+Reason = Annotated[str, msgspec.Meta(max_length=MAX_REASON_CHARS)]
+Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT_CHARS)]
+RawText = Annotated[str, msgspec.Meta(max_length=MAX_RAW_CHARS)]
+Stamp = Annotated[float, msgspec.Meta(ge=-MAX_STAMP_S, le=MAX_STAMP_S)]
+Duration = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_DURATION_S)]
+Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQ)]
+FrameSeq = Annotated[int, msgspec.Meta(ge=-1, le=MAX_SEQ)]  # -1: none yet
+Position = Annotated[float, msgspec.Meta(ge=-MAX_POSITION_M, le=MAX_POSITION_M)]
+Speed = Annotated[float, msgspec.Meta(ge=-MAX_SPEED_M_S, le=MAX_SPEED_M_S)]
+Distance = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_POSITION_M)]
+Pixels = Annotated[int, msgspec.Meta(ge=1, le=16_384)]
+Latencies = Annotated[dict[Id, Duration], msgspec.Meta(max_length=MAX_ENTRIES)]
+Vector = tuple[Speed, Speed, Speed]
+
+
+def check_numbers(value: Any, where: str = "") -> None:
+    """Raise ValueError unless every float in `value` (recursively) is finite and every Pose is within
+    MAX_POSITION_M and MAX_YAW_DEG. msgspec's range constraints already refuse NaN while decoding;
+    this holds for fields without a range and for messages built in code (a NaN in a constructor)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where or 'value'}={value} is not finite")
+    elif isinstance(value, Pose):
+        for name, limit in (("x_m", MAX_POSITION_M), ("y_m", MAX_POSITION_M), ("z_m", MAX_POSITION_M),
+                            ("yaw_deg", MAX_YAW_DEG)):  # fmt: skip
+            number = getattr(value, name)
+            if not (isinstance(number, (int, float)) and math.isfinite(number) and abs(number) <= limit):
+                raise ValueError(f"{where}.{name}={number} must be finite and within ±{limit:g}")
+    elif isinstance(value, msgspec.Struct):
+        for name in value.__struct_fields__:
+            check_numbers(getattr(value, name), f"{where}.{name}" if where else name)
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            check_numbers(item, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_numbers(item, f"{where}[{key!r}]")
+
 
 LinkStateName = Literal["connecting", "up", "lost"]
 AckResult = Literal["ok", "rejected", "error", "stale"]
@@ -33,8 +91,16 @@ class Body(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = ""
 
+    def __post_init__(self) -> None:
+        check_numbers(self)
+
 
 # --- drone → ground, published -------------------------------------------------------------------
+
+
+TempC = Annotated[float, msgspec.Meta(ge=-273.15, le=1000.0)]
+Percent = Annotated[float, msgspec.Meta(ge=0.0, le=1000.0)]  # a load summed over cores may pass 100
+Megabytes = Annotated[float, msgspec.Meta(ge=0.0, le=1e9)]
 
 
 class JetsonHealth(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -43,20 +109,24 @@ class JetsonHealth(msgspec.Struct, frozen=True, omit_defaults=True):
     Unknown fields are ignored (no forbid_unknown_fields) so that a later sensor added here never makes
     an older ground station drop the whole telemetry message."""
 
-    source: str  # "tegrastats" or "jtop"
-    max_temp_c: float | None = None  # hottest sensor
-    cpu_temp_c: float | None = None
-    gpu_temp_c: float | None = None
-    temps_c: dict[str, float] = {}  # every sensor, lower-case name -> °C
-    cpu_load_pct: float | None = None  # mean over online cores
-    gpu_load_pct: float | None = None
-    ram_used_mb: float | None = None
-    ram_total_mb: float | None = None
-    swap_used_mb: float | None = None
-    power_mw: float | None = None  # whole module input power
-    power_mode: str | None = None  # nvpmodel mode name, e.g. "MAXN" or "25W"
+    source: Id  # "tegrastats" or "jtop"
+    max_temp_c: TempC | None = None  # hottest sensor
+    cpu_temp_c: TempC | None = None
+    gpu_temp_c: TempC | None = None
+    temps_c: Annotated[dict[Id, TempC], msgspec.Meta(max_length=MAX_ENTRIES)] = {}  # name -> °C
+    cpu_load_pct: Percent | None = None  # mean over online cores
+    gpu_load_pct: Percent | None = None
+    ram_used_mb: Megabytes | None = None
+    ram_total_mb: Megabytes | None = None
+    swap_used_mb: Megabytes | None = None
+    power_mw: Annotated[float, msgspec.Meta(ge=0.0, le=1e7)] | None = None  # whole module input power
+    power_mode: Id | None = None  # nvpmodel mode name, e.g. "MAXN" or "25W"
     throttled: bool = False
-    throttle_reasons: tuple[str, ...] = ()  # e.g. "thermal: 96.0 C >= 95 C"
+    # e.g. "thermal: 96.0 C >= 95 C"
+    throttle_reasons: Annotated[tuple[Reason, ...], msgspec.Meta(max_length=MAX_ENTRIES)] = ()
+
+    def __post_init__(self) -> None:
+        check_numbers(self)
 
 
 # omit_defaults: a field at its default is not sent, so a drone without Jetson health (jetson=None)
@@ -65,18 +135,29 @@ class JetsonHealth(msgspec.Struct, frozen=True, omit_defaults=True):
 class Telemetry(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     TYPE: ClassVar[str] = "telemetry"
 
-    time_s: float  # drone clock, when the state was sampled
+    time_s: Stamp  # drone clock, when the state was sampled
     pose_ned: Pose
-    velocity_ned_m_s: tuple[float, float, float]
-    battery_pct: float | None  # None when the vehicle does not report it
-    mode: str  # e.g. "hover", "segment", "landing", "landed"
+    velocity_ned_m_s: Vector
+    battery_pct: Annotated[float, msgspec.Meta(ge=0.0, le=100.0)] | None  # None: not reported
+    mode: Id  # e.g. "hover", "segment", "landing", "landed"
     armed: bool
     link_state: LinkStateName  # the drone's view of the ground link
-    control_rate_hz: float  # the actuation rate actually served
-    latencies_s: dict[str, float] = {}  # per-stage latency of the last step, e.g. {"model": 0.41}
-    safety_state: str = "ok"  # e.g. "ok", "geofence", "estop", "link_lost_hold"
-    pose_source: str = "vehicle"  # "vehicle", or "dead_reckoning" (Tello, AGENT.md §7)
+    control_rate_hz: Annotated[float, msgspec.Meta(ge=0.0, le=100_000.0)]  # the actuation rate served
+    latencies_s: Latencies = {}  # per-stage latency of the last step, e.g. {"model": 0.41}
+    safety_state: Reason = "ok"  # e.g. "ok", "geofence", "estop", "link_lost_hold"
+    pose_source: Id = "vehicle"  # "vehicle", or "dead_reckoning" (Tello, AGENT.md §7)
     jetson: JetsonHealth | None = None  # None off a Jetson, or when its health sample is stale
+    # The drone's own link: "curve", or "insecure" when it runs without CURVE (chosen with --insecure).
+    link_security: Literal["", "curve", "insecure"] = ""
+    # The drone's command socket so far: messages accepted (valid, handed on) and those thrown
+    # away: malformed or out of range (rejected), refused by the runtime (e.g. a remote action
+    # outside remote mode; these were accepted first), unauthenticated connections; and the
+    # frames and publications it could not send at a socket's high-water mark.
+    link_accepted: Seq = 0
+    link_rejected: Seq = 0
+    link_refused: Seq = 0
+    link_unauthenticated: Seq = 0
+    link_dropped: Seq = 0
 
 
 class FrameMeta(Body, frozen=True, forbid_unknown_fields=True):
@@ -84,13 +165,13 @@ class FrameMeta(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "frame"
 
-    frame_seq: int
-    capture_time_s: float
+    frame_seq: Seq
+    capture_time_s: Stamp
     pose_ned: Pose  # the vehicle pose at capture
-    width_px: int
-    height_px: int
-    jpeg_quality: int
-    camera: str = "front"
+    width_px: Pixels
+    height_px: Pixels
+    jpeg_quality: Annotated[int, msgspec.Meta(ge=1, le=100)]
+    camera: Id = "front"
 
 
 class Step(Body, frozen=True, forbid_unknown_fields=True):
@@ -98,16 +179,16 @@ class Step(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "step"
 
-    t_s: float
-    call_id: str  # shared by the N actions of one multi-drone call
-    frame_seq: int
+    t_s: Stamp
+    call_id: Id  # shared by the N actions of one multi-drone call
+    frame_seq: FrameSeq
     action: Action | None  # None when the reply was malformed (then executed as a hold)
-    raw: str
-    latencies_s: dict[str, float] = {}
-    malformed_reason: str | None = None
+    raw: RawText
+    latencies_s: Latencies = {}
+    malformed_reason: Reason | None = None
     executed: bool = True  # False when discarded as stale
-    order_id: str = ""  # commander + sub-agents: the order this step executed under (AGENT.md §5)
-    order_steps_left: int | None = None  # steps left on that order after this one (0: it expired)
+    order_id: Id = ""  # commander + sub-agents: the order this step executed under (AGENT.md §5)
+    order_steps_left: Seq | None = None  # steps left on that order after this one (0: it expired)
 
 
 class Declaration(Body, frozen=True, forbid_unknown_fields=True):
@@ -115,14 +196,14 @@ class Declaration(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "declaration"
 
-    declaration_id: str
-    t_s: float
+    declaration_id: Id
+    t_s: Stamp
     pose_ned: Pose
-    frame_seq: int
-    call_id: str = ""
+    frame_seq: FrameSeq
+    call_id: Id = ""
     # Measured by the simulator when the drone has ground truth (AGENT.md §6); None in real flight.
-    distance_m: float | None = None
-    bbox_distance_m: float | None = None
+    distance_m: Distance | None = None
+    bbox_distance_m: Distance | None = None
     visible: bool | None = None
 
 
@@ -131,9 +212,9 @@ class Heartbeat(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "heartbeat"
 
-    time_s: float
+    time_s: Stamp
     ground_link: LinkStateName
-    last_frame_seq: int = -1
+    last_frame_seq: FrameSeq = -1
 
 
 # --- ground → drone, commands (acked) ------------------------------------------------------------
@@ -142,8 +223,8 @@ class Heartbeat(Body, frozen=True, forbid_unknown_fields=True):
 class Instruction(Body, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "instruction"
 
-    text: str
-    episode_id: str = ""
+    text: Text
+    episode_id: Id = ""
 
 
 class Order(Body, frozen=True, forbid_unknown_fields=True):
@@ -151,9 +232,9 @@ class Order(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "order"
 
-    order_id: str
-    text: str
-    expires_after_steps: int = 6
+    order_id: Id
+    text: Text
+    expires_after_steps: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 6
 
 
 class RemoteAction(Body, frozen=True, forbid_unknown_fields=True):
@@ -163,43 +244,43 @@ class RemoteAction(Body, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "remote_action"
 
     action: Action
-    call_id: str
-    frame_seq: int
+    call_id: Id
+    frame_seq: FrameSeq
     frame_pose_ned: Pose
-    capture_time_s: float  # on the drone's clock (the frame's own stamp)
-    raw: str = ""
+    capture_time_s: Stamp  # on the drone's clock (the frame's own stamp)
+    raw: RawText = ""
 
 
 class Judgement(Body, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "judgement"
 
-    declaration_id: str
+    declaration_id: Id
     verdict: JudgementVerdict
-    operator: str = ""
+    operator: Reason = ""
 
 
 class EStop(Body, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "estop"
 
-    reason: str = ""
+    reason: Reason = ""
 
 
 class Hold(Body, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "hold"
 
-    reason: str = ""
+    reason: Reason = ""
 
 
 class Land(Body, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "land"
 
-    reason: str = ""
+    reason: Reason = ""
 
 
 class ReturnHome(Body, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "return_home"
 
-    reason: str = ""
+    reason: Reason = ""
 
 
 Command = Union[Instruction, Order, RemoteAction, Judgement, EStop, Hold, Land, ReturnHome]  # noqa: UP007
@@ -214,18 +295,21 @@ class HeartbeatRequest(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "heartbeat_request"
 
-    hb_seq: int
-    t1_s: float
-    last_frame_seq: int = -1
+    hb_seq: Seq
+    t1_s: Stamp
+    last_frame_seq: FrameSeq = -1
 
 
 class TrafficEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One fleet mate as the ground station last heard it (its telemetry), world NED."""
 
-    drone_id: str
-    position_ned_m: tuple[float, float, float]
-    velocity_ned_m_s: tuple[float, float, float]
-    age_s: float  # how old that telemetry was when this message left the ground station
+    drone_id: Id
+    position_ned_m: tuple[Position, Position, Position]
+    velocity_ned_m_s: Vector
+    age_s: Duration  # how old that telemetry was when this message left the ground station
+
+    def __post_init__(self) -> None:
+        check_numbers(self)
 
 
 class Traffic(Body, frozen=True, forbid_unknown_fields=True):
@@ -236,12 +320,7 @@ class Traffic(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "traffic"
 
-    entries: tuple[TrafficEntry, ...]
-
-    def finite(self) -> bool:
-        return all(
-            math.isfinite(v) for e in self.entries for v in (*e.position_ned_m, *e.velocity_ned_m_s, e.age_s)
-        ) and all(e.age_s >= 0 for e in self.entries)
+    entries: Annotated[tuple[TrafficEntry, ...], msgspec.Meta(max_length=MAX_ENTRIES)]
 
 
 class HeartbeatReply(Body, frozen=True, forbid_unknown_fields=True):
@@ -249,10 +328,10 @@ class HeartbeatReply(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "heartbeat_reply"
 
-    hb_seq: int
-    t1_s: float
-    t2_s: float
-    t3_s: float
+    hb_seq: Seq
+    t1_s: Stamp
+    t2_s: Stamp
+    t3_s: Stamp
 
 
 class Ack(Body, frozen=True, forbid_unknown_fields=True):
@@ -261,10 +340,10 @@ class Ack(Body, frozen=True, forbid_unknown_fields=True):
 
     TYPE: ClassVar[str] = "ack"
 
-    command_seq: int
-    command_type: str
+    command_seq: Seq
+    command_type: Id
     result: AckResult
-    reason: str = ""
+    reason: Reason = ""
     duplicate: bool = False
 
 

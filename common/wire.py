@@ -8,6 +8,13 @@ A message is these parts (after any ZeroMQ routing id / topic, which the link st
 The header is decoded first and on its own, so a receiver can reject a wrong version, an unknown
 type or a message for another drone without touching the body. Every decode failure raises
 ProtocolError with a `kind` that the links count (stats) — nothing malformed ever crashes a link.
+
+Size caps: each part has a cap (the header, each message type's body, a frame's JPEG), checked
+before anything is decoded, so a huge message costs the receiver nothing but the count. The
+receiving sockets also set ZeroMQ's MAXMSGSIZE (`MAX_PART_BYTES`): a peer that sends a frame over
+it is disconnected by ZeroMQ before the frame is buffered. The body's own field limits (ranges,
+finite floats, text lengths) are in common.messages and checked while decoding; `encode` checks
+them too, so a sender never emits what its peer would reject.
 """
 
 from __future__ import annotations
@@ -18,10 +25,34 @@ from typing import Any
 import msgspec
 
 from common.errors import ProtocolError
-from common.messages import BODY_TYPES, Body, FrameMeta
+from common.messages import BODY_TYPES, Body, FrameMeta, Seq, Stamp
 
 PROTOCOL_VERSION = 1
 MAX_STRING_CHARS = 64  # drone ids, session ids and type names are short identifiers
+MAX_HEADER_BYTES = 256
+MAX_JPEG_BYTES = 16 * 1024 * 1024
+# Per message type: the largest body a valid message of that type can have (its text and list
+# limits in common.messages, msgpack-encoded), rounded up.
+MAX_BODY_BYTES: dict[str, int] = {
+    "telemetry": 16 * 1024,  # Jetson health with its sensor table
+    "frame": 1024,
+    "step": 64 * 1024,  # the raw model reply (16,000 characters of UTF-8) and a plan
+    "declaration": 2048,
+    "heartbeat": 256,
+    "instruction": 20 * 1024,  # 4,000 characters of UTF-8
+    "order": 20 * 1024,
+    "remote_action": 64 * 1024,
+    "judgement": 4096,
+    "estop": 4096,
+    "hold": 4096,
+    "land": 4096,
+    "return_home": 4096,
+    "heartbeat_request": 256,
+    "traffic": 16 * 1024,  # 64 entries
+    "heartbeat_reply": 256,
+    "ack": 4096,
+}
+MAX_PART_BYTES = MAX_JPEG_BYTES + 1024  # ZeroMQ MAXMSGSIZE on receiving sockets
 
 # Topics of the drone's PUB sockets (first part; subscribers filter on them by prefix).
 TOPIC_TELEMETRY = b"tel"
@@ -43,8 +74,8 @@ class Envelope(msgspec.Struct, frozen=True, array_like=True, forbid_unknown_fiel
     type: str
     drone_id: str  # the sender for publications and replies, the addressee for commands
     session_id: str  # one per link instance (a restart starts a new session)
-    seq: int  # per (session, direction); commands are de-duplicated by (session_id, seq)
-    send_time_s: float  # sender's clock
+    seq: Seq  # per (session, direction); commands are de-duplicated by (session_id, seq)
+    send_time_s: Stamp  # sender's clock
 
 
 class ProtocolErrorKind:
@@ -54,7 +85,8 @@ class ProtocolErrorKind:
     HEADER = "header"  # header is not a valid envelope
     VERSION = "version"
     UNKNOWN_TYPE = "unknown_type"
-    BODY = "body"  # body does not decode as the envelope's type
+    BODY = "body"  # body does not decode as the envelope's type, or a value is out of range
+    SIZE = "size"  # a part is over its cap
     UNEXPECTED = "unexpected"  # valid message that does not belong on this socket / to this drone
 
 
@@ -93,6 +125,9 @@ def encode(
     parts = [_encoder.encode(envelope), _encoder.encode(body)]
     if blob is not None:
         parts.append(bytes(blob))
+    # The receiver's own checks, here: a message its peer would reject is never sent (a range that
+    # only the decoder checks, a text over its limit, a part over its cap).
+    decode(parts)
     return parts
 
 
@@ -101,6 +136,8 @@ def encode_envelope(envelope: Envelope) -> bytes:
 
 
 def decode_header(part: bytes) -> Envelope:
+    if len(part) > MAX_HEADER_BYTES:
+        raise WireError(ProtocolErrorKind.SIZE, f"header of {len(part)} bytes, over {MAX_HEADER_BYTES}")
     try:
         envelope = _header_decoder.decode(part)
     except (msgspec.DecodeError, ValueError) as exc:
@@ -128,6 +165,11 @@ def decode(parts: Sequence[bytes]) -> Message:
     if len(parts) not in (2, 3):
         raise WireError(ProtocolErrorKind.PARTS, f"expected 2 or 3 message parts, got {len(parts)}")
     envelope = decode_header(parts[0])
+    cap = MAX_BODY_BYTES[envelope.type]
+    if len(parts[1]) > cap:
+        raise WireError(ProtocolErrorKind.SIZE, f"{envelope.type} body of {len(parts[1])} bytes, over {cap}")
+    if len(parts) == 3 and len(parts[2]) > MAX_JPEG_BYTES:
+        raise WireError(ProtocolErrorKind.SIZE, f"frame JPEG of {len(parts[2])} bytes, over {MAX_JPEG_BYTES}")
     try:
         body = _body_decoders[envelope.type].decode(parts[1])
     except (msgspec.DecodeError, ValueError) as exc:

@@ -5,7 +5,13 @@
 #   DRONECATS_VEHICLE        vehicle URL (required), e.g. mavlink://udpin:0.0.0.0:14540, tello://192.168.10.1
 #   DRONECATS_SERVE_PROFILE  a serving profile (dronecats serve-model --list); empty: no local engine
 #   DRONECATS_PILOT          pilot URL; default: the local engine's (serve-model prints it), else baseline
-#   DRONECATS_GS             ground-station link bind address, e.g. tcp://0.0.0.0:5600
+#   DRONECATS_GS             ground-station link bind address, e.g. tcp://0.0.0.0:5600; secured with CURVE:
+#     DRONECATS_KEYS (/keys)   the drone's keypair NAME.key_secret (DRONECATS_KEY_NAME, default drone), and
+#                              the ground stations' public keys (every other *.key there) it obeys;
+#                              without a drone keypair there, a fresh one is made for this session and its
+#                              public key printed (give it to the ground station: `gs --keys`)
+#     DRONECATS_GS_KEYS        comma-separated ground-station public keys (Z85 or files) instead of *.key
+#     DRONECATS_INSECURE=1     no CURVE at all (bench tests only; recorded as link_security: insecure)
 #   DRONECATS_CONFIG         RuntimeConfig YAML/TOML (default /config/onboard.yaml; used when present)
 #   DRONECATS_INSTRUCTION, DRONECATS_CAMERA, DRONECATS_FLIGHT_PROFILE   optional onboard arguments
 #   DRONECATS_WEIGHTS (/models), DRONECATS_MODEL_PORT (8000), DRONECATS_LOG_DIR (/runs),
@@ -55,7 +61,36 @@ fi
 
 args=(--vehicle "$DRONECATS_VEHICLE" --pilot "${pilot:-baseline}")
 args+=(--log-dir "${DRONECATS_LOG_DIR:-/runs}/onboard-$(date -u +%Y%m%d-%H%M%S)")
-[[ -n "${DRONECATS_GS:-}" ]] && args+=(--gs "$DRONECATS_GS")
+if [[ -n "${DRONECATS_GS:-}" ]]; then
+    if [[ "${DRONECATS_INSECURE:-0}" == 1 ]]; then
+        args+=(--gs "$DRONECATS_GS" --insecure)
+    else
+        key_dir="${DRONECATS_KEYS:-/keys}"
+        key_name="${DRONECATS_KEY_NAME:-drone}"
+        secret="$key_dir/$key_name.key_secret"
+        allowed=()
+        IFS=, read -ra gs_keys <<<"${DRONECATS_GS_KEYS:-}"
+        for key in "${gs_keys[@]}"; do
+            [[ -n "$key" ]] && allowed+=(--link-allow "$key")
+        done
+        if ((${#allowed[@]} == 0)); then
+            for key in "$key_dir"/*.key; do
+                [[ -f "$key" && "$key" != "$key_dir/$key_name.key" ]] && allowed+=(--link-allow "$key")
+            done
+        fi
+        if ((${#allowed[@]} == 0)); then
+            echo "entrypoint: DRONECATS_GS needs a ground station's public key: put GS.key in $key_dir," \
+                "or set DRONECATS_GS_KEYS (DRONECATS_INSECURE=1 runs the link without CURVE)" >&2
+            exit 2
+        fi
+        if [[ ! -f "$secret" ]]; then
+            session_keys="$(mktemp -d -t dronecats-keys-XXXXXX)"  # mode 0700, this session only
+            "${dronecats[@]}" keys generate --out "$session_keys" --name "$key_name"
+            secret="$session_keys/$key_name.key_secret"
+        fi
+        args+=(--gs "$DRONECATS_GS" --link-secret "$secret" "${allowed[@]}")
+    fi
+fi
 [[ -f "${DRONECATS_CONFIG:-/config/onboard.yaml}" ]] && args+=(--config "${DRONECATS_CONFIG:-/config/onboard.yaml}")
 [[ -n "${DRONECATS_INSTRUCTION:-}" ]] && args+=(--instruction "$DRONECATS_INSTRUCTION")
 [[ -n "${DRONECATS_CAMERA:-}" ]] && args+=(--camera "$DRONECATS_CAMERA")

@@ -57,5 +57,8 @@ def run(args: argparse.Namespace) -> int:
         quit_after_s=args.duration_s,  # the GUI: give up like the headless run
         quit_after_qualifying_s=3.0,
         traffic_hz=10.0,
+        keys=None,  # --launch makes this session's CURVE keys itself
+        drone_keys=None,
+        insecure=False,
     )
     return int(gs_cli.run(gs_args))

@@ -3,12 +3,17 @@
 dronecats gs --drones Drone1=tcp://10.0.0.5:5600,Drone2=tcp://10.0.0.6:5600      # GUI
 dronecats gs --headless --drones ... --instruction "go to the red car" --structure commander
 dronecats gs --launch 4 [--headless ...]     # also start the built-in sim and 4 onboard processes
+
+Link security: `--keys gs1.key_secret` connects with CURVE; each drone's public key is read from
+NAME.key (in --drone-keys DIR, default the directory of --keys). `--insecure` connects without
+CURVE (to drones started with `onboard --insecure`). `--launch` makes fresh keys for the session.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -67,6 +72,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--keys", default=None, help="ground-station CURVE secret key file (drones' keys: NAME.key)"
     )
     parser.add_argument(
+        "--drone-keys",
+        default=None,
+        metavar="DIR",
+        help="directory of the drones' public keys NAME.key (default: the directory of --keys)",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="no CURVE: only for drones started with `onboard --insecure` (with --launch: start them so)",
+    )
+    parser.add_argument(
         "--screenshot", default=None, help="GUI: save a screenshot here after --screenshot-after-s"
     )
     parser.add_argument(
@@ -92,8 +108,55 @@ def _marks(values: list[str]) -> list[tuple[float, float]]:
             x, y = (float(v) for v in value.split(","))
         except ValueError:
             raise ConfigError(f"--mark {value!r} must be X,Y in metres") from None
+        if not all(math.isfinite(v) and abs(v) <= 100_000 for v in (x, y)):
+            raise ConfigError(f"--mark {value!r}: X and Y must be finite, within 100 km")
         out.append((x, y))
     return out
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Every number on the command line finite and in range (NaN passes every `< 0` test)."""
+    from common.errors import ConfigError
+
+    limits = {
+        "duration_s": (0.0, 7 * 86_400.0),
+        "traffic_hz": (0.0, 100.0),
+        "target_distance_m": (0.0, 10_000.0),
+        "screenshot_after_s": (0.0, 86_400.0),
+    }
+    for name, (low, high) in limits.items():
+        value = getattr(args, name, None)
+        if value is not None and not (math.isfinite(value) and low <= value <= high):
+            raise ConfigError(f"--{name.replace('_', '-')}={value} must be within {low:g}..{high:g}")
+
+
+def _security(args: argparse.Namespace, addresses: list[Any]) -> tuple[Any, list[Any]]:
+    """The ground station's CURVE client from --keys, and the addresses with each drone's public key
+    (NAME.key), or Insecure() with --insecure. Neither: refused (a drone is secure by default)."""
+    from dataclasses import replace
+
+    from common.errors import ConfigError
+    from common.keys import PUBLIC_SUFFIX, load_keypair
+    from common.link import CurveClient, Insecure
+
+    if args.keys and args.insecure:
+        raise ConfigError("--keys and --insecure contradict each other: give one of them")
+    if args.insecure:
+        return Insecure(), addresses
+    if not args.keys:
+        raise ConfigError(
+            "connecting to drones needs CURVE keys: --keys GS.key_secret (with each drone's NAME.key "
+            "beside it or in --drone-keys DIR), or --insecure for drones started with --insecure"
+        )
+    client = CurveClient.from_file(args.keys)
+    key_dir = Path(args.drone_keys or Path(args.keys).parent)
+    keyed = []
+    for address in addresses:
+        path = key_dir / f"{address.drone_id}{PUBLIC_SUFFIX}"
+        if not path.is_file():
+            raise ConfigError(f"no public key for drone {address.drone_id}: expected {path}")
+        keyed.append(replace(address, server_public_key=load_keypair(path).public_key))
+    return client, keyed
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
 
     sim: SimFleet | None = None
     try:
+        _check_numbers(args)
         marks = _marks(args.mark)
         if args.launch:
             pilot = args.pilot or ("remote" if args.structure == "one-context" else "baseline")
@@ -119,15 +183,17 @@ def run(args: argparse.Namespace) -> int:
                 targets=[TargetSpec("target", "car@red", Pose(args.target_distance_m, 0.0, 0.0, 90.0))],
                 log_dir=log_dir,
                 onboard_settings=["min_decision_period_s=0.5", "t_max_s=600", "stop_on_declaration=false"],
+                secure=not args.insecure,  # fresh keys for this session unless told otherwise
             ).start()
-            addresses = list(sim.addresses)
+            addresses, security = list(sim.addresses), sim.security
         else:
             addresses = [DroneAddress.parse(s) for s in args.drones.split(",") if s.strip()]
+            if addresses:
+                security, addresses = _security(args, addresses)
         if not addresses:
             print("dronecats gs: give --drones NAME=tcp://HOST:PORT,... or --launch N", file=sys.stderr)
             return 2
-        # No CURVE yet: `dronecats onboard` binds its link insecure (it has no key options either).
-        fleet = FleetClient(addresses, traffic_hz=args.traffic_hz)
+        fleet = FleetClient(addresses, security, traffic_hz=args.traffic_hz)
         fleet.start()
         try:
             if args.headless:
@@ -158,12 +224,15 @@ def _headless(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, flo
 
     def show(event: Any) -> None:
         if event.kind in ("declaration", "order", "commander", "instruction", "judgement", "note"):
-            print(json.dumps({"event": event.kind, "drone": event.drone, **_brief(event)}), flush=True)
+            line = {"event": event.kind, "drone": event.drone, **_brief(event)}
+            print(json.dumps(line, allow_nan=False), flush=True)  # standard JSON: never NaN or Infinity
 
     summary = HeadlessSession(fleet, structure).run(
         args.instruction, args.duration_s, args.until, on_event=show
     )
-    print(json.dumps(summary.__dict__, default=str), flush=True)
+    # The link's counters too: what was received, accepted, rejected (and why), refused, dropped.
+    out = {**summary.__dict__, "link": fleet.link.stats.snapshot()}
+    print(json.dumps(out, default=str, allow_nan=False), flush=True)
     return 0 if summary.declarations else 1
 
 

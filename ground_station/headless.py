@@ -1,6 +1,6 @@
 """Headless ground station: the fleet library driven from a script or `dronecats gs --headless`.
 
-with SimFleet(4, targets=[...]) as sim, FleetClient(sim.addresses) as fleet:
+with SimFleet(4, targets=[...]) as sim, FleetClient(sim.addresses, sim.security) as fleet:
     session = HeadlessSession(fleet, make_structure("per-drone", fleet))
     summary = session.run("go to the red car", duration_s=120, until="qualifying")
 """

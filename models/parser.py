@@ -4,9 +4,9 @@ Accepted wrappings: a bare JSON object, a fenced ```json block, and JSON after (
 Malformed: not exactly one JSON object (none, two, an array root, truncated), an unknown or
 disabled action, a missing required field, a wrong type (a bool is not a number), a non-finite
 number (Python's json would accept NaN and Infinity: we do not), a duplicate key, a point outside
-0–1000, a depth <= 0. Rotations beyond ±90° are clamped, not rejected. Fields an action does not
-use, and unknown extra keys, are ignored: a freely decoding model may add a "reason" key and the
-action is still unambiguous.
+0–1000, a depth <= 0 or beyond 1000 m. Rotations beyond ±90° are clamped, not rejected. Fields an
+action does not use, and unknown extra keys, are ignored: a freely decoding model may add a
+"reason" key and the action is still unambiguous.
 
 Points come back in image order (x, y), rounded half up to integers, whatever order the model
 wrote them in (`point_order`). Action names are compared after trimming and lower-casing.
@@ -25,6 +25,7 @@ from typing import Any, Literal
 import msgspec
 
 from common.actions import (
+    DEPTH_MAX_M,
     POINT_MAX,
     ROTATE_LIMIT_DEG,
     Action,
@@ -232,8 +233,10 @@ def action_from_object(
     if name == "go":
         point = _point(obj, point_order, where, raw)
         depth_m = _number(obj, "depth_m", where, raw)
-        if depth_m <= 0:
-            raise MalformedReply(f"{where}depth_m={_short(obj['depth_m'])} must be > 0", raw)
+        if not 0 < depth_m <= DEPTH_MAX_M:
+            raise MalformedReply(
+                f"{where}depth_m={_short(obj['depth_m'])} must be > 0 and <= {DEPTH_MAX_M:g}", raw
+            )
         return Go(point=point, depth_m=depth_m, plan=the_plan)
     if name == "rotate":
         angle = _number(obj, "angle_deg", where, raw)

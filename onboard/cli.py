@@ -43,7 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--link-secret",
         default=None,
-        help="this drone's CURVE secret key file (dronecats keys generate); without it the link is insecure",
+        help="this drone's CURVE secret key file (dronecats keys generate); --gs needs it (or --insecure)",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="run the --gs link without CURVE: any host that reaches its ports can command the drone "
+        "(local tests and demos only; recorded as link_security: insecure in episode.json and telemetry)",
     )
     parser.add_argument(
         "--link-allow",
@@ -99,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.gs:  # telemetry, frames and commands on PORT, PORT+1, PORT+2
             tcp_address(args.gs, "--gs", span=3)
+        check_link_flags(args)  # before anything connects: a drone never comes up insecure by accident
         log_dir = writable_dir(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}", "--log-dir")
         vehicle = open_vehicle(args.vehicle)
         camera: Any = vehicle.camera() if hasattr(vehicle, "camera") else vehicle
@@ -122,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
             from onboard.link import attach_link
 
             try:
-                link = attach_link(runtime, args.gs, args.link_secret, args.link_allow)
+                link = attach_link(
+                    runtime, args.gs, args.link_secret, args.link_allow, insecure=args.insecure
+                )
             except zmq.ZMQError as exc:
                 raise LinkError(
                     f"--gs {args.gs}: cannot bind PORT to PORT+2 ({zmq.strerror(exc.errno or 0)})"
@@ -140,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if link is not None:
         time.sleep(0.3)  # the final status (published by finish) goes out before the sockets close
         link.close()
+        recorder.write_metadata(run={"link_counts": link.link.stats.snapshot()})
     flown_s = max(1e-9, runtime.t())
     log.info("served %.2f decisions/s over %.1f s", result.steps / flown_s, flown_s)
     print(
@@ -157,6 +167,22 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def check_link_flags(args: argparse.Namespace) -> None:
+    """--gs needs CURVE keys (--link-secret, --link-allow) unless --insecure is given explicitly."""
+    from common.errors import ConfigError
+
+    if args.insecure and args.link_secret:
+        raise ConfigError("--insecure and --link-secret contradict each other: give one of them")
+    if args.gs and not args.insecure:
+        if not args.link_secret:
+            raise ConfigError(
+                "--gs needs CURVE keys: --link-secret DRONE.key_secret and --link-allow GS.key "
+                "(make them with `dronecats keys generate`), or --insecure to run the link without them"
+            )
+        if not args.link_allow:
+            raise ConfigError("--link-secret needs at least one --link-allow GS.key (a ground station's key)")
 
 
 def config_overrides(args: argparse.Namespace) -> list[str]:

@@ -3,11 +3,17 @@
 Commands arrive on the link's I/O thread; each handler only updates the runtime's state (mode,
 instruction, schedule) and returns at once, so acks stay fast. The safety governor reads the link's
 last-heard time on every actuation tick and holds, then lands (RuntimeConfig.safety.link_lost_*).
+
+Every command was range-checked while decoding (common.messages); `handle` adds the rules that
+need the runtime's state: a RemoteAction only in remote mode, with a capture time that is not in
+the future (beyond a small clock skew) and not older than its deadline. A refused command is acked
+"rejected" with the reason, counted by the link (`refused`) and reported in every Telemetry.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,10 +21,14 @@ from urllib.parse import urlsplit
 import msgspec
 
 from common.actions import action_from_dict
+from common.errors import ConfigError
 from common.link.drone import CommandOutcome, DroneLink, DroneLinkConfig, ReceivedCommand
 from common.link.liveness import LinkEvent
 from common.link.security import CurveServer, Insecure
 from common.messages import (
+    MAX_ID_CHARS,
+    MAX_RAW_CHARS,
+    MAX_REASON_CHARS,
     Declaration,
     EStop,
     Hold,
@@ -33,11 +43,15 @@ from common.messages import (
     Telemetry,
     Traffic,
 )
-from common.pose import Frame, Pose
+from common.pose import Frame, Pose, wrap_deg
 from onboard.runtime import OnboardRuntime
 from onboard.safety import LINK
 
 log = logging.getLogger(__name__)
+
+# A remote action's capture time may be this far ahead of the drone's clock (the ground station
+# converts it with an offset estimated from heartbeats, good to a few milliseconds on a LAN).
+MAX_CLOCK_SKEW_S = 0.5
 
 
 def endpoints(base: str) -> tuple[str, str, str]:
@@ -61,26 +75,35 @@ class RuntimeLink:
         self._traffic_ids: list[str] = []
         self._heard_link_s: float | None = None  # the link's last-heard time (monotonic) ...
         self._heard_runtime_s = 0.0  # ... on the runtime's clock
+        self.security = "curve" if isinstance(link.security, CurveServer) else "insecure"
+        self._refusals = 0
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, data: dict[str, Any]) -> None:
-        stages = data.get("stages") or {}
         battery = data.get("battery_fraction")
-        self.link.publish_telemetry(
-            Telemetry(
+        battery_pct = None if battery is None or not math.isfinite(battery) else 100.0 * battery
+        counts = self.link.stats.telemetry_counts()
+        try:
+            telemetry = Telemetry(
                 time_s=self.runtime.clock.now(),
-                pose_ned=Pose.from_list(data["pose"]),
+                pose_ned=_wire_pose(data["pose"]),
                 velocity_ned_m_s=tuple(data["velocity_ned_m_s"]),
-                battery_pct=None if battery is None else 100.0 * battery,
-                mode=data["mode"],
+                battery_pct=None if battery_pct is None else min(max(battery_pct, 0.0), 100.0),
+                mode=str(data["mode"])[:MAX_ID_CHARS],
                 armed=data["armed"],
                 link_state=self.link.ground_link_state,  # type: ignore[arg-type]
                 control_rate_hz=float(data.get("served_rate_hz") or 0.0),
-                latencies_s={k: float(v) for k, v in stages.items() if isinstance(v, (int, float))},
-                safety_state=data.get("mode_reason") or "ok",
+                latencies_s=_latencies(data.get("stages")),
+                safety_state=(data.get("mode_reason") or "ok")[:MAX_REASON_CHARS],
                 jetson=self._jetson(data.get("jetson")),
+                link_security=self.security,  # type: ignore[arg-type]
+                **counts,  # type: ignore[arg-type]
             )
-        )
+        except ValueError as exc:  # e.g. a vehicle that reported a NaN pose: not sent, counted
+            self.link.stats.add("telemetry_invalid")
+            self.link.stats.log_limited("telemetry_invalid", f"telemetry not sent: {exc}")
+            return
+        self.link.publish_telemetry(telemetry)
 
     def _jetson(self, health: dict[str, Any] | None) -> JetsonHealth | None:
         """onboard.jetson's snapshot as the typed message field (None off a Jetson)."""
@@ -99,44 +122,64 @@ class RuntimeLink:
         # Stamped on the runtime's clock (the link's clock): RemoteActions come back with this stamp
         # and the ground station converts it with the heartbeat clock offset.
         capture_s = float(frame.meta.get("capture_clock_s", frame.capture_time_s))
-        decision = self.link.publish_frame(frame.image, capture_s, frame.pose)
+        decision = self.link.publish_frame(frame.image, capture_s, _wire_pose(frame.pose.as_list()))
         if decision.send:
             self.frame_seq += 1  # the runtime publishes a step's frame before the step itself
 
     def publish_step(self, step: dict[str, Any]) -> None:
         action = step.get("action")
-        self.link.publish_step(
-            Step(
+        error = step.get("error") if step.get("discarded") == "malformed" else None
+        try:
+            body = Step(
                 t_s=step["t"],
-                call_id=str(step.get("call_id")),
+                call_id=str(step.get("call_id"))[:MAX_ID_CHARS],
                 frame_seq=self.frame_seq,
                 action=None if action is None else action_from_dict(action),
-                raw=step.get("raw") or "",
-                latencies_s={k: float(v) for k, v in (step.get("stages") or {}).items()},
-                malformed_reason=step.get("error") if step.get("discarded") == "malformed" else None,
+                raw=(step.get("raw") or "")[:MAX_RAW_CHARS],
+                latencies_s=_latencies(step.get("stages")),
+                malformed_reason=None if error is None else str(error)[:MAX_REASON_CHARS],
                 executed=step.get("discarded") is None,
-                order_id=step.get("order_id") or "",
+                order_id=(step.get("order_id") or "")[:MAX_ID_CHARS],
                 order_steps_left=step.get("order_steps_left"),
             )
-        )
+        except (ValueError, msgspec.ValidationError) as exc:
+            self.link.stats.add("step_invalid")
+            self.link.stats.log_limited("step_invalid", f"step not sent: {exc}")
+            return
+        self.link.publish_step(body)
 
     def publish_declaration(self, declaration: dict[str, Any]) -> None:
-        declaration_id = f"{self.runtime.config.drone}-{declaration['t']:.3f}"
+        declaration_id = f"{self.runtime.config.drone}-{declaration['t']:.3f}"[-MAX_ID_CHARS:]
         self.declaration_times[declaration_id] = float(declaration["t"])
-        self.link.publish_declaration(
-            Declaration(
+        try:
+            body = Declaration(
                 declaration_id=declaration_id,
                 t_s=declaration["t"],
-                pose_ned=Pose.from_list(declaration["pose"]),
+                pose_ned=_wire_pose(declaration["pose"]),
                 frame_seq=self.frame_seq,
-                distance_m=declaration.get("distance_m"),
-                bbox_distance_m=declaration.get("bbox_distance_m"),
+                distance_m=_measure(declaration.get("distance_m")),
+                bbox_distance_m=_measure(declaration.get("bbox_distance_m")),
                 visible=declaration.get("visible"),
             )
-        )
+        except ValueError as exc:
+            self.link.stats.add("declaration_invalid")
+            self.link.stats.log_limited("declaration_invalid", f"declaration not sent: {exc}")
+            return
+        self.link.publish_declaration(body)
 
     # ---- commands -------------------------------------------------------------------------------
     def handle(self, command: ReceivedCommand) -> CommandOutcome:
+        outcome = self._handle(command)
+        if not outcome.ok:
+            # In events.jsonl while few, then one line in a hundred (a flood must not fill the disk).
+            self._refusals += 1
+            if self._refusals <= 5 or self._refusals % 100 == 0:
+                self.runtime.event(
+                    "refused", command=command.body.TYPE, reason=outcome.reason, count=self._refusals
+                )
+        return outcome
+
+    def _handle(self, command: ReceivedCommand) -> CommandOutcome:
         rt, body = self.runtime, command.body
         if isinstance(body, Instruction):
             rt.set_instruction(body.text)
@@ -157,12 +200,24 @@ class RuntimeLink:
                 return CommandOutcome(False, f"unknown declaration {body.declaration_id!r}")
             rt.judge(body.verdict == "accept", self.declaration_times[body.declaration_id])
         elif isinstance(body, RemoteAction):
-            age_s = rt.clock.now() - body.capture_time_s
+            refusal = self._remote_refusal(body)
+            if refusal:
+                return CommandOutcome(False, refusal)
+            age_s = max(0.0, rt.clock.now() - body.capture_time_s)
             if not rt.remote_action(body.action, body.frame_pose_ned, age_s, body.call_id, body.raw):
                 return CommandOutcome(False, f"stale: frame {age_s:.2f} s old")
         else:
             return CommandOutcome(False, f"unsupported command {type(body).__name__}")
         return CommandOutcome(True)
+
+    def _remote_refusal(self, body: RemoteAction) -> str:
+        """Why a RemoteAction must not be executed ("" when it may); its numbers are already in range."""
+        if not self.runtime.config.remote:
+            return "not in remote mode: this drone's own pilot decides (remote actions are refused)"
+        ahead_s = body.capture_time_s - self.runtime.clock.now()
+        if ahead_s > MAX_CLOCK_SKEW_S:
+            return f"capture_time_s={body.capture_time_s:.3f} is {ahead_s:.2f} s in the future"
+        return ""
 
     def on_traffic(self, traffic: Traffic) -> None:
         """Fleet mates' positions relayed by the ground station: into the safety governor, which keeps
@@ -210,20 +265,59 @@ class RuntimeLink:
         self.link.close()
 
 
+def _latencies(stages: Any) -> dict[str, float]:
+    """Stage latencies that fit the message: finite, non-negative numbers (a missing stage is None)."""
+    if not isinstance(stages, dict):
+        return {}
+    out = {}
+    for key, value in stages.items():
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value >= 0
+        ):
+            out[str(key)[:MAX_ID_CHARS]] = float(value)
+    return out
+
+
+def _wire_pose(values: list[float]) -> Pose:
+    """A pose as messages carry it: yaw wrapped to (-180, 180] (an adapter may count whole turns)."""
+    x, y, z, yaw = (float(v) for v in values)
+    return Pose(x, y, z, wrap_deg(yaw) if math.isfinite(yaw) else yaw)
+
+
+def _measure(value: Any) -> float | None:
+    """A ground-truth distance for a Declaration: None unless finite and non-negative."""
+    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return None
+
+
 def attach_link(
     runtime: OnboardRuntime,
     gs_address: str,
     secret_file: str | None = None,
     allowed_keys: list[str] | None = None,
+    *,
+    insecure: bool = False,
 ) -> RuntimeLink:
-    """Bind the drone's link at gs_address (CURVE when a secret file is given) and wire it in."""
+    """Bind the drone's link at gs_address and wire it in: CURVE with this drone's secret key and the
+    allowed ground-station keys, or without security only when `insecure` says so explicitly."""
     telemetry, frames, commands = endpoints(gs_address)
     security: CurveServer | Insecure
+    if secret_file and insecure:
+        raise ConfigError("--insecure and --link-secret contradict each other: give one of them")
     if secret_file:
         security = CurveServer.from_files(secret_file, allowed_keys or [])
-    else:
-        log.warning("ground-station link without CURVE keys: any ground station on the network can command")
+    elif insecure:
+        log.warning("ground-station link WITHOUT CURVE (--insecure): any host that reaches it can command")
         security = Insecure()
+    else:
+        raise ConfigError(
+            "--gs needs CURVE keys: --link-secret DRONE.key_secret and --link-allow GS.key "
+            "(make them with `dronecats keys generate`), or --insecure to run the link without them"
+        )
     config = DroneLinkConfig(runtime.config.drone, telemetry, frames, commands)
     holder: dict[str, RuntimeLink] = {}
     link = DroneLink(
@@ -240,5 +334,8 @@ def attach_link(
     runtime.governor.watch(LINK, runtime.clock.now(), poll=bridge.last_heard_s)
     link.start()
     runtime.publisher = bridge
+    # In the episode record and events.jsonl, so an insecure flight is never mistaken for a secure one.
+    runtime.recorder.write_metadata(run={"link_security": bridge.security, "link_address": gs_address})
     runtime.event("link", state="listening", address=gs_address)
+    runtime.event("link_security", security=bridge.security, address=gs_address)
     return bridge

@@ -33,6 +33,7 @@ from common.logformat import (
     StepLine,
     TraceLine,
 )
+from onboard.config_limits import check_limits
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,9 @@ class RecorderConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # runs with a fast pilot would otherwise write tens of frames a second (dronecats onboard sets 2).
     frames_max_hz: float = 0.0
     trace_hz: float = 2.0
+
+    def __post_init__(self) -> None:
+        check_limits(self)  # onboard.config_limits: every number's valid range
 
 
 class _Lines:

@@ -14,7 +14,6 @@ Loop modes:
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from common.logformat import DeclarationLine, StepLine, TraceLine, pose_list
 from common.pose import Frame, Pose
 from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
+from onboard.config_limits import check_limits
 from onboard.controller import ControlPlan, hold_plan
 from onboard.decision import (
     LATENCY_GOALS,
@@ -103,6 +103,7 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     recorder: RecorderConfig = msgspec.field(default_factory=RecorderConfig)
 
     def __post_init__(self) -> None:
+        check_limits(self)  # onboard.config_limits: every number's valid range
         if self.loop not in ("tolerant", "naive"):
             raise ValueError(f"loop={self.loop!r} must be 'tolerant' or 'naive'")
         if self.rate_hz <= 0:
@@ -113,8 +114,6 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError(f"nice={self.nice} must be in -20..19")
         if not 0 <= self.actuation_rt_priority <= 99:
             raise ValueError(f"actuation_rt_priority={self.actuation_rt_priority} must be 0 (off) or 1..99")
-        if not (math.isfinite(self.max_frame_age_s) and self.max_frame_age_s > 0):
-            raise ValueError(f"max_frame_age_s={self.max_frame_age_s} must be a finite number of seconds > 0")
 
 
 def _builtins(value: Any) -> Any:

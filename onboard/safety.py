@@ -27,6 +27,7 @@ import msgspec
 
 from common.interfaces import Telemetry
 from common.pose import Pose
+from onboard.config_limits import check_limits
 from onboard.controller import body_to_world, world_to_body
 from onboard.setpoints import HOLD, Setpoint
 
@@ -63,10 +64,7 @@ class SafetyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     telemetry_stale_land_s: float = 2.0  # no vehicle telemetry this long -> land
 
     def __post_init__(self) -> None:
-        for name in ("pilot_silence_hold_s", "frame_stale_hold_s", "telemetry_stale_land_s"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"safety.{name}={value!r} must be a finite number of seconds > 0")
+        check_limits(self)  # onboard.config_limits: every number's valid range
         if self.estop_action not in ("land", "kill"):
             raise ValueError(f"estop_action={self.estop_action!r} must be 'land' or 'kill'")
         if not 0 <= self.altitude_floor_m < self.altitude_ceiling_m:

@@ -17,9 +17,12 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
+import zmq
 from conftest import wait_for
 
+from common import wire
 from common.link import DroneEndpoint, DroneLink, DroneLinkConfig, GroundLink, GroundLinkConfig, Insecure
 from common.messages import Telemetry, Traffic, TrafficEntry
 from common.pose import Pose
@@ -39,11 +42,19 @@ def test_traffic_reaches_the_drone_and_non_finite_traffic_is_rejected() -> None:
         ground.send_traffic("d1", good)
         assert wait_for(lambda: len(received) == 1, 5.0)
         assert received[0] == good
-        bad = Traffic((TrafficEntry("d2", (math.nan, 2.0, -3.0), (0.0, 0.0, 0.0), 0.1),))
-        ground.send_traffic("d1", bad)
-        assert wait_for(lambda: drone.stats.rejected_total() == 1, 5.0)
-        ground.send_traffic("d1", Traffic((TrafficEntry("d2", (1.0, 2.0, -3.0), (0.0, 0.0, 0.0), -1.0),)))
-        assert wait_for(lambda: drone.stats.rejected_total() == 2, 5.0)
+        with pytest.raises(ValueError, match="not finite"):  # cannot even be built, so forged below
+            TrafficEntry("d2", (math.nan, 2.0, -3.0), (0.0, 0.0, 0.0), 0.1)
+        rogue = zmq.Context.instance().socket(zmq.DEALER)
+        rogue.linger = 0
+        rogue.connect(e["command"])
+        header = wire.encode_envelope(wire.Envelope(wire.PROTOCOL_VERSION, "traffic", "d1", "rogue", 1, 0.0))
+        entry = {"drone_id": "d2", "position_ned_m": [1.0, 2.0, -3.0], "velocity_ned_m_s": [0.0, 0.0, 0.0]}
+        for i, forged in enumerate(
+            ({**entry, "position_ned_m": [math.nan, 2.0, -3.0], "age_s": 0.1}, {**entry, "age_s": -1.0})
+        ):
+            rogue.send_multipart([header, msgspec.msgpack.encode({"entries": [forged]})])
+            assert wait_for(lambda n=i + 1: drone.stats.rejected_total() == n, 5.0)
+        rogue.close()
         ground.send_traffic("d1", good)
         assert wait_for(lambda: len(received) == 2, 5.0)  # still listening
         assert drone.stats.snapshot()["received_traffic"] == 2
@@ -84,7 +95,7 @@ def fly_head_on(out: Path, traffic_hz: float) -> tuple[float, dict[str, str], Pa
     with SimFleet(
         2, "baseline", scene="blocks", targets=[RED, BLUE], log_dir=out, onboard_settings=SETTINGS
     ) as sim:
-        fleet = FleetClient(sim.addresses, traffic_hz=traffic_hz).start()
+        fleet = FleetClient(sim.addresses, sim.security, traffic_hz=traffic_hz).start()
         try:
             assert fleet.wait_for_link(90.0), [sim.drone_log(f"Drone{i}")[-800:] for i in (1, 2)]
             assert wait_for(

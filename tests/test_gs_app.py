@@ -28,7 +28,7 @@ def live_fleet(tmp_path_factory):
     out = tmp_path_factory.mktemp("gui-fleet")
     target = TargetSpec("target", "car@red", Pose(9.0, 1.0, 0.0, 90.0))
     with SimFleet(2, "baseline", targets=[target], log_dir=out, onboard_settings=SETTINGS) as sim:
-        fleet = FleetClient(sim.addresses).start()
+        fleet = FleetClient(sim.addresses, sim.security).start()
         try:
             yield sim, fleet
         finally:

@@ -50,7 +50,7 @@ def lines(path: Path) -> list[dict]:
 def baseline_fleet(tmp_path_factory):
     out = tmp_path_factory.mktemp("fleet")
     with SimFleet(2, "baseline", targets=[TARGET], log_dir=out, onboard_settings=SETTINGS) as sim:
-        fleet = FleetClient(sim.addresses).start()
+        fleet = FleetClient(sim.addresses, sim.security).start()
         try:
             assert fleet.wait_for_link(90.0), [sim.drone_log(f"Drone{i}")[-800:] for i in (1, 2)]
             yield sim, fleet
@@ -128,7 +128,7 @@ def test_one_context_actions_reach_remote_drones_with_a_shared_call_id(tmp_path)
     with (
         serve_pilot_process("--pilot", f"scripted:{script}") as hostport,
         SimFleet(2, "remote", targets=[TARGET], log_dir=tmp_path / "fleet", onboard_settings=SETTINGS) as sim,
-        FleetClient(sim.addresses) as fleet,
+        FleetClient(sim.addresses, sim.security) as fleet,
     ):
         assert fleet.wait_for_link(90.0), sim.drone_log("Drone1")[-1500:]
         structure = OneContext(fleet, f"openai://{hostport}/v1?profile=qwen3.5-2b&retries=0")

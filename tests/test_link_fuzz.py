@@ -4,6 +4,7 @@ afterwards."""
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 
@@ -140,7 +141,8 @@ def bad_messages(direction: str, count: int, seed: int) -> list[list[bytes]]:
     return [rng.choice(makers)() for _ in range(count)]
 
 
-def test_fuzz_drone_side():
+def test_fuzz_drone_side(caplog):
+    caplog.set_level(logging.WARNING, logger="common.link.stats")
     executed = []
     drone = DroneLink(
         DroneLinkConfig("d1"), Insecure(), handler=lambda c: executed.append(c) or CommandOutcome(True)
@@ -160,6 +162,10 @@ def test_fuzz_drone_side():
             assert stats["received"] == N_MESSAGES
             assert "internal_errors" not in stats
             assert executed == []
+            # Every rejection counted, but logged at a bounded rate: the first few of each kind.
+            kinds = [k for k in stats if k.startswith("rejected_")]
+            logged = [r for r in caplog.records if r.name == "common.link.stats"]
+            assert 0 < len(logged) <= 6 * len(kinds), (len(logged), kinds)
             # Still alive: a real command is executed and acked.
             with GroundLink(GroundLinkConfig(), Insecure()) as ground:
                 ground.add_drone(

@@ -109,7 +109,7 @@ def test_jetson_health_reaches_the_ground_station_tile(qtbot, tmp_path: Path) ->
         oc_pattern=str(tmp_path / "oc*"),
     )
     address = f"tcp://127.0.0.1:{free_base_port()}"
-    bridge = attach_link(rt, address)
+    bridge = attach_link(rt, address, insecure=True)
     fleet = FleetClient([DroneAddress("Drone1", address)]).start()
     try:
         # lock-step runs do not start the monitor (a flight does, in start()); start the stand-in here

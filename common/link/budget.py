@@ -18,6 +18,7 @@ All times are passed in, so the policy is plain code with plain tests.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -36,9 +37,14 @@ class FrameBudgetConfig:
     initial_size_bytes: float = 40_000.0  # a 640×360 q85 JPEG of a textured scene, before any is measured
 
     def __post_init__(self) -> None:
-        if self.max_fps <= 0:
-            raise ValueError(f"max_fps {self.max_fps} must be positive")
-        if self.bandwidth_bytes_s is not None and self.bandwidth_bytes_s <= 0:
+        # NaN passes every `<= 0` test, so each number is checked to be finite and positive.
+        for name in ("max_fps", "burst_s", "ack_timeout_s", "recover_s", "initial_size_bytes"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name}={value} must be finite and positive")
+        if self.bandwidth_bytes_s is not None and not (
+            math.isfinite(self.bandwidth_bytes_s) and self.bandwidth_bytes_s > 0
+        ):
             raise ValueError(f"bandwidth_bytes_s {self.bandwidth_bytes_s} must be positive or None")
         if not 1 <= self.quality_min <= self.quality_max <= 100:
             raise ValueError(

@@ -1,10 +1,14 @@
 """Drone side of the link: publishes what the drone does, obeys acked commands exactly once.
 
 Sockets (all bound by the drone, all CURVE servers when secured):
-- telemetry PUB (small SNDHWM): telemetry, steps, declarations, heartbeats;
+- telemetry PUB (small SNDHWM): telemetry, steps, declarations, heartbeats. A plain PUB on
+  purpose: it drops only what a slow subscriber cannot take, so one stuck ground station never
+  starves another; those drops happen inside ZeroMQ and cannot be counted here (the frame socket's
+  can, below);
 - frame XPUB (SNDHWM 2, XPUB_NODROP): frames only, each [topic, header, meta, jpeg]. A separate
   socket and TCP connection, so a frame backlog never delays telemetry; when a subscriber's queue
-  is full the send fails at once and the frame budget learns of the backlog;
+  is full the send fails at once, is counted (`frames_skipped_backlog`, in Telemetry.link_dropped)
+  and the frame budget learns of the backlog;
 - command ROUTER: commands in, acks out; heartbeat requests in, replies out.
 
 Threading: one I/O thread owns the sockets (common.link.io_thread). `publish_*` are thread-safe and
@@ -52,6 +56,8 @@ from common.pose import Pose
 log = logging.getLogger(__name__)
 
 _COMMAND_TYPE_NAMES = frozenset(cls.TYPE for cls in COMMAND_TYPES)
+# What the command socket takes: commands, heartbeat requests and traffic.
+_ACCEPTED_TYPE_NAMES = _COMMAND_TYPE_NAMES | {HeartbeatRequest.TYPE, Traffic.TYPE}
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,7 @@ class DroneLink(IoThread):
     ) -> None:
         if not isinstance(security, (CurveServer, Insecure)):
             raise TypeError("security must be CurveServer(...) or Insecure() (chosen explicitly)")
-        super().__init__(f"drone-link-{config.drone_id}", LinkStats())
+        super().__init__(f"drone-link-{config.drone_id}", LinkStats(f"drone link {config.drone_id}"))
         self.config = config
         self.drone_id = config.drone_id
         self.security = security
@@ -223,7 +229,7 @@ class DroneLink(IoThread):
             zmq.PUB, self.config.telemetry_endpoint, "telemetry", self.config.telemetry_hwm
         )
         self._frames = self._bind(zmq.XPUB, self.config.frame_endpoint, "frame", self.config.frame_hwm)
-        self._register(self._frames, self._on_frame_subscription, "frame")
+        self._register(self._frames, lambda: self._drain_subscriptions(self._frames), "frame")
         self._register(self._pub, None, "telemetry")
         self._open_router(self.config.command_endpoint)
 
@@ -236,6 +242,7 @@ class DroneLink(IoThread):
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3000)
         if kind == zmq.XPUB:
             sock.setsockopt(zmq.XPUB_NODROP, 1)
+            sock.setsockopt(zmq.MAXMSGSIZE, 1024)  # what it receives are subscriptions: a few bytes
         apply_server(sock, self.security)
         sock.bind(endpoint)
         self.endpoints[label] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -248,6 +255,8 @@ class DroneLink(IoThread):
         sock.rcvhwm = 1000
         sock.sndhwm = 1000
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        # A frame over the largest command's cap is refused by ZeroMQ itself (the peer is dropped).
+        sock.setsockopt(zmq.MAXMSGSIZE, 2 * max(wire.MAX_BODY_BYTES.values()))
         sock.setsockopt(zmq.HEARTBEAT_IVL, 1000)
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3000)
         apply_server(sock, self.security)
@@ -292,10 +301,17 @@ class DroneLink(IoThread):
 
     def _publish(self, topic: bytes, body: Body) -> None:
         try:
-            self._pub.send_multipart([topic, *self._encode(body)], zmq.NOBLOCK)
+            parts = self._encode(body)
+        except wire.WireError as exc:  # our own message out of range: not sent, never a crash
+            self.stats.add("publish_invalid")
+            self.stats.log_limited("publish_invalid", f"{body.TYPE} not sent: {exc}")
+            return
+        try:
+            self._pub.send_multipart([topic, *parts], zmq.NOBLOCK)
             self.stats.add(f"sent_{body.TYPE}")
         except zmq.Again:
             self.stats.add("publish_dropped")
+            self.stats.log_limited("publish_dropped", f"{body.TYPE} dropped at the high-water mark")
 
     def _flush_frame(self) -> None:
         with self._frame_lock:
@@ -304,17 +320,24 @@ class DroneLink(IoThread):
             return
         meta, jpeg = pending
         try:
-            self._frames.send_multipart([wire.TOPIC_FRAME, *self._encode(meta, jpeg)], zmq.NOBLOCK)
+            parts = self._encode(meta, jpeg)
+        except wire.WireError as exc:
+            self.stats.add("publish_invalid")
+            self.stats.log_limited("publish_invalid", f"frame not sent: {exc}")
+            return
+        try:
+            self._frames.send_multipart([wire.TOPIC_FRAME, *parts], zmq.NOBLOCK)
             self.stats.add("frames_sent")
         except zmq.Again:
             self.stats.add("frames_skipped_backlog")
+            self.stats.log_limited("frames_skipped_backlog", "frame dropped at the high-water mark (backlog)")
             with self._budget_lock:
                 self.budget.record_backlog(time.monotonic())
 
-    def _on_frame_subscription(self) -> None:
+    def _drain_subscriptions(self, sock: Any) -> None:
         for _ in range(100):
             try:
-                self._frames.recv(zmq.NOBLOCK)
+                sock.recv(zmq.NOBLOCK)
             except zmq.Again:
                 return
 
@@ -333,19 +356,19 @@ class DroneLink(IoThread):
         try:
             message = wire.decode(parts)
         except wire.WireError as exc:
-            self.stats.reject(exc.kind)
-            log.debug("rejected a command-socket message: %s", exc)
+            self.stats.reject(exc.kind, f"command socket: {exc}")
             return
         envelope, body = message.envelope, message.body
         if envelope.drone_id != self.drone_id:
-            self.stats.reject("wrong_drone")
-            log.warning(
-                "rejected a %s addressed to drone %r (this is %r)",
-                envelope.type,
-                envelope.drone_id,
-                self.drone_id,
+            self.stats.reject(
+                "wrong_drone",
+                f"a {envelope.type} addressed to drone {envelope.drone_id!r} (this is {self.drone_id!r})",
             )
             return
+        if envelope.type not in _ACCEPTED_TYPE_NAMES:
+            self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED, f"a {envelope.type} on the command socket")
+            return
+        self.stats.add("accepted")
         now_s = time.monotonic()
         if isinstance(body, HeartbeatRequest):
             t2_s = self.clock.now()
@@ -355,19 +378,11 @@ class DroneLink(IoThread):
                     self.budget.record_acked(body.last_frame_seq)
             self._reply(identity, HeartbeatReply(body.hb_seq, body.t1_s, t2_s, self.clock.now()))
             return
-        if isinstance(body, Traffic):
-            if not body.finite():  # positions feed the safety governor: nothing non-finite gets there
-                self.stats.reject(wire.ProtocolErrorKind.BODY)
-                log.warning("rejected a traffic message with non-finite or negative values")
-                return
+        if isinstance(body, Traffic):  # its numbers were range-checked while decoding (common.messages)
             self._heard(now_s)
             self.stats.add("received_traffic")
             if self.on_traffic is not None:
                 self.on_traffic(body)
-            return
-        if envelope.type not in _COMMAND_TYPE_NAMES:
-            self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
-            log.warning("rejected a %s on the command socket (not a command)", envelope.type)
             return
         self._heard(now_s)
         client_key = None
@@ -411,6 +426,9 @@ class DroneLink(IoThread):
             self.stats.add("handler_errors")
             log.exception("command handler failed on %s seq %d", name, seq)
             return Ack(seq, name, "error", f"{type(exc).__name__}: {exc}"[:200])
+        if not outcome.ok:
+            self.stats.add("refused")
+            self.stats.log_limited("refused", f"{name} seq {seq}: {outcome.reason}")
         return Ack(seq, name, "ok" if outcome.ok else "rejected", outcome.reason)
 
     def _reply(self, identity: bytes, body: Body) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import threading
 import time
 import uuid
@@ -77,7 +78,8 @@ class GroundLinkConfig:
 
     def __post_init__(self) -> None:
         check_timing(self.heartbeat_interval_s, self.link_timeout_s)
-        if self.command_timeout_s <= 0 or self.command_retries < 0 or self.backoff < 1.0:
+        timeout_ok = 0 < self.command_timeout_s < math.inf
+        if not (timeout_ok and self.command_retries >= 0 and 1.0 <= self.backoff < math.inf):
             raise ValueError(
                 f"need command_timeout_s > 0 ({self.command_timeout_s}), command_retries >= 0 "
                 f"({self.command_retries}) and backoff >= 1 ({self.backoff})"
@@ -135,7 +137,7 @@ class GroundLink(IoThread):
     ) -> None:
         if not isinstance(security, (CurveClient, Insecure)):
             raise TypeError("security must be CurveClient(...) or Insecure() (chosen explicitly)")
-        super().__init__("ground-link", LinkStats())
+        super().__init__("ground-link", LinkStats("ground link"))
         self.config = config
         self.security = security
         self.session_id = uuid.uuid4().hex[:16]
@@ -194,7 +196,13 @@ class GroundLink(IoThread):
             seq = self._seq
             self._seq += 1
         future: Future[Ack] = Future()
-        parts = wire.encode(command, drone_id=drone_id, session_id=self.session_id, seq=seq, send_time_s=0.0)
+        try:
+            session = self.session_id
+            parts = wire.encode(command, drone_id=drone_id, session_id=session, seq=seq, send_time_s=0.0)
+        except wire.WireError as exc:  # e.g. an instruction over its length limit: failed, never sent
+            self.stats.add("commands_invalid")
+            future.set_exception(LinkError(f"{command.TYPE} not sent: {exc}"))
+            return future
         pending = _Pending(drone_id, seq, command.TYPE, parts, future, timeout_s, retries)
         self.call_soon(lambda: self._start_command(pending))
         return future
@@ -205,7 +213,13 @@ class GroundLink(IoThread):
         with self._seq_lock:
             seq = self._seq
             self._seq += 1
-        parts = wire.encode(traffic, drone_id=drone_id, session_id=self.session_id, seq=seq, send_time_s=0.0)
+        try:
+            session = self.session_id
+            parts = wire.encode(traffic, drone_id=drone_id, session_id=session, seq=seq, send_time_s=0.0)
+        except wire.WireError as exc:
+            self.stats.add("traffic_invalid")
+            self.stats.log_limited("traffic_invalid", f"traffic for {drone_id} not sent: {exc}")
+            return
         self.call_soon(lambda: self._send_unacked(drone_id, parts))
 
     def _send_unacked(self, drone_id: str, parts: list[bytes]) -> None:
@@ -217,6 +231,9 @@ class GroundLink(IoThread):
             self.stats.add("sent_traffic")
         except zmq.Again:
             self.stats.add("dropped_traffic")
+            self.stats.log_limited(
+                "dropped_traffic", f"traffic for {drone_id} dropped at the high-water mark"
+            )
 
     def send_command(
         self, drone_id: str, command: Body, timeout_s: float | None = None, retries: int | None = None
@@ -276,12 +293,18 @@ class GroundLink(IoThread):
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         sock.setsockopt(zmq.HEARTBEAT_IVL, 1000)
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3000)
+        # A frame over its cap is refused by ZeroMQ itself (the sender is disconnected), never buffered.
         if kind == zmq.SUB:
             sock.rcvhwm = self.config.frame_rcvhwm if label == "frame" else self.config.telemetry_rcvhwm
             sock.setsockopt(zmq.SUBSCRIBE, b"")
+            sock.setsockopt(
+                zmq.MAXMSGSIZE,
+                wire.MAX_PART_BYTES if label == "frame" else 2 * max(wire.MAX_BODY_BYTES.values()),
+            )
         else:
             sock.setsockopt(zmq.IMMEDIATE, 1)  # no queueing into a connection that is not up
             sock.sndhwm = 100
+            sock.setsockopt(zmq.MAXMSGSIZE, 2 * max(wire.MAX_BODY_BYTES.values()))
         apply_client(sock, self.security, endpoint.server_public_key)
         sock.connect(address)
         return sock
@@ -311,16 +334,13 @@ class GroundLink(IoThread):
         try:
             message = wire.decode(parts)
         except wire.WireError as exc:
-            self.stats.reject(exc.kind)
-            log.debug("rejected a message from %s: %s", drone.endpoint.drone_id, exc)
+            self.stats.reject(exc.kind, f"from {drone.endpoint.drone_id}: {exc}")
             return None
         if message.envelope.drone_id != drone.endpoint.drone_id:
-            self.stats.reject("wrong_drone")
-            log.warning(
-                "rejected a %s from %r on %r's socket",
-                message.envelope.type,
-                message.envelope.drone_id,
-                drone.endpoint.drone_id,
+            self.stats.reject(
+                "wrong_drone",
+                f"a {message.envelope.type} from {message.envelope.drone_id!r} "
+                f"on {drone.endpoint.drone_id!r}'s socket",
             )
             return None
         return message
@@ -336,8 +356,11 @@ class GroundLink(IoThread):
             if message is None:
                 continue
             if wire.TOPIC_BY_TYPE.get(message.envelope.type) != topic:
-                self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
+                self.stats.reject(
+                    wire.ProtocolErrorKind.UNEXPECTED, f"a {message.envelope.type} under topic {topic[:16]!r}"
+                )
                 continue
+            self.stats.add("accepted")
             self._heard(drone)
             self._dispatch(drone, message)
 
@@ -362,8 +385,6 @@ class GroundLink(IoThread):
                 self.on_declaration(drone_id, envelope, body)
         elif isinstance(body, Heartbeat):
             pass  # liveness already updated
-        else:
-            self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
 
     def _on_dealer(self, drone: _Drone, sock: Any) -> None:
         for _ in range(256):
@@ -375,6 +396,8 @@ class GroundLink(IoThread):
             if message is None:
                 continue
             body = message.body
+            if isinstance(body, (HeartbeatReply, Ack)):
+                self.stats.add("accepted")
             if isinstance(body, HeartbeatReply):
                 self._heard(drone)
                 drone.clock.add(body.t1_s, body.t2_s, body.t3_s, self.clock.now())
@@ -382,7 +405,9 @@ class GroundLink(IoThread):
                 self._heard(drone)
                 self._on_ack(drone, body)
             else:
-                self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED)
+                self.stats.reject(
+                    wire.ProtocolErrorKind.UNEXPECTED, f"a {message.envelope.type} on the command socket"
+                )
 
     def _on_ack(self, drone: _Drone, ack: Ack) -> None:
         pending = self._pending.get((drone.endpoint.drone_id, ack.command_seq))
@@ -436,6 +461,10 @@ class GroundLink(IoThread):
             self.stats.add("command_attempts")
         except zmq.Again:
             self.stats.add("command_attempts_unsent")  # not connected right now: retried at the deadline
+            self.stats.log_limited(
+                "command_attempts_unsent",
+                f"{pending.type_name} to {pending.drone_id} not sent yet (no connection)",
+            )
 
     def _send_heartbeat(self, drone: _Drone, now_s: float) -> None:
         drone.last_heartbeat_s = now_s

@@ -167,9 +167,8 @@ class IoThread:
             # On a server the ZAP handler already counted this denial; on a client it means the peer
             # refused our key.
             self.stats.add(f"auth_failed_{label}")
-        else:
-            self.stats.reject("handshake")
-            log.warning("%s: CURVE/ZMTP handshake failed on %s (%s)", self.name, label, event["endpoint"])
+        else:  # counted, and logged at a bounded rate: a peer with no or the wrong key keeps retrying
+            self.stats.reject("handshake", f"CURVE/ZMTP handshake failed on {label} ({event['endpoint']!r})")
 
     # -- the loop ---------------------------------------------------------------------------------
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from common.messages import LinkStateName
 
 
 def check_timing(heartbeat_interval_s: float, link_timeout_s: float) -> None:
-    if not 0 < heartbeat_interval_s < link_timeout_s:
+    if not (0 < heartbeat_interval_s < link_timeout_s and math.isfinite(link_timeout_s)):
         raise ValueError(
             f"need 0 < heartbeat_interval_s ({heartbeat_interval_s}) < link_timeout_s ({link_timeout_s}): "
             "a link must hear at least one heartbeat per timeout"

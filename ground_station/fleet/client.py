@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from common import wire
+from common import messages, wire
 from common.actions import Action, action_to_dict
 from common.errors import ConfigError, LinkError
 from common.link import CurveClient, DroneEndpoint, GroundLink, GroundLinkConfig, Insecure, LinkEvent
@@ -291,6 +291,7 @@ class FleetClient:
         self, drone_id: str, action: Action, frame: FrameRecord, call_id: str, raw: str = ""
     ) -> Future[Ack]:
         """One-context mode: a ground-decided action, with the pose and stamp of the frame it came from."""
+        raw = raw[: messages.MAX_RAW_CHARS]  # the model's whole reply may be longer than a message holds
         command = RemoteAction(action, call_id, frame.seq, frame.pose, frame.capture_time_s, raw)
         self.state.emit("remote_action", drone_id, action=action_to_dict(action), call_id=call_id)
         return self.link.send_command_async(drone_id, command)

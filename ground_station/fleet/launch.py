@@ -6,21 +6,30 @@
 `dronecats sim --vehicles N` runs in one process; each drone is a `dronecats onboard` process flying
 Drone<i> through the real airsim client, bound for the ground station on its own three ports, with
 ground truth for its logs from the simulator (--truth-target). Every process is stopped on exit.
+
+Secure by default: each session makes fresh CURVE keys (one for the ground station, one per
+drone) in a private temporary directory that is deleted at close. Each drone allows only this
+session's ground-station key; connect with `FleetClient(sim.addresses, sim.security)` (the
+addresses carry the drones' public keys). `secure=False` launches the drones with --insecure.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from common.errors import ConfigError, LinkError
+from common.keys import PUBLIC_SUFFIX, SECRET_SUFFIX, generate_keypair, load_keypair
+from common.link.security import CurveClient, Insecure
 from common.pose import Pose
 from ground_station.fleet.client import DroneAddress
 
@@ -73,7 +82,10 @@ class SimFleet:
     truth: bool = True  # ground truth for the drones' logs (costs the sim a render per `go` step)
     sim_port: int = 0
     sim_args: list[str] = field(default_factory=list)  # more `dronecats sim` options (--render-workers K)
+    secure: bool = True  # per-session CURVE keys (False: the drones run --insecure)
     addresses: list[DroneAddress] = field(default_factory=list)
+    security: CurveClient | Insecure = field(default_factory=Insecure)  # the ground station's side
+    keys_dir: Path | None = None  # this session's keys (deleted at close)
     _procs: list[subprocess.Popen[str]] = field(default_factory=list)
     _logs: list[IO[str]] = field(default_factory=list)
 
@@ -85,6 +97,7 @@ class SimFleet:
     def start(self) -> SimFleet:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         try:
+            self._make_keys()
             self._start_sim()
             self._spawn_targets()
             for index in range(self.n_drones):
@@ -93,6 +106,24 @@ class SimFleet:
             self.close()
             raise
         return self
+
+    def _make_keys(self) -> None:
+        """Fresh keys for this session: only this ground station can command these drones."""
+        if not self.secure:
+            return
+        self.keys_dir = Path(tempfile.mkdtemp(prefix="dronecats-keys-"))  # mode 0700
+        _, gs_secret = generate_keypair(self.keys_dir, "gs")
+        self.security = CurveClient.from_file(gs_secret)
+        for index in range(self.n_drones):
+            generate_keypair(self.keys_dir, f"Drone{index + 1}")
+
+    def _link_args(self, name: str) -> tuple[list[str], bytes | None]:
+        """The drone's link security flags, and its public key for the ground station."""
+        if self.keys_dir is None:
+            return ["--insecure"], None
+        secret = self.keys_dir / f"{name}{SECRET_SUFFIX}"
+        allow = self.keys_dir / f"gs{PUBLIC_SUFFIX}"
+        return ["--link-secret", str(secret), "--link-allow", str(allow)], load_keypair(secret).public_key
 
     def _start_sim(self) -> None:
         sim_log = (self.log_dir / "sim.log").open("w")
@@ -131,12 +162,13 @@ class SimFleet:
     def _start_drone(self, index: int) -> None:
         name = f"Drone{index + 1}"
         base = free_port_block(3)
-        address = DroneAddress(name, f"tcp://127.0.0.1:{base}")
+        link_args, public_key = self._link_args(name)
+        address = DroneAddress(name, f"tcp://127.0.0.1:{base}", public_key)
         argv = [
             sys.executable, "-m", "dronecats", "--log-level", "INFO", "onboard",
             "--vehicle", f"airsim://127.0.0.1:{self.sim_port}/{name}",
             "--pilot", self.pilot,
-            "--gs", address.base,
+            "--gs", address.base, *link_args,
             "--log-dir", str(self.log_dir / name),
             "--set", f"drone={name}",
         ]  # fmt: skip
@@ -180,6 +212,9 @@ class SimFleet:
         for fh in self._logs:
             fh.close()
         self._logs.clear()
+        if self.keys_dir is not None:
+            shutil.rmtree(self.keys_dir, ignore_errors=True)
+            self.keys_dir = None
 
     def __enter__(self) -> SimFleet:
         return self.start()

@@ -16,7 +16,7 @@ import logging
 import math
 from typing import Any
 
-from common.actions import Action, Finished, Go, Plan, Rotate
+from common.actions import DEPTH_MAX_M, Action, Finished, Go, Plan, Rotate
 from common.camera import CameraProfile
 from common.errors import ConfigError
 from common.pose import wrap_deg
@@ -92,7 +92,7 @@ class BaselinePilot:
             # one, a little closer, may qualify; the controller's stop band keeps the drone off it).
             x = min(1000, max(0, round(chosen.point_px[0] / width * 1000)))
             y = min(1000, max(0, round(chosen.point_px[1] / height * 1000)))
-            action = Go(point=(x, y), depth_m=round(max(chosen.depth_m, 0.1), 1))
+            action = Go(point=(x, y), depth_m=round(min(max(chosen.depth_m, 0.1), DEPTH_MAX_M), 1))
         return self._reply(action, observation, chosen, None, target)
 
     def close(self) -> None:
