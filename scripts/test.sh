@@ -16,5 +16,5 @@ fi
 export QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
 # Most tests wait on processes and sockets rather than compute, so four workers on two cores finish
 # in about a third of the serial time. Tests that share a fixed resource (djitellopy's UDP ports) are
-# kept on one worker by tests/conftest.py (xdist groups). `-n 0` (or DRONECATS_TEST_WORKERS=0) runs serially.
+# kept on one worker by tests/conftest.py (xdist groups: a file at a time). `-n 0` (or DRONECATS_TEST_WORKERS=0) runs serially.
 exec .venv/bin/python -m pytest -n "${DRONECATS_TEST_WORKERS:-4}" --dist loadgroup "$@"

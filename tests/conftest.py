@@ -16,16 +16,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# djitellopy binds UDP 8889/8890 for its whole process, so every test that drives it must run in one
-# pytest process: under pytest-xdist (scripts/test.sh) they share one group, and so one worker.
+# Under pytest-xdist (scripts/test.sh), each test file runs whole on one worker, in its order: several
+# files fly one module-scoped flight that their tests inspect in turn. djitellopy binds UDP 8889/8890
+# for its whole process, so every file that drives it shares one group, and so one worker.
 DJITELLOPY_TEST_FILES = ("test_vehicles_cli.py",)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     # Here rather than in pytest_collection_modifyitems, which pytest-xdist's worker may run first.
+    if item.get_closest_marker("xdist_group") is not None:
+        return
     name = item.path.name
     if "tello" in name or name in DJITELLOPY_TEST_FILES:
         item.add_marker(pytest.mark.xdist_group("djitellopy"))
+    else:
+        item.add_marker(pytest.mark.xdist_group(str(item.path.relative_to(ROOT))))
 
 
 @pytest.fixture(scope="session")

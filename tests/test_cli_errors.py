@@ -176,7 +176,8 @@ def test_gs_headless_gives_up_on_a_silent_drone_within_duration(busy_port: int) 
     # busy_port: a real listener that never speaks the link protocol (nothing at all would do too)
     address = f"tcp://127.0.0.1:{busy_port}"
     result = dronecats(
-        "gs", "--headless", "--drones", f"Drone1={address}", "--instruction", "go", "--duration-s", "2",
+        "gs", "--headless", "--insecure", "--drones", f"Drone1={address}", "--instruction", "go",
+        "--duration-s", "2",
         timeout_s=30,
     )  # fmt: skip
     assert_one_line(result, 1, f"no telemetry from Drone1 ({address}) within 2 s")

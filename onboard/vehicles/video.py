@@ -233,6 +233,9 @@ class FreshFrameCamera:
         usable: Callable[[], str | None] = lambda: None,
         # Short, so that the runtime hears of stale video in time for its failsafe (frame_stale_hold_s)
         stale_wait_s: float = 1.0,
+        # Until the first frame: a stream that is still starting (decoder waiting for its first
+        # keyframe) is not stale video, and the drone is still on the ground (pre-arm check).
+        first_frame_wait_s: float = 10.0,
         camera: str = "front",
         meta: dict[str, Any] | None = None,
     ) -> None:
@@ -243,6 +246,8 @@ class FreshFrameCamera:
         self.freshness = FrameFreshness(max_frame_age_s)
         self.usable = usable
         self.stale_wait_s = stale_wait_s
+        self.first_frame_wait_s = first_frame_wait_s
+        self._had_frame = False
         self.camera = camera
         self.meta = meta or {}
         self.refused = 0
@@ -252,7 +257,8 @@ class FreshFrameCamera:
         if source is None:
             raise VehicleError(f"{self.name}: no video source (not connected, or video off)")
         max_age = self.max_frame_age_s
-        deadline = time.monotonic() + self.stale_wait_s
+        wait_s = self.stale_wait_s if self._had_frame else max(self.stale_wait_s, self.first_frame_wait_s)
+        deadline = time.monotonic() + wait_s
         frame = source.latest()
         while frame is None or self.freshness.stale(frame.index, time.monotonic(), frame.arrival_s):
             self.refused += 1
@@ -268,6 +274,7 @@ class FreshFrameCamera:
                 raise VehicleError(f"{self.name}: video stale ({age} > max_frame_age_s={max_age}){why}")
             frame = source.wait_newer(-1 if frame is None else frame.index, min(0.5, remaining))
             frame = frame or source.latest()
+        self._had_frame = True
         return Frame(
             image=frame.image_bgr,
             capture_time_s=frame.first_datagram_s,
