@@ -8,10 +8,13 @@ dronecats gs --launch 4 [--headless ...]     # also start the built-in sim and 4
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +95,40 @@ def _marks(values: list[str]) -> list[tuple[float, float]]:
 
 def run(args: argparse.Namespace) -> int:
     from common.errors import DroneCatsError
+
+    try:
+        with _stop_on_signals():
+            return _run(args)
+    except KeyboardInterrupt:
+        # Ctrl+C or SIGTERM: _run's own finally has landed the drones and stopped the simulator.
+        print("dronecats gs: interrupted; the drones were landed and every process stopped", file=sys.stderr)
+        return 130
+    except DroneCatsError as exc:
+        print(f"dronecats gs: {exc}", file=sys.stderr)
+        return 2
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGTERM (and SIGHUP: the terminal went away) end the ground station as Ctrl+C does, through
+    every `finally`, so launched processes are stopped in order. The GUI installs its own handlers
+    (it closes its window) while its event loop runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     from common.pose import Pose
     from ground_station.fleet.client import DroneAddress, FleetClient
     from ground_station.fleet.launch import SimFleet, TargetSpec
@@ -99,6 +136,13 @@ def run(args: argparse.Namespace) -> int:
     sim: SimFleet | None = None
     try:
         marks = _marks(args.mark)
+        if not args.headless:
+            # Before anything is launched: a GUI that cannot start must not leave drones flying.
+            problem = _gui_problem()
+            if problem is not None:
+                print(f"dronecats gs: the GUI cannot start: {problem}", file=sys.stderr)
+                print("dronecats gs: nothing was launched; use --headless to run without it", file=sys.stderr)
+                return 2
         if args.launch:
             pilot = args.pilot or ("remote" if args.structure == "one-context" else "baseline")
             log_dir = Path(args.log_dir or f"runs/gs-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -125,18 +169,43 @@ def run(args: argparse.Namespace) -> int:
         fleet.start()
         try:
             if args.headless:
+                if sim is not None:
+                    _wait_for_launched(fleet, sim)
                 return _headless(args, fleet, marks)
-            return _gui(args, fleet, marks)
+            return _gui(args, fleet, marks, sim)
         finally:
             if args.export:
                 fleet.export_session(args.export)
             fleet.close()
-    except DroneCatsError as exc:
-        print(f"dronecats gs: {exc}", file=sys.stderr)
-        return 2
     finally:
         if sim is not None:
             sim.close()
+
+
+def _gui_problem() -> str | None:
+    try:
+        from ground_station.app.preflight import gui_problem
+    except ImportError as exc:  # PyQt6 is the `gui` extra
+        return f"{exc} (install the gui extra: pip install 'dronecats[gui]')"
+    return gui_problem()
+
+
+def _wait_for_launched(fleet: Any, sim: Any, timeout_s: float = 90.0) -> None:
+    """Until every launched drone reports; a drone whose process ends first (a failed pre-arm check,
+    a bad pilot URL) is reported at once, with the last lines of its log."""
+    from common.errors import ConfigError
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for name in fleet.drone_ids:
+            ended = sim.exit_info(name)
+            if ended is not None and fleet.state.drones[name].telemetry is None:
+                tail = "\n    ".join(line for line in ended.log_tail[-6:] if line.strip())
+                raise ConfigError(f"{ended.summary()}\n  last lines of its log:\n    {tail}")
+        if fleet.wait_for_link(0.2):
+            return
+    missing = [d for d, s in fleet.state.drones.items() if s.telemetry is None]
+    raise ConfigError(f"no telemetry from {missing} within {timeout_s:g} s (logs in {sim.log_dir})")
 
 
 def _headless(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]]) -> int:
@@ -172,14 +241,7 @@ def _brief(event: Any) -> dict[str, Any]:
     return {}
 
 
-def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]]) -> int:
-    if (
-        not os.environ.get("DISPLAY")
-        and not os.environ.get("WAYLAND_DISPLAY")
-        and "QT_QPA_PLATFORM" not in os.environ
-    ):
-        print("dronecats gs: no display; use --headless (or set QT_QPA_PLATFORM=offscreen)", file=sys.stderr)
-        return 2
+def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]], sim: Any = None) -> int:
     from ground_station.app.main import run_app
 
     return run_app(
@@ -192,4 +254,5 @@ def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]])
         screenshot=args.screenshot,
         screenshot_after_s=args.screenshot_after_s,
         quit_after_s=args.quit_after_s,
+        launcher=sim,
     )

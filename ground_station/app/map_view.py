@@ -51,7 +51,8 @@ class MapView(QWidget):
         self.on_marks = on_marks
         self.drones: dict[str, tuple[Pose | None, list[tuple[float, float]], bool]] = {}
         self.marks: list[tuple[float, float]] = []
-        self.declared: list[tuple[float, float]] = []
+        self.declared: list[tuple[float, float, str]] = []  # x, y (NED m), drone
+        self.colours: dict[str, str] = {}  # drone -> colour, shared with its tile
         self._view: tuple[float, float, float] = (0.0, 0.0, 1.0)  # centre x, centre y (NED m), px per m
 
     def set_drone(
@@ -59,13 +60,16 @@ class MapView(QWidget):
     ) -> None:
         self.drones[drone_id] = (pose, trail, stale)
 
-    def add_declaration(self, pose: Pose) -> None:
-        self.declared.append((pose.x_m, pose.y_m))
+    def add_declaration(self, pose: Pose, drone: str = "") -> None:
+        self.declared.append((pose.x_m, pose.y_m, drone))
         self.update()
+
+    def colour_of(self, drone_id: str, index: int) -> QColor:
+        return QColor(self.colours.get(drone_id, DRONE_COLOURS[index % len(DRONE_COLOURS)]))
 
     # NED (x north, y east) -> screen (north up, east right)
     def _fit(self) -> None:
-        points = [p for p in self.marks] + self.declared
+        points = [p for p in self.marks] + [(x, y) for x, y, _ in self.declared]
         for pose, trail, _ in self.drones.values():
             points += trail[-200:]
             if pose is not None:
@@ -97,7 +101,7 @@ class MapView(QWidget):
         self._grid(painter)
         labels: list[tuple[QPointF, str]] = []
         for index, (drone_id, (pose, trail, stale)) in enumerate(sorted(self.drones.items())):
-            colour = QColor(DRONE_COLOURS[index % len(DRONE_COLOURS)])
+            colour = self.colour_of(drone_id, index)
             if stale:
                 colour = QColor("#9e9e9e")
             if len(trail) > 1:
@@ -109,15 +113,16 @@ class MapView(QWidget):
                 painter.drawPath(path)
             if pose is not None:
                 self._drone(painter, pose, colour)
-                labels.append((self.to_screen(pose.x_m, pose.y_m), f"{drone_id} {-pose.z_m:.0f} m"))
+                labels.append((self.to_screen(pose.x_m, pose.y_m), f"{drone_id} · alt {-pose.z_m:.0f} m"))
         painter.setPen(QPen(QColor("#b71c1c"), 2))
         for x_m, y_m in self.marks:
             p = self.to_screen(x_m, y_m)
             painter.drawLine(QPointF(p.x() - 7, p.y() - 7), QPointF(p.x() + 7, p.y() + 7))
             painter.drawLine(QPointF(p.x() - 7, p.y() + 7), QPointF(p.x() + 7, p.y() - 7))
             painter.drawText(QPointF(p.x() + 9, p.y() - 6), f"target ({x_m:.0f}, {y_m:.0f})")
-        painter.setPen(QPen(QColor("#2e7d32"), 2))
-        for x_m, y_m in self.declared:
+        for index, (x_m, y_m, drone) in enumerate(self.declared):
+            painter.setPen(QPen(self.colour_of(drone, index) if drone else QColor("#2e7d32"), 2))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawEllipse(self.to_screen(x_m, y_m), 5.0, 5.0)
         # drone labels last, on a pale backing: trails, marks and declaration rings stay under them
         metrics = painter.fontMetrics()

@@ -10,6 +10,8 @@ ground truth for its logs from the simulator (--truth-target). Every process is 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import socket
@@ -59,6 +61,84 @@ class TargetSpec:
     pose: Pose
 
 
+def _die_with_parent() -> None:
+    """preexec_fn: the child gets SIGTERM when the ground station dies, however it dies (SIGKILL,
+    a crash, an abort inside Qt), so no drone or simulator is left running under PID 1. Linux
+    only; elsewhere the orderly shutdown in `SimFleet.close` is all there is.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked exits: launch from the main thread (or
+    a thread that lives as long as the ground station)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() == 1:  # the parent died between fork and prctl
+            os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1
+LOG_TAIL_LINES = 12
+
+
+@dataclass(frozen=True)
+class DroneExit:
+    """How a launched drone's process ended: its exit code, the run's end reason (the last JSON
+    line `dronecats onboard` prints) and the last lines of its log (what went wrong, if it did)."""
+
+    drone: str
+    returncode: int
+    reason: str | None  # e.g. "declared", "t_max", "estop: ground station estop"; None: no result line
+    log_tail: list[str]
+
+    @property
+    def failed(self) -> bool:
+        return self.returncode != 0 or self.reason is None
+
+    def summary(self) -> str:
+        if not self.failed:
+            return f"{self.drone} done: {self.reason}"
+        last = next((line for line in reversed(self.log_tail) if line.strip()), "")
+        return f"{self.drone} exited with code {self.returncode}: {last.strip() or 'no output'}"
+
+
+@dataclass
+class DroneProcess:
+    name: str
+    argv: list[str]
+    log_path: Path
+    address: DroneAddress
+    proc: subprocess.Popen[str] | None = None
+    log: IO[str] | None = None
+    launches: int = 0
+    ended: DroneExit | None = None  # how this launch ended, once it has
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    if not path.exists():
+        return []
+    with path.open("rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, fh.tell() - 16384))
+        text = fh.read().decode("utf-8", "replace")
+    return text.splitlines()[-lines:]
+
+
+def end_reason(lines: list[str]) -> str | None:
+    """The `reason` of the result line `dronecats onboard` prints as it exits, if there is one."""
+    for line in reversed(lines):
+        line = line.strip()
+        if line.startswith("{") and '"reason"' in line:
+            try:
+                reason = json.loads(line).get("reason")
+            except ValueError:
+                continue
+            if isinstance(reason, str):
+                return reason
+    return None
+
+
 @dataclass
 class SimFleet:
     n_drones: int = 4
@@ -73,14 +153,23 @@ class SimFleet:
     truth: bool = True  # ground truth for the drones' logs (costs the sim a render per `go` step)
     sim_port: int = 0
     sim_args: list[str] = field(default_factory=list)  # more `dronecats sim` options (--render-workers K)
+    land_timeout_s: float = 10.0  # on close: how long the drones get to land before they are killed
     addresses: list[DroneAddress] = field(default_factory=list)
-    _procs: list[subprocess.Popen[str]] = field(default_factory=list)
+    drones: dict[str, DroneProcess] = field(default_factory=dict)
+    _sim: subprocess.Popen[str] | None = None
     _logs: list[IO[str]] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         return env
+
+    def _popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[str]:
+        # Own session: Ctrl+C in the terminal reaches the ground station only, which then lands the
+        # drones before it stops the simulator (they need it to land).
+        return subprocess.Popen(
+            argv, text=True, env=self.env(), preexec_fn=_die_with_parent, start_new_session=True, **kwargs
+        )
 
     def start(self) -> SimFleet:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -99,8 +188,8 @@ class SimFleet:
         self._logs.append(sim_log)
         argv = [sys.executable, "-m", "dronecats", "sim", "--scene", self.scene, "--port", "0"]
         argv += ["--vehicles", str(self.n_drones), "--seed", str(self.seed), *self.sim_args]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=sim_log, text=True, env=self.env())
-        self._procs.append(proc)
+        proc = self._popen(argv, stdout=subprocess.PIPE, stderr=sim_log)
+        self._sim = proc
         assert proc.stdout is not None
         deadline = time.monotonic() + self.startup_timeout_s
         line = ""
@@ -109,7 +198,9 @@ class SimFleet:
             if "listening on" in line or not line:
                 break
         if "listening on" not in line:
-            raise ConfigError(f"dronecats sim did not start (see {self.log_dir / 'sim.log'}): {line!r}")
+            sim_log.flush()
+            tail = " | ".join(log_tail(self.log_dir / "sim.log", 5))
+            raise ConfigError(f"dronecats sim did not start (see {self.log_dir / 'sim.log'}): {tail}")
         self.sim_port = int(line.rsplit(":", 1)[1])
 
     def _spawn_targets(self) -> None:
@@ -144,37 +235,78 @@ class SimFleet:
             argv += ["--truth-target", self.targets[0].name]
         for setting in self.onboard_settings:
             argv += ["--set", setting]
-        out = (self.log_dir / f"{name}.log").open("w")
-        self._logs.append(out)
-        self._procs.append(
-            subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, text=True, env=self.env())
-        )
+        drone = DroneProcess(name, argv, self.log_dir / f"{name}.log", address)
+        self.drones[name] = drone
         self.addresses.append(address)
+        self._launch(drone, "w")
+
+    def _launch(self, drone: DroneProcess, mode: str) -> None:
+        if drone.log is not None:
+            drone.log.close()
+        drone.log = drone.log_path.open(mode)
+        if mode == "a":
+            drone.log.write(f"\n---- re-launched by the ground station at {time.strftime('%H:%M:%S')} ----\n")
+            drone.log.flush()
+        drone.proc = self._popen(drone.argv, stdout=drone.log, stderr=subprocess.STDOUT)
+        drone.ended = None
+        drone.launches += 1
+
+    def relaunch(self, name: str) -> None:
+        """Start a launched drone again (same vehicle, same link address, log appended) once its
+        process has ended: a drone that landed, was e-stopped or failed to start."""
+        drone = self.drones.get(name)
+        if drone is None:
+            raise ConfigError(f"{name} was not launched by this ground station")
+        if drone.proc is not None and drone.proc.poll() is None:
+            raise ConfigError(f"{name} is still running (pid {drone.proc.pid})")
+        if self._sim is None or self._sim.poll() is not None:
+            raise ConfigError("the simulator is not running")
+        self._launch(drone, "a")
+
+    def exit_info(self, name: str) -> DroneExit | None:
+        """None while the drone's process runs; how it ended once it has."""
+        drone = self.drones.get(name)
+        if drone is None or drone.proc is None:
+            return None
+        if drone.ended is not None:
+            return drone.ended
+        code = drone.proc.poll()
+        if code is None:
+            return None
+        if drone.log is not None:
+            drone.log.flush()
+        tail = log_tail(drone.log_path)
+        drone.ended = DroneExit(name, code, end_reason(tail), tail)
+        return drone.ended
 
     def drone_log(self, name: str) -> str:
         path = self.log_dir / f"{name}.log"
         return path.read_text() if path.exists() else ""
 
-    def alive(self) -> list[bool]:
-        return [p.poll() is None for p in self._procs]
+    def pids(self) -> list[int]:
+        """Every child process id (the simulator first), running or not."""
+        procs = [self._sim] + [d.proc for d in self.drones.values()]
+        return [p.pid for p in procs if p is not None]
 
-    def close(self, timeout_s: float = 15.0) -> None:
-        """Stop the drones first (SIGTERM: they land and write their logs), then the simulator."""
-        deadline = time.monotonic() + timeout_s
-        drones, sims = self._procs[1:], self._procs[:1]
-        for group in (drones, sims):  # the drones need the simulator to land
-            for proc in group:
-                if proc.poll() is None:
-                    proc.terminate()
-            for proc in group:
-                try:
-                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                if proc.stdout is not None:
-                    proc.stdout.close()
-        self._procs.clear()
+    def alive(self) -> list[bool]:
+        procs = [self._sim] + [d.proc for d in self.drones.values()]
+        return [p is not None and p.poll() is None for p in procs]
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Stop the drones first (SIGTERM: each lands and writes its logs, killed after
+        land_timeout_s), then the simulator (the drones need it to land)."""
+        land_s = self.land_timeout_s if timeout_s is None else timeout_s
+        drones = [d.proc for d in self.drones.values() if d.proc is not None]
+        _stop(drones, land_s)
+        if self._sim is not None:
+            _stop([self._sim], 5.0)
+            if self._sim.stdout is not None:
+                self._sim.stdout.close()
+            self._sim = None
+        for drone in self.drones.values():
+            if drone.log is not None:
+                drone.log.close()
+                drone.log = None
         for fh in self._logs:
             fh.close()
         self._logs.clear()
@@ -184,6 +316,22 @@ class SimFleet:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _stop(procs: list[subprocess.Popen[str]], timeout_s: float) -> None:
+    """SIGTERM each, wait for all within one shared deadline, SIGKILL whoever is left."""
+    deadline = time.monotonic() + timeout_s
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log.warning("pid %d did not stop within %.0f s: killed", proc.pid, timeout_s)
+            proc.kill()
+            proc.wait()
 
 
 def _rad(deg: float) -> float:

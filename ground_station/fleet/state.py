@@ -77,7 +77,7 @@ class OrderRecord:
     expires_after_steps: int
     sent_wall_s: float
     steps_used: int = 0
-    state: str = "sent"  # sent, active, expired, finished, replaced, rejected
+    state: str = "sent"  # sent, active, expired, finished, replaced, rejected, skipped (not sent)
 
     @property
     def steps_left(self) -> int:
