@@ -85,7 +85,7 @@ class MainWindow(QMainWindow):
         self.alerts = AlertModel(beep=beep)
         self.life: dict[str, LifeState] = {}
         self._safety_seen: dict[str, str] = {}
-        self._problem_shown: dict[str, int] = {}
+        self._problem_shown: dict[str, Any] = {}  # drone -> the exit whose log lines its tile shows
         self._partial_acks: dict[str, dict[str, AckRecord]] = {}
         self.colours = {d: DRONE_COLOURS[i % len(DRONE_COLOURS)] for i, d in enumerate(fleet.drone_ids)}
 
@@ -245,9 +245,9 @@ class MainWindow(QMainWindow):
         self.life[drone_id] = life
         tile = self.tiles[drone_id]
         tile.refresh(snap, life, relaunchable=ended is not None)
-        if ended is not None and ended.failed and self._problem_shown.get(drone_id) != id(ended):
+        if ended is not None and ended.failed and self._problem_shown.get(drone_id) is not ended:
             tile.show_problem(ended.log_tail[-6:])
-            self._problem_shown[drone_id] = id(ended)
+            self._problem_shown[drone_id] = ended
         elif ended is None and tile.problem.isVisible():
             tile.show_problem([])
             self._problem_shown.pop(drone_id, None)
@@ -358,11 +358,14 @@ class MainWindow(QMainWindow):
             return
         try:
             self.launcher.relaunch(drone)
+            self.fleet.forget_telemetry(drone)
         except Exception as exc:
             self.alerts.raise_alert("error", drone, f"cannot re-launch: {exc}", key="relaunch")
             return
         self.tiles[drone].show_problem([])
+        self._problem_shown.pop(drone, None)
         self.tiles[drone].show_ack("re-launched: waiting for it to report …")
+        self._refresh_tile(drone, time.monotonic())  # "connecting" now, not the last launch's end
         self.alerts.raise_alert("info", drone, "re-launched", key="relaunch")
         self.orders.add(f"{drone} re-launched by the operator")
 

@@ -262,7 +262,7 @@ class DroneTile(QFrame):
 
     def show_problem(self, lines: list[str]) -> None:
         """A launched drone's last log lines (why it failed), on its tile: never only in a file."""
-        text = "\n".join(line[:120] for line in lines if line.strip())
+        text = "\n".join(line[:400] for line in lines[-4:] if line.strip())
         self.problem.setText(text)
         self.problem.setToolTip(text)
         self.problem.setVisible(bool(text))

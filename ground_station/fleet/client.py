@@ -290,6 +290,15 @@ class FleetClient:
         self.state.emit("safety", None, command=kind, drones=targets)
         return self.fan_out(command, targets, on_ack=on_ack)
 
+    def forget_telemetry(self, drone_id: str) -> None:
+        """A drone re-launched: what its previous process last said no longer describes it."""
+        with self.state.lock:
+            drone = self.state.drones[drone_id]
+            drone.telemetry = None
+            drone.telemetry_received_s = None
+            drone.link_state = "connecting"
+        self.state.emit("relaunch", drone_id)
+
     def resume_orders(self) -> None:
         """The operator started a structure again: orders may flow (to the drones still flying)."""
         self.orders_paused = None

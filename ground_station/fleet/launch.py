@@ -80,6 +80,7 @@ def _die_with_parent() -> None:
 
 PR_SET_PDEATHSIG = 1
 LOG_TAIL_LINES = 12
+RELAUNCH_MARK = "---- re-launched by the ground station"
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,7 @@ class SimFleet:
             drone.log.close()
         drone.log = drone.log_path.open(mode)
         if mode == "a":
-            drone.log.write(f"\n---- re-launched by the ground station at {time.strftime('%H:%M:%S')} ----\n")
+            drone.log.write(f"\n{RELAUNCH_MARK} at {time.strftime('%H:%M:%S')} ----\n")
             drone.log.flush()
         drone.proc = self._popen(drone.argv, stdout=drone.log, stderr=subprocess.STDOUT)
         drone.ended = None
@@ -276,6 +277,9 @@ class SimFleet:
         if drone.log is not None:
             drone.log.flush()
         tail = log_tail(drone.log_path)
+        marks = [i for i, line in enumerate(tail) if line.startswith(RELAUNCH_MARK)]
+        if marks:  # this launch's lines only
+            tail = tail[marks[-1] + 1 :]
         drone.ended = DroneExit(name, code, end_reason(tail), tail)
         return drone.ended
 
