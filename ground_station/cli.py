@@ -99,10 +99,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         with _stop_on_signals():
             return _run(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # Ctrl+C or SIGTERM: _run's own finally has landed the drones and stopped the simulator.
         print("dronecats gs: interrupted; the drones were landed and every process stopped", file=sys.stderr)
-        return 130
+        name = exc.args[0] if exc.args else "SIGINT"
+        return 128 + int(getattr(signal.Signals, name, signal.SIGINT))
     except DroneCatsError as exc:
         print(f"dronecats gs: {exc}", file=sys.stderr)
         return 2

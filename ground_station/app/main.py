@@ -522,27 +522,32 @@ def run_app(
         QTimer.singleShot(int(screenshot_after_s * 1000), lambda: window.grab().save(screenshot))
     if quit_after_s is not None:
         QTimer.singleShot(int(quit_after_s * 1000), window.close)
-    with close_on_signals(window), keep_running_on_errors(window):
+    with close_on_signals(window) as caught, keep_running_on_errors(window):
         code = app.exec()
     window.shutdown()
-    return int(code)
+    return 128 + caught[0] if caught else int(code)  # the shell's convention for a signal
 
 
 @contextlib.contextmanager
-def close_on_signals(window: QMainWindow) -> Iterator[None]:
-    """Ctrl+C, SIGTERM and SIGHUP close the window (an orderly exit) instead of killing the process.
-    Python runs signal handlers only between bytecodes, so a timer wakes the interpreter while Qt
-    waits in C++."""
+def close_on_signals(window: QMainWindow) -> Iterator[list[int]]:
+    """Ctrl+C, SIGTERM and SIGHUP close the window (an orderly exit) instead of killing the process;
+    the list it yields gets the signal's number. Python runs signal handlers only between bytecodes,
+    so a timer wakes the interpreter while Qt waits in C++."""
+    caught: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield caught
         return
-    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, lambda *_: QTimer.singleShot(0, window.close)) for sig in signals}
+
+    def close(signum: int, frame: Any) -> None:
+        caught.append(signum)
+        QTimer.singleShot(0, window.close)
+
+    previous = {sig: signal.signal(sig, close) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     waker = QTimer()
     waker.timeout.connect(lambda: None)
     waker.start(200)
     try:
-        yield
+        yield caught
     finally:
         waker.stop()
         for sig, handler in previous.items():
