@@ -120,6 +120,11 @@ class MainWindow(QMainWindow):
         side = QSplitter(Qt.Orientation.Vertical)
         self.map = MapView(on_marks=self._marks_changed)
         self.map.colours = dict(self.colours)
+        if launcher is not None:  # it knows the world: its targets, fence and geographic origin
+            self.map.targets = [(t.name, t.pose.x_m, t.pose.y_m) for t in getattr(launcher, "targets", [])]
+            self.map.geo_origin = getattr(launcher, "geo_origin", None)
+            with contextlib.suppress(Exception):
+                self.map.fence_radius_m = launcher.geofence_radius_m()
         self.map.marks = list(marks or [])
         side.addWidget(self.map)
         self.instruction = InstructionPanel(fleet.drone_ids, self.on_send)
@@ -296,6 +301,8 @@ class MainWindow(QMainWindow):
             snap = self._refresh_tile(drone_id, now)
             pose = snap.telemetry.pose_ned if snap.telemetry is not None else None
             self.map.set_drone(drone_id, pose, list(snap.trail), snap.is_stale(now, self.fleet.stale_after_s))
+            if snap.home is not None:
+                self.map.homes[drone_id] = snap.home
         self.map.update()
         if getattr(self.structure, "map_image_source", None) is not None:  # a model commander reads it
             with self._map_lock:

@@ -1,6 +1,9 @@
 """The control-tower map: a top-down view (north up) of the drones, their trails and fields of view,
-and the targets the operator marks (left click: mark, right click: remove the nearest). The
-commander structure can be given this map as an image (`render_bgr`)."""
+their homes and geofence, the simulator's targets, the declarations, and the targets the operator
+marks (left click: mark, right click: remove the nearest). Local metres (NED: x north, y east) and,
+given the geographic origin of that frame, latitude/longitude (the pointer's and each drone's).
+F toggles the view between the drones and the whole fence. A legend says what each mark means.
+The commander structure can be given this map as an image (`render_bgr`)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from PyQt6.QtWidgets import QSizePolicy, QWidget
 
 from common.pose import Pose
 
+EARTH_RADIUS_M = 6378137.0  # WGS-84 equatorial radius (the simulator's geo conversion uses it too)
 DRONE_COLOURS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#546e7a"]
 
 
@@ -53,6 +57,14 @@ class MapView(QWidget):
         self.marks: list[tuple[float, float]] = []
         self.declared: list[tuple[float, float, str]] = []  # x, y (NED m), drone
         self.colours: dict[str, str] = {}  # drone -> colour, shared with its tile
+        self.homes: dict[str, tuple[float, float, float]] = {}  # drone -> home (NED m)
+        self.fence_radius_m: float | None = None  # around each home; None: not known here
+        self.targets: list[tuple[str, float, float]] = []  # the simulator's (name, x, y): ground truth
+        self.geo_origin: tuple[float, float, float] | None = None  # lat, lon, alt of NED (0, 0, 0)
+        self.fit_fence = False
+        self.pointer: tuple[float, float] | None = None
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self._view: tuple[float, float, float] = (0.0, 0.0, 1.0)  # centre x, centre y (NED m), px per m
 
     def set_drone(
@@ -64,12 +76,32 @@ class MapView(QWidget):
         self.declared.append((pose.x_m, pose.y_m, drone))
         self.update()
 
+    def to_geo(self, x_m: float, y_m: float) -> tuple[float, float] | None:
+        """Latitude, longitude (degrees) of a local point; flat earth about the origin (fine over a
+        few kilometres, the size of any field this map shows)."""
+        if self.geo_origin is None:
+            return None
+        lat0, lon0, _ = self.geo_origin
+        lat = lat0 + math.degrees(x_m / EARTH_RADIUS_M)
+        lon = lon0 + math.degrees(y_m / (EARTH_RADIUS_M * math.cos(math.radians(lat0))))
+        return lat, lon
+
+    def geo_text(self, x_m: float, y_m: float) -> str:
+        geo = self.to_geo(x_m, y_m)
+        return f"{geo[0]:.6f}, {geo[1]:.6f}" if geo is not None else "no geo origin"
+
     def colour_of(self, drone_id: str, index: int) -> QColor:
         return QColor(self.colours.get(drone_id, DRONE_COLOURS[index % len(DRONE_COLOURS)]))
 
     # NED (x north, y east) -> screen (north up, east right)
     def _fit(self) -> None:
         points = [p for p in self.marks] + [(x, y) for x, y, _ in self.declared]
+        points += [(x, y) for _, x, y in self.targets]
+        for hx, hy, _ in self.homes.values():
+            points.append((hx, hy))
+            if self.fit_fence and self.fence_radius_m is not None:
+                r = self.fence_radius_m
+                points += [(hx - r, hy - r), (hx + r, hy + r)]
         for pose, trail, _ in self.drones.values():
             points += trail[-200:]
             if pose is not None:
@@ -99,6 +131,7 @@ class MapView(QWidget):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.fillRect(self.rect(), QColor("#f4f1e8"))
         self._grid(painter)
+        self._fence_and_homes(painter)
         labels: list[tuple[QPointF, str]] = []
         for index, (drone_id, (pose, trail, stale)) in enumerate(sorted(self.drones.items())):
             colour = self.colour_of(drone_id, index)
@@ -113,7 +146,17 @@ class MapView(QWidget):
                 painter.drawPath(path)
             if pose is not None:
                 self._drone(painter, pose, colour)
-                labels.append((self.to_screen(pose.x_m, pose.y_m), f"{drone_id} · alt {-pose.z_m:.0f} m"))
+                home_z = self.homes.get(drone_id, (0.0, 0.0, 0.0))[2]
+                labels.append(
+                    (self.to_screen(pose.x_m, pose.y_m), f"{drone_id} · {home_z - pose.z_m:.0f} m above home")
+                )
+        for name, x_m, y_m in self.targets:  # the simulator's own: ground truth, not the commander's
+            p = self.to_screen(x_m, y_m)
+            painter.setPen(QPen(QColor("#000000"), 1))
+            painter.setBrush(QColor("#d32f2f"))
+            painter.drawRect(QRectF(p.x() - 5, p.y() - 5, 10, 10))
+            painter.setPen(QColor("#7f0000"))
+            painter.drawText(QPointF(p.x() + 8, p.y() + 14), f"{name} (sim)")
         painter.setPen(QPen(QColor("#b71c1c"), 2))
         for x_m, y_m in self.marks:
             p = self.to_screen(x_m, y_m)
@@ -133,13 +176,91 @@ class MapView(QWidget):
             painter.fillRect(rect, backing)
             painter.setPen(QColor("#000000"))
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+        self._legend(painter)
         painter.setPen(QColor("#444444"))
+        pointer = ""
+        if self.pointer is not None:
+            x_m, y_m = self.pointer
+            pointer = f"pointer N {x_m:.1f} E {y_m:.1f} m · {self.geo_text(x_m, y_m)}   "
         painter.drawText(
             QRectF(6, self.height() - 20, self.width() - 12, 16),
             Qt.AlignmentFlag.AlignLeft,
-            "N ↑   click: mark target · right click: remove · ○ declaration",
+            pointer + "N ↑ · click: mark target · right click: remove · F: fit fence",
         )
         painter.end()
+
+    def _fence_and_homes(self, painter: QPainter) -> None:
+        scale = self._view[2]
+        for index, (drone_id, (hx, hy, _)) in enumerate(sorted(self.homes.items())):
+            colour = self.colour_of(drone_id, index)
+            centre = self.to_screen(hx, hy)
+            if self.fence_radius_m is not None:
+                r_px = self.fence_radius_m * scale
+                painter.setPen(QPen(QColor("#c62828"), 1.5, Qt.PenStyle.DashLine))
+                painter.setBrush(Qt.BrushStyle.NoBrush)
+                painter.drawEllipse(centre, r_px, r_px)
+            painter.setPen(QPen(colour, 2))
+            painter.setBrush(QColor("#ffffff"))
+            painter.drawRect(QRectF(centre.x() - 6, centre.y() - 6, 12, 12))
+            painter.setPen(colour)
+            painter.drawText(
+                QRectF(centre.x() - 6, centre.y() - 6, 12, 12), Qt.AlignmentFlag.AlignCenter, "H"
+            )
+
+    def legend_lines(self) -> list[tuple[str, str]]:
+        """(colour, text) per line: the drones by colour, then what each mark means."""
+        lines = [(self.colour_of(d, i).name(), f"▲ {d}") for i, d in enumerate(sorted(self.drones))]
+        lines.append(("#444444", "H home (take-off spot)"))
+        fence = (
+            f"- - geofence {self.fence_radius_m:g} m from home"
+            if self.fence_radius_m is not None
+            else "fence: not known"
+        )
+        lines.append(("#c62828", fence))
+        if self.targets:
+            lines.append(("#d32f2f", "■ simulator target"))
+        lines.append(("#b71c1c", "✕ marked target"))
+        lines.append(("#2e7d32", "○ declaration"))
+        if self.geo_origin is not None:
+            lat, lon, alt = self.geo_origin
+            lines.append(("#444444", f"origin {lat:.6f}, {lon:.6f}, {alt:.0f} m"))
+        return lines
+
+    def _legend(self, painter: QPainter) -> None:
+        lines = self.legend_lines()
+        metrics = painter.fontMetrics()
+        width = max(metrics.horizontalAdvance(text) for _, text in lines) + 12
+        height = metrics.height() * len(lines) + 8
+        box = QRectF(self.width() - width - 6, 6, width, height)
+        backing = QColor("#ffffff")
+        backing.setAlpha(220)
+        painter.fillRect(box, backing)
+        painter.setPen(QPen(QColor("#9e9e9e"), 1))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawRect(box)
+        for row, (colour, text) in enumerate(lines):
+            painter.setPen(QColor(colour))
+            painter.drawText(
+                QPointF(box.left() + 6, box.top() + 4 + metrics.ascent() + row * metrics.height()), text
+            )
+
+    def keyPressEvent(self, event: object) -> None:  # noqa: N802 (Qt's name)
+        from PyQt6.QtGui import QKeyEvent
+
+        if isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_F:
+            self.fit_fence = not self.fit_fence
+            self.update()
+            return
+        super().keyPressEvent(event)  # type: ignore[arg-type]
+
+    def mouseMoveEvent(self, event: QMouseEvent | None) -> None:  # noqa: N802 (Qt's name)
+        if event is not None:
+            self.pointer = self.to_world(event.position())
+            self.update()
+
+    def leaveEvent(self, event: object) -> None:  # noqa: N802 (Qt's name)
+        self.pointer = None
+        self.update()
 
     def _grid(self, painter: QPainter) -> None:
         scale = self._view[2]

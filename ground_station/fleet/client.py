@@ -297,6 +297,7 @@ class FleetClient:
             drone.telemetry = None
             drone.telemetry_received_s = None
             drone.link_state = "connecting"
+            drone.home = None
         self.state.emit("relaunch", drone_id)
 
     def resume_orders(self) -> None:
@@ -389,6 +390,8 @@ class FleetClient:
             drone = self.state.drones[drone_id]
             drone.telemetry = body
             drone.telemetry_received_s = now_s
+            if drone.home is None:  # the onboard safety layer's home is its pose at start, too
+                drone.home = (body.pose_ned.x_m, body.pose_ned.y_m, body.pose_ned.z_m)
             drone.trail.append((body.pose_ned.x_m, body.pose_ned.y_m))
         self.state.emit("telemetry", drone_id, body)
 

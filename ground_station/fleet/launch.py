@@ -54,6 +54,11 @@ def free_port_block(count: int = 3, host: str = "127.0.0.1", attempts: int = 200
     raise ConfigError(f"no block of {count} free ports found on {host}")
 
 
+# The built-in simulator's home geopoint (its AirSim API reports every position from it): the
+# ground station's map turns local NED metres into latitude/longitude with it.
+SIM_GEO_ORIGIN = (47.641468, -122.140165, 122.0)  # lat deg, lon deg, alt m
+
+
 @dataclass(frozen=True)
 class TargetSpec:
     name: str
@@ -154,6 +159,7 @@ class SimFleet:
     truth: bool = True  # ground truth for the drones' logs (costs the sim a render per `go` step)
     sim_port: int = 0
     sim_args: list[str] = field(default_factory=list)  # more `dronecats sim` options (--render-workers K)
+    geo_origin: tuple[float, float, float] = SIM_GEO_ORIGIN
     land_timeout_s: float = 10.0  # on close: how long the drones get to land before they are killed
     addresses: list[DroneAddress] = field(default_factory=list)
     drones: dict[str, DroneProcess] = field(default_factory=dict)
@@ -282,6 +288,16 @@ class SimFleet:
             tail = tail[marks[-1] + 1 :]
         drone.ended = DroneExit(name, code, end_reason(tail), tail)
         return drone.ended
+
+    def geofence_radius_m(self) -> float:
+        """The drones' geofence radius around their homes: the --set override, else the default."""
+        for setting in reversed(self.onboard_settings):
+            key, _, value = setting.partition("=")
+            if key.strip() in ("safety.geofence_radius_m", "geofence_radius_m"):
+                return float(value)
+        from onboard.safety import SafetyConfig
+
+        return SafetyConfig().geofence_radius_m
 
     def drone_log(self, name: str) -> str:
         path = self.log_dir / f"{name}.log"
