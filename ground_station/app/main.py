@@ -120,6 +120,8 @@ class MainWindow(QMainWindow):
         side = QSplitter(Qt.Orientation.Vertical)
         self.map = MapView(on_marks=self._marks_changed)
         self.map.colours = dict(self.colours)
+        for tile in self.tiles.values():
+            tile.geo = self.map.to_geo
         if launcher is not None:  # it knows the world: its targets, fence and geographic origin
             self.map.targets = [(t.name, t.pose.x_m, t.pose.y_m) for t in getattr(launcher, "targets", [])]
             self.map.geo_origin = getattr(launcher, "geo_origin", None)

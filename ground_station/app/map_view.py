@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 from PyQt6.QtCore import QPointF, QRectF, Qt
-from PyQt6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPen, QPolygonF
+from PyQt6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPen, QPolygonF
 from PyQt6.QtWidgets import QSizePolicy, QWidget
 
 from common.pose import Pose
@@ -62,6 +62,7 @@ class MapView(QWidget):
         self.targets: list[tuple[str, float, float]] = []  # the simulator's (name, x, y): ground truth
         self.geo_origin: tuple[float, float, float] | None = None  # lat, lon, alt of NED (0, 0, 0)
         self.fit_fence = False
+        self._grid_m = 5.0
         self.pointer: tuple[float, float] | None = None
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
@@ -148,7 +149,7 @@ class MapView(QWidget):
                 self._drone(painter, pose, colour)
                 home_z = self.homes.get(drone_id, (0.0, 0.0, 0.0))[2]
                 labels.append(
-                    (self.to_screen(pose.x_m, pose.y_m), f"{drone_id} · {home_z - pose.z_m:.0f} m above home")
+                    (self.to_screen(pose.x_m, pose.y_m), f"{drone_id} alt {home_z - pose.z_m:.1f} m")
                 )
         for name, x_m, y_m in self.targets:  # the simulator's own: ground truth, not the commander's
             p = self.to_screen(x_m, y_m)
@@ -185,7 +186,7 @@ class MapView(QWidget):
         painter.drawText(
             QRectF(6, self.height() - 20, self.width() - 12, 16),
             Qt.AlignmentFlag.AlignLeft,
-            pointer + "N ↑ · click: mark target · right click: remove · F: fit fence",
+            pointer or "N ↑ · click: mark target · right click: remove · F: fit fence",
         )
         painter.end()
 
@@ -207,42 +208,48 @@ class MapView(QWidget):
                 QRectF(centre.x() - 6, centre.y() - 6, 12, 12), Qt.AlignmentFlag.AlignCenter, "H"
             )
 
-    def legend_lines(self) -> list[tuple[str, str]]:
-        """(colour, text) per line: the drones by colour, then what each mark means."""
-        lines = [(self.colour_of(d, i).name(), f"▲ {d}") for i, d in enumerate(sorted(self.drones))]
-        lines.append(("#444444", "H home (take-off spot)"))
-        fence = (
-            f"- - geofence {self.fence_radius_m:g} m from home"
-            if self.fence_radius_m is not None
-            else "fence: not known"
-        )
-        lines.append(("#c62828", fence))
+    def legend_lines(self) -> list[list[tuple[str, str]]]:
+        """Lines of (colour, text) runs: the drones in their colours, then what each mark means."""
+        drones = [(self.colour_of(d, i).name(), f"▲ {d}  ") for i, d in enumerate(sorted(self.drones))]
+        fence = "fence: not known"
+        if self.fence_radius_m is not None:
+            fence = f"- - geofence {self.fence_radius_m:g} m"
+        marks = [("#444444", "H home  "), ("#c62828", fence + "  ")]
         if self.targets:
-            lines.append(("#d32f2f", "■ simulator target"))
-        lines.append(("#b71c1c", "✕ marked target"))
-        lines.append(("#2e7d32", "○ declaration"))
+            marks.append(("#d32f2f", "■ sim target  "))
+        marks += [("#b71c1c", "✕ marked  "), ("#2e7d32", "○ declared")]
+        lines = [drones, marks]
         if self.geo_origin is not None:
             lat, lon, alt = self.geo_origin
-            lines.append(("#444444", f"origin {lat:.6f}, {lon:.6f}, {alt:.0f} m"))
+            lines.append(
+                [("#444444", f"(0, 0) = {lat:.6f}, {lon:.6f}, {alt:.0f} m · grid {self._grid_m:g} m")]
+            )
+        else:
+            lines.append([("#444444", f"grid {self._grid_m:g} m")])
         return lines
 
     def _legend(self, painter: QPainter) -> None:
-        lines = self.legend_lines()
+        """Bottom left, small, above the pointer line: the corners are where drones are least."""
+        font = QFont(painter.font())
+        font.setPointSizeF(max(6.0, font.pointSizeF() - 1.5))
+        painter.save()
+        painter.setFont(font)
         metrics = painter.fontMetrics()
-        width = max(metrics.horizontalAdvance(text) for _, text in lines) + 12
-        height = metrics.height() * len(lines) + 8
-        box = QRectF(self.width() - width - 6, 6, width, height)
+        lines = self.legend_lines()
+        width = max(sum(metrics.horizontalAdvance(text) for _, text in line) for line in lines) + 10
+        height = metrics.height() * len(lines) + 6
+        box = QRectF(4, self.height() - 24 - height, width, height)
         backing = QColor("#ffffff")
-        backing.setAlpha(220)
+        backing.setAlpha(200)
         painter.fillRect(box, backing)
-        painter.setPen(QPen(QColor("#9e9e9e"), 1))
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawRect(box)
-        for row, (colour, text) in enumerate(lines):
-            painter.setPen(QColor(colour))
-            painter.drawText(
-                QPointF(box.left() + 6, box.top() + 4 + metrics.ascent() + row * metrics.height()), text
-            )
+        for row, line in enumerate(lines):
+            x = box.left() + 5
+            y = box.top() + 3 + metrics.ascent() + row * metrics.height()
+            for colour, text in line:
+                painter.setPen(QColor(colour))
+                painter.drawText(QPointF(x, y), text)
+                x += metrics.horizontalAdvance(text)
+        painter.restore()
 
     def keyPressEvent(self, event: object) -> None:  # noqa: N802 (Qt's name)
         from PyQt6.QtGui import QKeyEvent
@@ -281,7 +288,7 @@ class MapView(QWidget):
             painter.drawLine(a, b)
             y += step_m
         painter.setPen(QColor("#888888"))
-        painter.drawText(QPointF(6, 14), f"grid {step_m:g} m")
+        self._grid_m = step_m
 
     def _drone(self, painter: QPainter, pose: Pose, colour: QColor) -> None:
         centre = self.to_screen(pose.x_m, pose.y_m)

@@ -147,6 +147,7 @@ class DroneTile(QFrame):
         self.stale_after_s = stale_after_s
         self.colour = colour
         self.life = LifeState("connecting", "")
+        self.geo: Callable[[float, float], tuple[float, float] | None] | None = None  # NED m -> lat, lon
         self.setObjectName(f"tile-{drone_id}")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setFixedWidth(self.WIDTH_PX)
@@ -220,7 +221,9 @@ class DroneTile(QFrame):
         t = state.telemetry
         battery = f"{t.battery_pct:.0f}%" if t is not None and t.battery_pct is not None else "n/a"
         link = state.link_state if t is not None or state.link_state == "lost" else "waiting"
-        link_colour = {"up": "#2e7d32", "lost": "#c62828"}.get(link, "#f9a825")
+        if life.name in ("done", "failed"):
+            link = "closed"  # its process ended: nothing more will come, whatever the socket says
+        link_colour = {"up": "#2e7d32", "lost": "#c62828", "closed": "#757575"}.get(link, "#f9a825")
         self.header.setText(
             f"<b style='color:{self.colour}'>■</b> <b>{self.drone_id}</b> &nbsp; "
             f"<span style='background:{life.colour};color:white'>&nbsp;{life.name}&nbsp;</span>"
@@ -248,9 +251,11 @@ class DroneTile(QFrame):
             left = f"{order.steps_left}/{order.expires_after_steps} steps left"
             order_text = html.escape(f"“{_short(order.text, 70)}” — {order.state}, {left}")
         status = html.escape(_short(life.detail, 90))
+        geo = self.geo(t.pose_ned.x_m, t.pose_ned.y_m) if t is not None and self.geo is not None else None
+        where = f"<br>at {geo[0]:.6f}, {geo[1]:.6f}" if geo is not None else ""
         self.info.setText(
             f"heading {heading} · alt {alt} · control {rate} · model {latency_text}"
-            f" · steps {state.step_count}"
+            f" · steps {state.step_count}{where}"
             f"<br>last: {last}<br>order: {order_text}"
             + (f"<br><span style='color:{life.colour}'>{status}</span>" if status else "")
             + (f"<br>{jetson_text(t.jetson)}" if t is not None and t.jetson is not None else "")

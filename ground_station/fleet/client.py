@@ -390,8 +390,10 @@ class FleetClient:
             drone = self.state.drones[drone_id]
             drone.telemetry = body
             drone.telemetry_received_s = now_s
-            if drone.home is None:  # the onboard safety layer's home is its pose at start, too
-                drone.home = (body.pose_ned.x_m, body.pose_ned.y_m, body.pose_ned.z_m)
+            if drone.home is None:
+                # Its take-off spot: where it first reports from (it climbs straight up), on the
+                # ground of its local frame (z = 0 there: the vehicle's origin, as the tiles' alt).
+                drone.home = (body.pose_ned.x_m, body.pose_ned.y_m, 0.0)
             drone.trail.append((body.pose_ned.x_m, body.pose_ned.y_m))
         self.state.emit("telemetry", drone_id, body)
 

@@ -103,9 +103,13 @@ class PerDrone(Structure):
 
     def _begin(self) -> None:
         acks = self.fleet.instruct(self.instruction)
-        bad = {d: a.reason or a.result for d, a in acks.items() if a.result != "ok"}
+        bad = [
+            f"{d} ({a.result}: {a.reason})" if a.reason else f"{d} ({a.result})"
+            for d, a in acks.items()
+            if a.result != "ok"
+        ]
         if bad:
-            self.error(f"instruction not accepted by {bad}")
+            self.error(f"instruction not accepted by {', '.join(bad)}")
 
 
 class OneContext(Structure):
