@@ -52,16 +52,16 @@ def test_alerts_sound_for_warnings_merge_repeats_and_clear_on_acknowledge(qtbot)
     model.raised.connect(raised.append)
     model.sound.connect(sounds.append)
     model.raise_alert("info", "Drone1", "link back up", key="link")
-    assert not sounds and banner.isHidden()
+    assert not sounds and not banner.active
     with qtbot.waitSignal(model.sound, timeout=1000):
         lost = model.raise_alert("warning", "Drone2", "link lost (silent 2.0 s)", key="link")
     again = model.raise_alert("warning", "Drone2", "link lost (silent 2.0 s)", key="link")
     assert again is lost and lost.count == 2 and len(sounds) == 1 and len(raised) == 3
     model.raise_alert("critical", "Drone3", "safety: collision hold", key="safety")
-    assert banner.isVisible() and "CRITICAL Drone3" in banner.text.toolTip()
+    assert banner.active and "CRITICAL Drone3" in banner.text.toolTip()
     assert len(model.unacknowledged()) == 2
     assert model.acknowledge_all() == 2
-    assert banner.isHidden() and not model.unacknowledged()
+    assert not banner.active and not model.unacknowledged()
     assert model.raise_alert("warning", "Drone2", "link lost (silent 2.0 s)", key="link") is not lost
 
 

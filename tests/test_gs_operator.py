@@ -103,7 +103,7 @@ def test_a_declaration_flood_is_one_row_per_drone_and_judgements_hit_the_row_aim
     assert log.title() == "Declarations — 4 pending"
     # one sound and one alert per new pending row, not one per declaration
     assert len([a for a in sounds if a.key == "declaration"]) == 4
-    assert window.banner.isVisible() and "declared arrival" in window.banner.text.toolTip()
+    assert window.banner.active and "declared arrival" in window.banner.text.toolTip()
 
     # Reject aimed at Drone3's row, while Drone3 (and the others) keep declaring
     aimed = next(r for r in log.model.rows if r.drone == "Drone3")
@@ -134,7 +134,7 @@ def test_a_declaration_flood_is_one_row_per_drone_and_judgements_hit_the_row_aim
 
     # acknowledging clears the banner
     qtbot.mouseClick(window.banner.ack, Qt.MouseButton.LeftButton)
-    assert not window.banner.isVisible() and not window.alerts.unacknowledged()
+    assert not window.banner.active and not window.alerts.unacknowledged()
 
 
 def test_hold_pauses_the_commander_and_estop_acks_are_timed_on_arrival(

@@ -4,6 +4,7 @@ built-in simulator and four real onboard processes (baseline pilot), red car 14 
     QT_QPA_PLATFORM=offscreen .venv/bin/python docs/gs/screenshots.py [OUT_DIR]
 
 fleet-flying.png     four drones mid-flight, each tile with its frame and the model's go point
+plots.png            the Telemetry tab: altitude, speed, control rate, model latency per drone
 declaration.png      a pending declaration (banner, alert, the row with Accept / Reject)
 alert-link-lost.png  one drone frozen (SIGSTOP): its tile LINK LOST, a critical alert
 map.png              the map fitted to the geofence: homes, fence, target, geo coordinates, legend
@@ -65,9 +66,15 @@ def main() -> int:
             wait(app, 60.0, lambda: all(len(s.steps) >= 4 for s in fleet.state.drones.values()))
             wait(app, 2.0)
             window.grab().save(str(out / "fleet-flying.png"))
+            print("window", window.width(), "x", window.height())
             if wait(app, 120.0, lambda: window.declarations.table.rowCount() >= 1):
                 wait(app, 1.5)
                 window.grab().save(str(out / "declaration.png"))
+            wait(app, 8.0)  # some flight to plot
+            window.logs.setCurrentWidget(window.plots)
+            wait(app, 1.0)
+            window.logs.grab().save(str(out / "plots.png"))
+            window.logs.setCurrentWidget(window.alert_panel)
             window.alerts.acknowledge_all()
             frozen = sim.drones["Drone4"].proc
             assert frozen is not None

@@ -123,13 +123,19 @@ class AlertBanner(QFrame):
         self.ack.setObjectName("alert-ack")
         self.ack.clicked.connect(model.acknowledge_all)
         layout.addWidget(self.ack)
+        self.active = False  # an unacknowledged warning (or worse) is shown
         model.changed.connect(self.refresh)
         self.refresh()
 
     def refresh(self) -> None:
+        """Always there (showing or hiding it would move everything under it): grey when quiet."""
         todo = self.model.unacknowledged()
+        self.ack.setEnabled(bool(todo))
         if not todo:
-            self.hide()
+            self.text.setText("no alert to acknowledge")
+            self.text.setToolTip("")
+            self.setStyleSheet("#alert-banner { background:#eceff1; } QLabel { color:#607d8b; }")
+            self.active = False
             return
         worst = max(todo, key=lambda a: (SEVERITIES.index(a.severity), a.wall_s))
         newest = todo[-1]
@@ -142,7 +148,7 @@ class AlertBanner(QFrame):
             f"#alert-banner {{ background:{COLOURS[worst.severity]}; }}"
             " QLabel { color:white; font-weight:bold; }"
         )
-        self.show()
+        self.active = True
 
 
 class AlertPanel(QGroupBox):

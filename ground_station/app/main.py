@@ -43,6 +43,7 @@ from ground_station.app.bridge import FleetBridge
 from ground_station.app.map_view import DRONE_COLOURS, MapView
 from ground_station.app.metrics import LoopMonitor, Metrics, percentile
 from ground_station.app.panels import FLEET, DeclarationLog, InstructionPanel, OrderHistory, SafetyBar
+from ground_station.app.plots import TelemetryPlots
 from ground_station.app.tiles import DroneTile
 from ground_station.fleet.client import SAFETY_COMMANDS, FleetClient
 from ground_station.fleet.lifecycle import LifeState, life_state
@@ -137,11 +138,13 @@ class MainWindow(QMainWindow):
         logs.setObjectName("logs")
         logs.addTab(self.alert_panel, "Alerts")
         logs.addTab(self.orders, "Orders")
+        self.plots = TelemetryPlots(self.colours)
+        logs.addTab(self.plots, "Telemetry")
         self.logs = logs
         side.addWidget(logs)
         self.declarations = DeclarationLog(self.on_judge)
         side.addWidget(self.declarations)
-        side.setSizes([300, 130, 140, 230])
+        side.setSizes([280, 140, 150, 230])
         split.addWidget(side)
         outer.addWidget(split, 1)
         self.setCentralWidget(central)
@@ -305,6 +308,9 @@ class MainWindow(QMainWindow):
             self.map.set_drone(drone_id, pose, list(snap.trail), snap.is_stale(now, self.fleet.stale_after_s))
             if snap.home is not None:
                 self.map.homes[drone_id] = snap.home
+            self.plots.add(drone_id, snap, now)
+        if self.plots.isVisible():
+            self.plots.update()
         self.map.update()
         if getattr(self.structure, "map_image_source", None) is not None:  # a model commander reads it
             with self._map_lock:

@@ -49,7 +49,7 @@ class MapView(QWidget):
     ):
         super().__init__()
         self.setObjectName("map")
-        self.setMinimumSize(260, 260)
+        self.setMinimumSize(220, 170)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.hfov_deg = hfov_deg
         self.on_marks = on_marks

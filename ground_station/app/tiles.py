@@ -164,7 +164,7 @@ class DroneTile(QFrame):
         layout.addWidget(self.view, 1)
         self.info = QLabel("")
         self.info.setTextFormat(Qt.TextFormat.RichText)
-        self.info.setWordWrap(True)
+        self.info.setWordWrap(False)  # a fixed number of lines: the tiles never grow with the text
         self.info.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout.addWidget(self.info)
         self.problem = QLabel("")
@@ -244,7 +244,7 @@ class DroneTile(QFrame):
         rate = f"{t.control_rate_hz:.1f} Hz" if t is not None else "?"
         latency = state.steps[-1].model_latency_s if state.steps else None
         latency_text = f"{latency * 1000:.0f} ms" if latency is not None else "?"
-        last = " · ".join(short_action(s) for s in list(state.steps)[-3:][::-1]) or "none yet"
+        last = " · ".join(short_action(s) for s in list(state.steps)[-2:][::-1]) or "none yet"
         order = state.order
         order_text = "none"
         if order is not None:
@@ -252,10 +252,12 @@ class DroneTile(QFrame):
             order_text = html.escape(f"“{_short(order.text, 70)}” — {order.state}, {left}")
         status = html.escape(_short(life.detail, 90))
         geo = self.geo(t.pose_ned.x_m, t.pose_ned.y_m) if t is not None and self.geo is not None else None
-        where = f"<br>at {geo[0]:.6f}, {geo[1]:.6f}" if geo is not None else ""
+        where = f"{geo[0]:.6f}, {geo[1]:.6f}" if geo is not None else "position: no geo origin"
+        if t is None:
+            where = "position: not reported yet"
         self.info.setText(
-            f"heading {heading} · alt {alt} · control {rate} · model {latency_text}"
-            f" · steps {state.step_count}{where}"
+            f"hdg {heading} · alt {alt} · ctrl {rate} · model {latency_text} · {state.step_count} steps"
+            f"<br>{where}"
             f"<br>last: {last}<br>order: {order_text}"
             + (f"<br><span style='color:{life.colour}'>{status}</span>" if status else "")
             + (f"<br>{jetson_text(t.jetson)}" if t is not None and t.jetson is not None else "")
