@@ -101,10 +101,10 @@ def run(args: argparse.Namespace) -> int:
             return _run(args)
     except KeyboardInterrupt as exc:
         # Ctrl+C or SIGTERM: _run's own finally has landed the drones and stopped the simulator.
-        print("dronecats gs: interrupted; the drones were landed and every process stopped", file=sys.stderr)
         name = exc.args[0] if exc.args else "SIGINT"
+        print(f"dronecats gs: interrupted ({name})", file=sys.stderr)
         return 128 + int(getattr(signal.Signals, name, signal.SIGINT))
-    except DroneCatsError as exc:
+    except (DroneCatsError, TimeoutError) as exc:  # TimeoutError: no telemetry from a drone in time
         print(f"dronecats gs: {exc}", file=sys.stderr)
         return 2
 
@@ -180,7 +180,9 @@ def _run(args: argparse.Namespace) -> int:
             fleet.close()
     finally:
         if sim is not None:
+            print("dronecats gs: landing the drones, then the simulator ...", file=sys.stderr, flush=True)
             sim.close()
+            print("dronecats gs: every launched process has stopped", file=sys.stderr, flush=True)
 
 
 def _gui_problem() -> str | None:
