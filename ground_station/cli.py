@@ -180,9 +180,9 @@ def _run(args: argparse.Namespace) -> int:
             fleet.close()
     finally:
         if sim is not None:
-            print("dronecats gs: landing the drones, then the simulator ...", file=sys.stderr, flush=True)
+            print("dronecats gs: stopping the drones (each lands), then the simulator", file=sys.stderr)
             sim.close()
-            print("dronecats gs: every launched process has stopped", file=sys.stderr, flush=True)
+            print("dronecats gs: every launched process has stopped", file=sys.stderr)
 
 
 def _gui_problem() -> str | None:
