@@ -102,10 +102,12 @@ def test_no_process_outlives_the_ground_station(tmp_path, how) -> None:
     assert "Traceback" not in output
 
 
-def test_a_gui_that_cannot_start_launches_nothing(tmp_path) -> None:
+@pytest.mark.parametrize("command", ["gs", "demo-fleet"])
+def test_a_gui_that_cannot_start_launches_nothing(tmp_path, command) -> None:
     log_dir = tmp_path / "run"
+    launch = ["--launch", "2"] if command == "gs" else ["--drones", "2"]
     result = subprocess.run(
-        dronecats_cmd("gs", "--launch", "2", "--log-dir", str(log_dir)),
+        dronecats_cmd(command, *launch, "--log-dir", str(log_dir)),
         env=subprocess_env(QT_QPA_PLATFORM="xcb", DISPLAY=":987"),  # no X server there
         capture_output=True,
         text=True,
