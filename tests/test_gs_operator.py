@@ -21,6 +21,7 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import cv2
 import pytest
 from test_pilots_support import serve_pilot_process
 
@@ -86,12 +87,24 @@ def test_a_declaration_flood_is_one_row_per_drone_and_judgements_hit_the_row_aim
     # the pointer rests on the table: rows keep their places while the flood goes on
     table.setAttribute(Qt.WidgetAttribute.WA_UnderMouse, True)
     rows_before = [(r.row, r.drone) for r in log.model.rows]
+    qtbot.mouseClick(window.tiles["Drone1"].record, Qt.MouseButton.LeftButton)  # ● Rec meanwhile
     flood_end = time.monotonic() + FLOOD_S
     seen_max_rows = 0
     while time.monotonic() < flood_end:
         qtbot.wait(200)
         seen_max_rows = max(seen_max_rows, table.rowCount())
     table.setAttribute(Qt.WidgetAttribute.WA_UnderMouse, False)
+    qtbot.mouseClick(window.tiles["Drone1"].record, Qt.MouseButton.LeftButton)
+    video = window.tiles["Drone1"].recordings[-1]
+    assert video.parent == sim.log_dir / "recordings"
+    capture = cv2.VideoCapture(str(video))
+    frames = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+    ok, first = capture.read()
+    capture.release()
+    assert ok and frames >= FLOOD_S and first.shape[1] >= 320, (
+        frames,
+        None if first is None else first.shape,
+    )
     with fleet.state.lock:
         declared = {d: sum(1 for x in fleet.state.declarations if x.drone == d) for d in fleet.drone_ids}
     assert all(n >= FLOOD_S / 0.5 * 0.5 for n in declared.values()), declared  # they did flood

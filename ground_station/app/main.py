@@ -123,6 +123,8 @@ class MainWindow(QMainWindow):
         self.map.colours = dict(self.colours)
         for tile in self.tiles.values():
             tile.geo = self.map.to_geo
+            if launcher is not None and getattr(launcher, "log_dir", None) is not None:
+                tile.record_dir = Path(launcher.log_dir) / "recordings"
         if launcher is not None:  # it knows the world: its targets, fence and geographic origin
             self.map.targets = [(t.name, t.pose.x_m, t.pose.y_m) for t in getattr(launcher, "targets", [])]
             self.map.geo_origin = getattr(launcher, "geo_origin", None)
@@ -471,6 +473,8 @@ class MainWindow(QMainWindow):
 
     def shutdown(self) -> None:
         self.refresh_timer.stop()
+        for tile in self.tiles.values():  # a recording in progress is finished, not left truncated
+            tile.record.setChecked(False)
         if self.structure is not None:
             self.structure.stop()
         self.bridge.close()

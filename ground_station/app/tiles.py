@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from PyQt6.QtCore import QPointF, QRectF, Qt
 from PyQt6.QtGui import QColor, QFont, QImage, QPainter, QPen
@@ -16,6 +17,7 @@ from PyQt6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolic
 from common.actions import Go, action_name
 from common.messages import JetsonHealth
 from ground_station.app.metrics import Metrics
+from ground_station.app.recording import ViewRecorder
 from ground_station.fleet.lifecycle import LifeState, life_state
 from ground_station.fleet.state import DroneState, FrameRecord, StepRecord
 
@@ -102,6 +104,16 @@ class FrameView(QWidget):
             self._painted_seq = self.frame.seq
             if self.metrics is not None:
                 self.metrics.frame_shown(self.frame.capture_ground_s)
+
+    def annotated(self) -> QImage | None:
+        """The current frame at its own size with the go ring drawn on it (for recording)."""
+        if self.image is None:
+            return None
+        out = self.image.convertToFormat(QImage.Format.Format_RGB32)
+        painter = QPainter(out)
+        self._draw_go(painter, QRectF(out.rect()))
+        painter.end()
+        return out
 
     def _draw_go(self, painter: QPainter, target: QRectF) -> None:
         step = self.go_step
@@ -193,19 +205,56 @@ class DroneTile(QFrame):
             self.relaunch.clicked.connect(lambda: on_relaunch(drone_id))
         row.addWidget(self.relaunch)
         layout.addLayout(row)
+        bottom = QHBoxLayout()
         self.ack_label = QLabel("")
         self.ack_label.setObjectName(f"ack-{drone_id}")
         self.ack_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        layout.addWidget(self.ack_label)
+        bottom.addWidget(self.ack_label, 1)
+        self.recorder: ViewRecorder | None = None
+        self.recordings: list[Path] = []
+        self.record_dir = Path("runs") / "recordings"
+        self.record = QPushButton("● Rec")
+        self.record.setObjectName(f"record-{drone_id}")
+        self.record.setCheckable(True)
+        self.record.setToolTip("record this drone's annotated view to a video file")
+        self.record.setStyleSheet("QPushButton:checked { background:#c62828; color:white; }")
+        self.record.toggled.connect(self.toggle_recording)
+        bottom.addWidget(self.record)
+        layout.addLayout(bottom)
         self._ack_text = ""
 
     def show_frame(self, frame: FrameRecord, image: QImage) -> None:
         self.view.set_frame(frame, image)
+        if self.recorder is not None:
+            annotated = self.view.annotated()
+            if annotated is not None:
+                self.recorder.add(annotated)
+
+    def toggle_recording(self, on: bool) -> None:
+        """● Rec: this drone's annotated view to a video (an MJPG .avi in `record_dir`)."""
+        if on and self.recorder is None:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            path = self.record_dir / f"{self.drone_id}-{stamp}.avi"
+            width, height = (
+                (self.view.image.width(), self.view.image.height()) if self.view.image else (640, 360)
+            )
+            try:
+                self.recorder = ViewRecorder(path, width, height)
+            except (OSError, ValueError) as exc:
+                self.record.setChecked(False)
+                self.show_ack(f"cannot record: {exc}")
+                return
+            self.show_ack(f"recording to {path}")
+        elif not on and self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            path = recorder.close()
+            self.recordings.append(path)
+            self.show_ack(f"recorded {recorder.frames} frames to {path}")
 
     def show_ack(self, text: str) -> None:
         self._ack_text = text
         self.ack_label.setToolTip(text)
-        width = max(80, self.WIDTH_PX - 16)
+        width = max(80, self.WIDTH_PX - 90)
         self.ack_label.setText(
             self.ack_label.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, width)
         )
