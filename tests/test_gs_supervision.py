@@ -67,10 +67,12 @@ def started(log_dir: Path, drone: str = "Drone1") -> bool:
     return path.exists() and '"event": "started"' in path.read_text()
 
 
-@pytest.mark.parametrize("how", ["close", "sigint", "sigterm", "sigkill"])
+@pytest.mark.parametrize("how", ["close", "sigint", "sigterm", "sigkill", "headless-sigterm"])
 def test_no_process_outlives_the_ground_station(tmp_path, how) -> None:
     log_dir = tmp_path / "run"
     extra = ["--quit-after-s", "15"] if how == "close" else []
+    if how == "headless-sigterm":
+        extra = ["--headless", "--instruction", "go to the red car", "--until", "none", "--duration-s", "300"]
     with (tmp_path / "gs.out").open("w") as out:
         gs = subprocess.Popen(
             dronecats_cmd("gs", "--launch", "1", "--log-dir", str(log_dir), *extra),
@@ -83,7 +85,7 @@ def test_no_process_outlives_the_ground_station(tmp_path, how) -> None:
             pids = children_of(gs.pid)
             assert len(pids) >= 2, pids  # the simulator and the drone
             if how != "close":
-                sig = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}[how]
+                sig = {"sigint": signal.SIGINT, "sigkill": signal.SIGKILL}.get(how, signal.SIGTERM)
                 os.kill(gs.pid, sig)
             code = gs.wait(timeout=60)
         finally:
@@ -95,7 +97,7 @@ def test_no_process_outlives_the_ground_station(tmp_path, how) -> None:
     output = (tmp_path / "gs.out").read_text()
     if how == "sigkill":
         return
-    assert code == {"close": 0, "sigint": 130, "sigterm": 143}[how], output[-2000:]
+    assert code == (0 if how == "close" else 130 if how == "sigint" else 143), output[-2000:]
     # orderly: the drone finished its run (it lands on SIGTERM) before the simulator went
     result = [line for line in (log_dir / "Drone1.log").read_text().splitlines() if line.startswith("{")]
     assert result and json.loads(result[-1])["reason"] == "stopped", output[-2000:]

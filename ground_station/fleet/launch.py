@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -71,19 +72,30 @@ def _die_with_parent() -> None:
     a crash, an abort inside Qt), so no drone or simulator is left running under PID 1. Linux
     only; elsewhere the orderly shutdown in `SimFleet.close` is all there is.
 
+    It runs between fork and exec, while other threads (the link's, the GUI's pools) may hold
+    locks: nothing here imports or allocates; libc's prctl was looked up in the parent.
     PR_SET_PDEATHSIG fires when the *thread* that forked exits: launch from the main thread (or
     a thread that lives as long as the ground station)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, _SIGTERM, 0, 0, 0)
         if os.getppid() == 1:  # the parent died between fork and prctl
             os._exit(1)
 
 
+def _load_prctl() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
 PR_SET_PDEATHSIG = 1
+_SIGTERM = int(signal.SIGTERM)
+_PRCTL = _load_prctl()
 LOG_TAIL_LINES = 12
 RELAUNCH_MARK = "---- re-launched by the ground station"
 
