@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import signal
 import sys
 import threading
@@ -69,6 +70,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--screenshot", default=None, help="GUI: save a screenshot here after --screenshot-after-s"
     )
     parser.add_argument("--screenshot-after-s", type=float, default=20.0)
+    parser.add_argument(
+        "--map-tiles",
+        default=None,
+        metavar="PATH",
+        help="GUI: offline map tiles under the map (a Z/X/Y folder or an .mbtiles file; needs a geo origin)",
+    )
+    parser.add_argument(
+        "--geo-origin",
+        default=None,
+        metavar="LAT,LON,ALT",
+        help="GUI: the geographic point of the drones' local (0, 0, 0) (with --launch: the simulator's)",
+    )
     parser.add_argument("--quit-after-s", type=float, default=None, help="GUI: close after this long")
     parser.add_argument(
         "--traffic-hz",
@@ -137,6 +150,11 @@ def _run(args: argparse.Namespace) -> int:
     sim: SimFleet | None = None
     try:
         marks = _marks(args.mark)
+        geo_origin(getattr(args, "geo_origin", None))  # bad input: said before anything is launched
+        if getattr(args, "map_tiles", None):
+            from ground_station.app.map_tiles import TileSource
+
+            TileSource(args.map_tiles).close()
         if not args.headless:
             # Before anything is launched: a GUI that cannot start must not leave drones flying.
             problem = _gui_problem()
@@ -244,6 +262,21 @@ def _brief(event: Any) -> dict[str, Any]:
     return {}
 
 
+def geo_origin(value: str | None) -> tuple[float, float, float] | None:
+    """`LAT,LON,ALT` in degrees and metres, checked."""
+    from common.errors import ConfigError
+
+    if not value:
+        return None
+    try:
+        lat, lon, alt = (float(v) for v in value.split(","))
+    except ValueError:
+        raise ConfigError(f"--geo-origin {value!r} must be LAT,LON,ALT (degrees, degrees, metres)") from None
+    if not (-90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0 and math.isfinite(alt)):
+        raise ConfigError(f"--geo-origin {value!r}: latitude within ±90°, longitude within ±180°")
+    return lat, lon, alt
+
+
 def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]], sim: Any = None) -> int:
     from ground_station.app.main import run_app
 
@@ -258,4 +291,6 @@ def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]],
         screenshot_after_s=args.screenshot_after_s,
         quit_after_s=args.quit_after_s,
         launcher=sim,
+        map_tiles=getattr(args, "map_tiles", None),
+        geo_origin=geo_origin(getattr(args, "geo_origin", None)),
     )

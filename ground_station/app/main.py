@@ -525,11 +525,19 @@ def run_app(
     screenshot_after_s: float = 20.0,
     quit_after_s: float | None = None,
     launcher: Any = None,
+    map_tiles: str | None = None,
+    geo_origin: tuple[float, float, float] | None = None,
 ) -> int:
     """The window until it is closed, or Ctrl+C / SIGTERM / SIGHUP close it; the caller then stops
     what it launched (drones first, the simulator last)."""
     app = QApplication.instance() or QApplication([])
     window = MainWindow(fleet, marks, launcher=launcher)
+    if geo_origin is not None:
+        window.map.geo_origin = geo_origin
+    if map_tiles:
+        from ground_station.app.map_tiles import TileSource
+
+        window.map.tiles = TileSource(map_tiles)
     window.show()
     if instruction:
         window.instruction.text.setText(instruction)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from PyQt6.QtCore import QPointF, QRectF, Qt
@@ -63,6 +64,7 @@ class MapView(QWidget):
         self.geo_origin: tuple[float, float, float] | None = None  # lat, lon, alt of NED (0, 0, 0)
         self.fit_fence = False
         self._grid_m = 5.0
+        self.tiles: Any = None  # a map_tiles.TileSource, drawn under the map when there is a geo origin
         self.pointer: tuple[float, float] | None = None
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
@@ -86,6 +88,39 @@ class MapView(QWidget):
         lat = lat0 + math.degrees(x_m / EARTH_RADIUS_M)
         lon = lon0 + math.degrees(y_m / (EARTH_RADIUS_M * math.cos(math.radians(lat0))))
         return lat, lon
+
+    def from_geo(self, lat_deg: float, lon_deg: float) -> tuple[float, float]:
+        """The inverse of to_geo: local NED metres (x north, y east) of a geographic point."""
+        assert self.geo_origin is not None
+        lat0, lon0, _ = self.geo_origin
+        x_m = math.radians(lat_deg - lat0) * EARTH_RADIUS_M
+        y_m = math.radians(lon_deg - lon0) * EARTH_RADIUS_M * math.cos(math.radians(lat0))
+        return x_m, y_m
+
+    def _tiles(self, painter: QPainter) -> None:
+        """The operator's offline tiles, under everything else (needs the geographic origin)."""
+        if self.tiles is None or self.geo_origin is None:
+            return
+        from ground_station.app.map_tiles import tile_corner, tile_xy
+
+        scale = self._view[2]
+        lat0 = self.geo_origin[0]
+        zoom = self.tiles.zoom_for(1.0 / scale, lat0)
+        north_west = self.to_world(QPointF(0, 0))
+        south_east = self.to_world(QPointF(self.width(), self.height()))
+        nw = self.to_geo(*north_west)
+        se = self.to_geo(*south_east)
+        assert nw is not None and se is not None
+        x0, y0 = tile_xy(nw[0], nw[1], zoom)
+        x1, y1 = tile_xy(se[0], se[1], zoom)
+        for tx in range(math.floor(x0), math.floor(x1) + 1):
+            for ty in range(math.floor(y0), math.floor(y1) + 1):
+                image = self.tiles.get(zoom, tx, ty)
+                if image is None:
+                    continue
+                top_left = self.to_screen(*self.from_geo(*tile_corner(tx, ty, zoom)))
+                bottom_right = self.to_screen(*self.from_geo(*tile_corner(tx + 1, ty + 1, zoom)))
+                painter.drawImage(QRectF(top_left, bottom_right), image, QRectF(image.rect()))
 
     def geo_text(self, x_m: float, y_m: float) -> str:
         geo = self.to_geo(x_m, y_m)
@@ -131,6 +166,7 @@ class MapView(QWidget):
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.fillRect(self.rect(), QColor("#f4f1e8"))
+        self._tiles(painter)
         self._grid(painter)
         self._fence_and_homes(painter)
         labels: list[tuple[QPointF, str]] = []
