@@ -71,10 +71,13 @@ def main() -> int:
                 wait(app, 1.5)
                 window.grab().save(str(out / "declaration.png"))
             wait(app, 8.0)  # some flight to plot
+            sizes = window.side.sizes()
+            window.side.setSizes([170, 140, 330, 160])  # the operator drags the splitter for room
             window.logs.setCurrentWidget(window.plots)
             wait(app, 1.0)
             window.logs.grab().save(str(out / "plots.png"))
             window.logs.setCurrentWidget(window.alert_panel)
+            window.side.setSizes(sizes)
             window.alerts.acknowledge_all()
             frozen = sim.drones["Drone4"].proc
             assert frozen is not None

@@ -119,6 +119,7 @@ class MainWindow(QMainWindow):
         split.addWidget(tiles_widget)
         split.setCollapsible(0, False)
         side = QSplitter(Qt.Orientation.Vertical)
+        self.side = side
         self.map = MapView(on_marks=self._marks_changed)
         self.map.colours = dict(self.colours)
         for tile in self.tiles.values():

@@ -124,7 +124,10 @@ class TelemetryPlots(QWidget):
             QPointF(box.left() + 4, box.top() + 11), f"{quantity.label} ({quantity.unit})  {latest}"
         )
         painter.drawText(QRectF(box.left(), top - 2, 40, 12), Qt.AlignmentFlag.AlignRight, f"{high:.3g}")
-        painter.drawText(QRectF(box.left(), bottom - 10, 40, 12), Qt.AlignmentFlag.AlignRight, f"{low:.3g}")
+        if bottom - top >= 26:  # room for both bounds without overlap
+            painter.drawText(
+                QRectF(box.left(), bottom - 10, 40, 12), Qt.AlignmentFlag.AlignRight, f"{low:.3g}"
+            )
         for drone, series in lines.items():
             if len(series) < 2:
                 continue
