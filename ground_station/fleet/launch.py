@@ -14,7 +14,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from typing import IO, Any
 from common.errors import ConfigError
 from common.pose import Pose
 from ground_station.fleet.client import DroneAddress
+from ground_station.fleet.pdeathsig import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -67,35 +67,6 @@ class TargetSpec:
     pose: Pose
 
 
-def _die_with_parent() -> None:
-    """preexec_fn: the child gets SIGTERM when the ground station dies, however it dies (SIGKILL,
-    a crash, an abort inside Qt), so no drone or simulator is left running under PID 1. Linux
-    only; elsewhere the orderly shutdown in `SimFleet.close` is all there is.
-
-    It runs between fork and exec, while other threads (the link's, the GUI's pools) may hold
-    locks: nothing here imports or allocates; libc's prctl was looked up in the parent.
-    PR_SET_PDEATHSIG fires when the *thread* that forked exits: launch from the main thread (or
-    a thread that lives as long as the ground station)."""
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, _SIGTERM, 0, 0, 0)
-        if os.getppid() == 1:  # the parent died between fork and prctl
-            os._exit(1)
-
-
-def _load_prctl() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-PR_SET_PDEATHSIG = 1
-_SIGTERM = int(signal.SIGTERM)
-_PRCTL = _load_prctl()
 LOG_TAIL_LINES = 12
 RELAUNCH_MARK = "---- re-launched by the ground station"
 
@@ -187,7 +158,7 @@ class SimFleet:
         # Own session: Ctrl+C in the terminal reaches the ground station only, which then lands the
         # drones before it stops the simulator (they need it to land).
         return subprocess.Popen(
-            argv, text=True, env=self.env(), preexec_fn=_die_with_parent, start_new_session=True, **kwargs
+            argv, text=True, env=self.env(), preexec_fn=die_with_parent, start_new_session=True, **kwargs
         )
 
     def start(self) -> SimFleet:
@@ -207,7 +178,11 @@ class SimFleet:
         self._logs.append(sim_log)
         argv = [sys.executable, "-m", "dronecats", "sim", "--scene", self.scene, "--port", "0"]
         argv += ["--vehicles", str(self.n_drones), "--seed", str(self.seed), *self.sim_args]
-        proc = self._popen(argv, stdout=subprocess.PIPE, stderr=sim_log)
+        # Through the reaper: if this process dies outright, the simulator outlives the drones
+        # (they land in it) by up to land_timeout_s, then goes too (ground_station/fleet/reaper.py).
+        reaper = [sys.executable, "-m", "ground_station.fleet.reaper", "--watch", self._watch()]
+        reaper += ["--grace-s", f"{self.land_timeout_s + 5.0:g}", "--"]
+        proc = self._popen(reaper + argv, stdout=subprocess.PIPE, stderr=sim_log)
         self._sim = proc
         assert proc.stdout is not None
         deadline = time.monotonic() + self.startup_timeout_s
@@ -245,7 +220,7 @@ class SimFleet:
             "--vehicle", f"airsim://127.0.0.1:{self.sim_port}/{name}",
             "--pilot", self.pilot,
             "--gs", address.base,
-            "--log-dir", str(self.log_dir / name),
+            "--log-dir", str(self.log_dir.resolve() / name),
             "--set", f"drone={name}",
         ]  # fmt: skip
         if self.instruction:
@@ -269,6 +244,10 @@ class SimFleet:
         drone.proc = self._popen(drone.argv, stdout=drone.log, stderr=subprocess.STDOUT)
         drone.ended = None
         drone.launches += 1
+
+    def _watch(self) -> str:
+        """What every drone's command line of this fleet contains (its absolute log folder)."""
+        return str(self.log_dir.resolve()) + os.sep
 
     def relaunch(self, name: str) -> None:
         """Start a launched drone again (same vehicle, same link address, log appended) once its
@@ -331,7 +310,7 @@ class SimFleet:
         drones = [d.proc for d in self.drones.values() if d.proc is not None]
         _stop(drones, land_s)
         if self._sim is not None:
-            _stop([self._sim], 5.0)
+            _stop([self._sim], 8.0)  # the reaper stops the simulator (5 s at most), then itself
             if self._sim.stdout is not None:
                 self._sim.stdout.close()
             self._sim = None
