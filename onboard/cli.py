@@ -11,7 +11,9 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             from onboard.link import attach_link
 
             link = attach_link(runtime, args.gs, args.link_secret, args.link_allow)
-        signal.signal(signal.SIGTERM, lambda *_: runtime.stop())
+        signal.signal(signal.SIGTERM, _stop_on_sigterm(runtime))
         # The actuation thread shares the GIL with the decision loop: hand it over sooner (default 5 ms).
         sys.setswitchinterval(0.001)
         runtime.start()
@@ -132,6 +134,24 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _stop_on_sigterm(runtime: Any) -> Callable[[int, Any], None]:
+    """A SIGTERM handler that stops the run once, from another thread.
+
+    SIGTERM can come twice in a row (PR_SET_PDEATHSIG fires again as a dying multi-threaded parent's
+    threads exit one after another), and a handler runs in the main thread between two bytecodes: one
+    calling Event.set inside another's Event.set deadlocks on the Event's lock (seen: a drone that
+    never exited). So the first call only starts a thread that stops the runtime; later calls return.
+    """
+    fired: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        fired.append(signum)  # one bytecode: a nested call sees it
+        if len(fired) == 1:
+            threading.Thread(target=runtime.stop, name="sigterm-stop", daemon=True).start()
+
+    return handler
 
 
 def config_overrides(args: argparse.Namespace) -> list[str]:

@@ -172,3 +172,18 @@ def test_a_served_pilot_passes_pre_arm_without_an_instruction(tmp_path) -> None:
     assert summary["steps"]["Drone1"] >= 1 and not summary["errors"], summary
     events = [json.loads(x) for x in (tmp_path / "run" / "Drone1" / "events.jsonl").read_text().splitlines()]
     assert any(e["event"] == "prearm_ok" for e in events)
+
+
+def test_a_drone_told_to_stop_several_times_at_once_still_stops(tmp_path) -> None:
+    """A dying multi-threaded parent can deliver PR_SET_PDEATHSIG more than once: a burst of SIGTERMs
+    must stop the drone once (it finishes its run), not deadlock its signal handler."""
+    from ground_station.fleet.launch import SimFleet
+
+    with SimFleet(1, "baseline", log_dir=tmp_path, truth=False) as sim:
+        assert wait_for(lambda: started(tmp_path), 90.0), sim.drone_log("Drone1")[-2000:]
+        proc = sim.drones["Drone1"].proc
+        for _ in range(5):
+            os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, sim.drone_log("Drone1")[-2000:]
+        result = [line for line in sim.drone_log("Drone1").splitlines() if line.startswith("{")]
+        assert result and json.loads(result[-1])["reason"] == "stopped"
