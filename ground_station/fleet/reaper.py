@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -56,15 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     parent = os.getppid()
     # stdout/stderr inherited: the ground station reads them; the simulator dies with this process
     child = subprocess.Popen(command, preexec_fn=die_with_parent)
-    stop = threading.Event()
+    # A plain list, not an Event: a handler runs between two bytecodes of the main thread, which
+    # may be holding the very lock Event.set takes (and SIGTERM can come more than once).
+    signals: list[int] = []
 
     def on_term(signum: int, frame: object) -> None:
-        stop.set()
+        signals.append(signum)
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     signal.signal(signal.SIGHUP, on_term)
-    while not stop.wait(0.2):
+    while not signals:
+        time.sleep(0.2)
         if child.poll() is not None:
             return child.returncode
         if os.getppid() != parent:  # orphaned without a signal (no PR_SET_PDEATHSIG here)
