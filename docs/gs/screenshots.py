@@ -10,6 +10,7 @@ alert-link-lost.png  one drone frozen (SIGSTOP): its tile LINK LOST, a critical 
 map.png              the map fitted to the geofence: homes, fence, target, geo coordinates, legend
 map-close.png        the same map fitted to the drones
 done.png             after E-STOP ALL: every drone done, with its end reason, Re-launch on the tiles
+failed-start.png     a drone re-launched against a model server that is down: failed, its log lines
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ from PyQt6.QtWidgets import QApplication
 from common.pose import Pose
 from ground_station.app.main import MainWindow
 from ground_station.fleet.client import FleetClient
-from ground_station.fleet.launch import SimFleet, TargetSpec
+from ground_station.fleet.launch import SimFleet, TargetSpec, free_port_block
 
 SETTINGS = ["min_decision_period_s=0.5", "t_max_s=300", "stop_on_declaration=false"]
+
+
+def free_port() -> int:
+    return free_port_block(1)
 
 
 def wait(app: QApplication, seconds: float, until: object = None) -> bool:
@@ -100,6 +105,15 @@ def main() -> int:
             wait(app, 30.0, lambda: all(window.life[d].name == "done" for d in fleet.drone_ids))
             wait(app, 1.0)
             window.grab().save(str(out / "done.png"))
+            # Re-launch Drone1 with a model server that is not running: its pre-arm check fails and
+            # the tile shows why (the drone's last log lines), not only its log file
+            drone = sim.drones["Drone1"]
+            pilot_at = drone.argv.index("--pilot") + 1
+            drone.argv[pilot_at] = f"openai://127.0.0.1:{free_port()}/v1?profile=qwen3.5-2b&retries=0"
+            window.on_relaunch("Drone1")
+            if wait(app, 60.0, lambda: window.life["Drone1"].name in ("failed", "flying")):
+                wait(app, 1.0)
+                window.tiles["Drone1"].grab().save(str(out / "failed-start.png"))
             window.shutdown()
             window.close()
         finally:

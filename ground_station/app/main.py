@@ -267,6 +267,8 @@ class MainWindow(QMainWindow):
         self.declarations.set_gone(drone_id, life.gone)
         if previous is not None and previous.name != life.name:
             self._life_alert(drone_id, previous, life)
+            if life.name == "failed":
+                tile.show_ack("not running: its last log lines are above")
         t = snap.telemetry
         safety = t.safety_state if t is not None else "ok"
         if safety != self._safety_seen.get(drone_id, "ok") and safety not in ("", "ok"):
