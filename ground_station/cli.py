@@ -12,11 +12,14 @@ CURVE (to drones started with `onboard --insecure`). `--launch` makes fresh keys
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
-import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +90,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--screenshot-after-s", type=float, default=20.0, help="GUI: --screenshot this long after start"
+    )
+    parser.add_argument(
+        "--map-tiles",
+        default=None,
+        metavar="PATH",
+        help="GUI: offline map tiles under the map (a Z/X/Y folder or an .mbtiles file; needs a geo origin)",
+    )
+    parser.add_argument(
+        "--geo-origin",
+        default=None,
+        metavar="LAT,LON,ALT",
+        help="GUI: the geographic point of the drones' local (0, 0, 0) (with --launch: the simulator's)",
     )
     parser.add_argument("--quit-after-s", type=float, default=None, help="GUI: close after this long")
     parser.add_argument(
@@ -161,6 +176,44 @@ def _security(args: argparse.Namespace, addresses: list[Any]) -> tuple[Any, list
 
 def run(args: argparse.Namespace) -> int:
     from common.errors import DroneCatsError
+
+    try:
+        with _stop_on_signals():
+            return _run(args)
+    except KeyboardInterrupt as exc:
+        # Ctrl+C or SIGTERM: _run's own finally has landed the drones and stopped the simulator.
+        name = exc.args[0] if exc.args else "SIGINT"
+        print(f"dronecats gs: interrupted ({name})", file=sys.stderr)
+        return 128 + int(getattr(signal.Signals, name, signal.SIGINT))
+    except DroneCatsError as exc:
+        print(f"dronecats gs: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except TimeoutError as exc:  # no telemetry from a drone in time
+        print(f"dronecats gs: {exc}", file=sys.stderr)
+        return 1
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGTERM (and SIGHUP: the terminal went away) end the ground station as Ctrl+C does, through
+    every `finally`, so launched processes are stopped in order. The GUI installs its own handlers
+    (it closes its window) while its event loop runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     from common.pose import Pose
     from ground_station.fleet.client import DroneAddress, FleetClient
     from ground_station.fleet.launch import SimFleet, TargetSpec
@@ -169,6 +222,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         _check_numbers(args)
         marks = _marks(args.mark)
+        geo_origin(getattr(args, "geo_origin", None))  # bad input: said before anything is launched
+        if getattr(args, "map_tiles", None):
+            from ground_station.app.map_tiles import TileSource
+
+            TileSource(args.map_tiles).close()
+        if not args.headless:
+            # Before anything is launched: a GUI that cannot start must not leave drones flying.
+            problem = _gui_problem()
+            if problem is not None:
+                print(f"dronecats gs: the GUI cannot start: {problem}", file=sys.stderr)
+                print("dronecats gs: nothing was launched; use --headless to run without it", file=sys.stderr)
+                return 2
         if args.launch:
             pilot = args.pilot or ("remote" if args.structure == "one-context" else "baseline")
             log_dir = Path(args.log_dir or f"runs/gs-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -197,18 +262,45 @@ def run(args: argparse.Namespace) -> int:
         fleet.start()
         try:
             if args.headless:
+                if sim is not None:
+                    _wait_for_launched(fleet, sim)
                 return _headless(args, fleet, marks)
-            return _gui(args, fleet, marks)
+            return _gui(args, fleet, marks, sim)
         finally:
             if args.export:
                 fleet.export_session(args.export)
             fleet.close()
-    except DroneCatsError as exc:
-        print(f"dronecats gs: {exc}", file=sys.stderr)
-        return exc.exit_code
     finally:
         if sim is not None:
+            print("dronecats gs: stopping the drones (each lands), then the simulator", file=sys.stderr)
             sim.close()
+            print("dronecats gs: every launched process has stopped", file=sys.stderr)
+
+
+def _gui_problem() -> str | None:
+    try:
+        from ground_station.app.preflight import gui_problem
+    except ImportError as exc:  # PyQt6 is the `gui` extra
+        return f"{exc} (install the gui extra: pip install 'dronecats[gui]')"
+    return gui_problem()
+
+
+def _wait_for_launched(fleet: Any, sim: Any, timeout_s: float = 90.0) -> None:
+    """Until every launched drone reports; a drone whose process ends first (a failed pre-arm check,
+    a bad pilot URL) is reported at once, with the last lines of its log."""
+    from common.errors import ConfigError
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for name in fleet.drone_ids:
+            ended = sim.exit_info(name)
+            if ended is not None and fleet.state.drones[name].telemetry is None:
+                tail = "\n    ".join(line for line in ended.log_tail[-6:] if line.strip())
+                raise ConfigError(f"{ended.summary()}\n  last lines of its log:\n    {tail}")
+        if fleet.wait_for_link(0.2):
+            return
+    missing = [d for d, s in fleet.state.drones.items() if s.telemetry is None]
+    raise ConfigError(f"no telemetry from {missing} within {timeout_s:g} s (logs in {sim.log_dir})")
 
 
 def _headless(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]]) -> int:
@@ -247,14 +339,22 @@ def _brief(event: Any) -> dict[str, Any]:
     return {}
 
 
-def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]]) -> int:
-    if (
-        not os.environ.get("DISPLAY")
-        and not os.environ.get("WAYLAND_DISPLAY")
-        and "QT_QPA_PLATFORM" not in os.environ
-    ):
-        print("dronecats gs: no display; use --headless (or set QT_QPA_PLATFORM=offscreen)", file=sys.stderr)
-        return 2
+def geo_origin(value: str | None) -> tuple[float, float, float] | None:
+    """`LAT,LON,ALT` in degrees and metres, checked."""
+    from common.errors import ConfigError
+
+    if not value:
+        return None
+    try:
+        lat, lon, alt = (float(v) for v in value.split(","))
+    except ValueError:
+        raise ConfigError(f"--geo-origin {value!r} must be LAT,LON,ALT (degrees, degrees, metres)") from None
+    if not (-90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0 and math.isfinite(alt)):
+        raise ConfigError(f"--geo-origin {value!r}: latitude within ±90°, longitude within ±180°")
+    return lat, lon, alt
+
+
+def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]], sim: Any = None) -> int:
     from ground_station.app.main import run_app
 
     # The demo's GUI ends like its headless run: a few seconds after the first qualifying declaration.
@@ -270,6 +370,9 @@ def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]])
         screenshot_after_s=args.screenshot_after_s,
         quit_after_s=args.quit_after_s,
         quit_after_qualifying_s=quit_after_qualifying_s,
+        launcher=sim,
+        map_tiles=getattr(args, "map_tiles", None),
+        geo_origin=geo_origin(getattr(args, "geo_origin", None)),
     )
     if quit_after_qualifying_s is None:
         return code

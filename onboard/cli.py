@@ -11,7 +11,9 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -136,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                 raise LinkError(
                     f"--gs {args.gs}: cannot bind PORT to PORT+2 ({zmq.strerror(exc.errno or 0)})"
                 ) from None
-        signal.signal(signal.SIGTERM, lambda *_: runtime.stop())
+        signal.signal(signal.SIGTERM, _stop_on_sigterm(runtime))
         # The actuation thread shares the GIL with the decision loop: hand it over sooner (default 5 ms).
         sys.setswitchinterval(0.001)
         runtime.start()
@@ -183,6 +185,24 @@ def check_link_flags(args: argparse.Namespace) -> None:
             )
         if not args.link_allow:
             raise ConfigError("--link-secret needs at least one --link-allow GS.key (a ground station's key)")
+
+
+def _stop_on_sigterm(runtime: Any) -> Callable[[int, Any], None]:
+    """A SIGTERM handler that stops the run once, from another thread.
+
+    SIGTERM can come twice in a row (PR_SET_PDEATHSIG fires again as a dying multi-threaded parent's
+    threads exit one after another), and a handler runs in the main thread between two bytecodes: one
+    calling Event.set inside another's Event.set deadlocks on the Event's lock (seen: a drone that
+    never exited). So the first call only starts a thread that stops the runtime; later calls return.
+    """
+    fired: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        fired.append(signum)  # one bytecode: a nested call sees it
+        if len(fired) == 1:
+            threading.Thread(target=runtime.stop, name="sigterm-stop", daemon=True).start()
+
+    return handler
 
 
 def config_overrides(args: argparse.Namespace) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import cv2
@@ -53,6 +53,10 @@ from onboard.vehicles.video import FrameFreshness
 log = logging.getLogger(__name__)
 
 HISTORY_LENGTH = 5
+# The pre-arm check's instruction when the drone starts without one (it waits for the ground
+# station's): a pilot behind an HTTP server (serve-pilot, any OpenAI-compatible one) rejects a
+# prompt with an empty "Instruction:" line, and the check would then refuse a healthy pilot.
+PREARM_INSTRUCTION = "look around"
 DEFAULT_TAKEOFF_ALTITUDE_M = 3.0
 NO_TRUTH = TruthSample(None, None, None, None)
 
@@ -320,8 +324,11 @@ class OnboardRuntime:
     def prearm_check(self) -> None:
         """The pilot must be warm and return a valid action on a real frame before the motors arm."""
         frame = self.camera.read()
+        observation = self._observation(frame)
+        if not observation.instruction.strip():
+            observation = replace(observation, instruction=PREARM_INSTRUCTION)
         start = wall_timer()
-        decision = self.pilot.decide(self._observation(frame))
+        decision = self.pilot.decide(observation)
         elapsed = wall_timer() - start
         if decision.action is None:
             self.event("prearm_failed", error=decision.error, raw=decision.raw[:500], latency_s=elapsed)

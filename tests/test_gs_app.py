@@ -87,7 +87,7 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     qtbot.waitUntil(
         lambda: window.findChild(QLabel, f"judged-{declaration.declaration_id}") is not None, timeout=15_000
     )
-    assert window.findChild(QLabel, f"judged-{declaration.declaration_id}").text() == "REJECTED"
+    assert window.findChild(QLabel, f"judged-{declaration.declaration_id}").text().startswith("REJECTED\nby ")
     lines = (sim.log_dir / declaration.drone / "declarations.jsonl").read_text().splitlines()
     assert any(json.loads(line).get("judged") == "reject" for line in lines)
 
@@ -111,7 +111,6 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     assert all("estop: ok" in t.ack_label.text() for t in window.tiles.values())
     qtbot.waitUntil(lambda: all("estop" in t.header.text() for t in window.tiles.values()), timeout=15_000)
     assert window.metrics.command_last_ack_s["estop"]
-    # e-stopped, the onboard processes end: silent drones are shown as stale
-    qtbot.waitUntil(
-        lambda: all(t.view.stale_text.startswith("STALE") for t in window.tiles.values()), timeout=20_000
-    )
+    # e-stopped, the onboard processes end: their runs are over ("done"), not "link lost"
+    qtbot.waitUntil(lambda: all(t.view.stale_text == "DONE" for t in window.tiles.values()), timeout=20_000)
+    assert all(window.life[d].name == "done" for d in window.tiles)

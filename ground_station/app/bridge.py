@@ -28,6 +28,7 @@ class FleetBridge(QObject):
     fleet_event = pyqtSignal(object)  # FleetEvent (not `event`: that is QObject's event handler)
     frame_ready = pyqtSignal(str, object, object)  # (drone, FrameRecord, QImage)
     done = pyqtSignal(str, object)  # (label, result or exception)
+    ack_ready = pyqtSignal(str, object)  # (label, AckRecord): one drone's ack, as it arrives
 
     def __init__(self, fleet: FleetClient, frame_width_px: int = 640) -> None:
         super().__init__()

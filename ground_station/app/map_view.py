@@ -1,19 +1,24 @@
 """The control-tower map: a top-down view (north up) of the drones, their trails and fields of view,
-and the targets the operator marks (left click: mark, right click: remove the nearest). The
-commander structure can be given this map as an image (`render_bgr`)."""
+their homes and geofence, the simulator's targets, the declarations, and the targets the operator
+marks (left click: mark, right click: remove the nearest). Local metres (NED: x north, y east) and,
+given the geographic origin of that frame, latitude/longitude (the pointer's and each drone's).
+F toggles the view between the drones and the whole fence. A legend says what each mark means.
+The commander structure can be given this map as an image (`render_bgr`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from PyQt6.QtCore import QPointF, QRectF, Qt
-from PyQt6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPen, QPolygonF
+from PyQt6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPen, QPolygonF
 from PyQt6.QtWidgets import QSizePolicy, QWidget
 
 from common.pose import Pose
 
+EARTH_RADIUS_M = 6378137.0  # WGS-84 equatorial radius (the simulator's geo conversion uses it too)
 DRONE_COLOURS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#546e7a"]
 
 
@@ -45,13 +50,24 @@ class MapView(QWidget):
     ):
         super().__init__()
         self.setObjectName("map")
-        self.setMinimumSize(260, 260)
+        self.setMinimumSize(220, 170)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.hfov_deg = hfov_deg
         self.on_marks = on_marks
         self.drones: dict[str, tuple[Pose | None, list[tuple[float, float]], bool]] = {}
         self.marks: list[tuple[float, float]] = []
-        self.declared: list[tuple[float, float]] = []
+        self.declared: list[tuple[float, float, str]] = []  # x, y (NED m), drone
+        self.colours: dict[str, str] = {}  # drone -> colour, shared with its tile
+        self.homes: dict[str, tuple[float, float, float]] = {}  # drone -> home (NED m)
+        self.fence_radius_m: float | None = None  # around each home; None: not known here
+        self.targets: list[tuple[str, float, float]] = []  # the simulator's (name, x, y): ground truth
+        self.geo_origin: tuple[float, float, float] | None = None  # lat, lon, alt of NED (0, 0, 0)
+        self.fit_fence = False
+        self._grid_m = 5.0
+        self.tiles: Any = None  # a map_tiles.TileSource, drawn under the map when there is a geo origin
+        self.pointer: tuple[float, float] | None = None
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self._view: tuple[float, float, float] = (0.0, 0.0, 1.0)  # centre x, centre y (NED m), px per m
 
     def set_drone(
@@ -59,13 +75,69 @@ class MapView(QWidget):
     ) -> None:
         self.drones[drone_id] = (pose, trail, stale)
 
-    def add_declaration(self, pose: Pose) -> None:
-        self.declared.append((pose.x_m, pose.y_m))
+    def add_declaration(self, pose: Pose, drone: str = "") -> None:
+        self.declared.append((pose.x_m, pose.y_m, drone))
         self.update()
+
+    def to_geo(self, x_m: float, y_m: float) -> tuple[float, float] | None:
+        """Latitude, longitude (degrees) of a local point; flat earth about the origin (fine over a
+        few kilometres, the size of any field this map shows)."""
+        if self.geo_origin is None:
+            return None
+        lat0, lon0, _ = self.geo_origin
+        lat = lat0 + math.degrees(x_m / EARTH_RADIUS_M)
+        lon = lon0 + math.degrees(y_m / (EARTH_RADIUS_M * math.cos(math.radians(lat0))))
+        return lat, lon
+
+    def from_geo(self, lat_deg: float, lon_deg: float) -> tuple[float, float]:
+        """The inverse of to_geo: local NED metres (x north, y east) of a geographic point."""
+        assert self.geo_origin is not None
+        lat0, lon0, _ = self.geo_origin
+        x_m = math.radians(lat_deg - lat0) * EARTH_RADIUS_M
+        y_m = math.radians(lon_deg - lon0) * EARTH_RADIUS_M * math.cos(math.radians(lat0))
+        return x_m, y_m
+
+    def _tiles(self, painter: QPainter) -> None:
+        """The operator's offline tiles, under everything else (needs the geographic origin)."""
+        if self.tiles is None or self.geo_origin is None:
+            return
+        from ground_station.app.map_tiles import tile_corner, tile_xy
+
+        scale = self._view[2]
+        lat0 = self.geo_origin[0]
+        zoom = self.tiles.zoom_for(1.0 / scale, lat0)
+        north_west = self.to_world(QPointF(0, 0))
+        south_east = self.to_world(QPointF(self.width(), self.height()))
+        nw = self.to_geo(*north_west)
+        se = self.to_geo(*south_east)
+        assert nw is not None and se is not None
+        x0, y0 = tile_xy(nw[0], nw[1], zoom)
+        x1, y1 = tile_xy(se[0], se[1], zoom)
+        for tx in range(math.floor(x0), math.floor(x1) + 1):
+            for ty in range(math.floor(y0), math.floor(y1) + 1):
+                image = self.tiles.get(zoom, tx, ty)
+                if image is None:
+                    continue
+                top_left = self.to_screen(*self.from_geo(*tile_corner(tx, ty, zoom)))
+                bottom_right = self.to_screen(*self.from_geo(*tile_corner(tx + 1, ty + 1, zoom)))
+                painter.drawImage(QRectF(top_left, bottom_right), image, QRectF(image.rect()))
+
+    def geo_text(self, x_m: float, y_m: float) -> str:
+        geo = self.to_geo(x_m, y_m)
+        return f"{geo[0]:.6f}, {geo[1]:.6f}" if geo is not None else "no geo origin"
+
+    def colour_of(self, drone_id: str, index: int) -> QColor:
+        return QColor(self.colours.get(drone_id, DRONE_COLOURS[index % len(DRONE_COLOURS)]))
 
     # NED (x north, y east) -> screen (north up, east right)
     def _fit(self) -> None:
-        points = [p for p in self.marks] + self.declared
+        points = [p for p in self.marks] + [(x, y) for x, y, _ in self.declared]
+        points += [(x, y) for _, x, y in self.targets]
+        for hx, hy, _ in self.homes.values():
+            points.append((hx, hy))
+            if self.fit_fence and self.fence_radius_m is not None:
+                r = self.fence_radius_m
+                points += [(hx - r, hy - r), (hx + r, hy + r)]
         for pose, trail, _ in self.drones.values():
             points += trail[-200:]
             if pose is not None:
@@ -94,10 +166,12 @@ class MapView(QWidget):
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.fillRect(self.rect(), QColor("#f4f1e8"))
+        self._tiles(painter)
         self._grid(painter)
+        self._fence_and_homes(painter)
         labels: list[tuple[QPointF, str]] = []
         for index, (drone_id, (pose, trail, stale)) in enumerate(sorted(self.drones.items())):
-            colour = QColor(DRONE_COLOURS[index % len(DRONE_COLOURS)])
+            colour = self.colour_of(drone_id, index)
             if stale:
                 colour = QColor("#9e9e9e")
             if len(trail) > 1:
@@ -109,15 +183,26 @@ class MapView(QWidget):
                 painter.drawPath(path)
             if pose is not None:
                 self._drone(painter, pose, colour)
-                labels.append((self.to_screen(pose.x_m, pose.y_m), f"{drone_id} {-pose.z_m:.0f} m"))
+                home_z = self.homes.get(drone_id, (0.0, 0.0, 0.0))[2]
+                labels.append(
+                    (self.to_screen(pose.x_m, pose.y_m), f"{drone_id} alt {home_z - pose.z_m:.1f} m")
+                )
+        for name, x_m, y_m in self.targets:  # the simulator's own: ground truth, not the commander's
+            p = self.to_screen(x_m, y_m)
+            painter.setPen(QPen(QColor("#000000"), 1))
+            painter.setBrush(QColor("#d32f2f"))
+            painter.drawRect(QRectF(p.x() - 5, p.y() - 5, 10, 10))
+            painter.setPen(QColor("#7f0000"))
+            painter.drawText(QPointF(p.x() + 8, p.y() + 14), f"{name} (sim)")
         painter.setPen(QPen(QColor("#b71c1c"), 2))
         for x_m, y_m in self.marks:
             p = self.to_screen(x_m, y_m)
             painter.drawLine(QPointF(p.x() - 7, p.y() - 7), QPointF(p.x() + 7, p.y() + 7))
             painter.drawLine(QPointF(p.x() - 7, p.y() + 7), QPointF(p.x() + 7, p.y() - 7))
             painter.drawText(QPointF(p.x() + 9, p.y() - 6), f"target ({x_m:.0f}, {y_m:.0f})")
-        painter.setPen(QPen(QColor("#2e7d32"), 2))
-        for x_m, y_m in self.declared:
+        for index, (x_m, y_m, drone) in enumerate(self.declared):
+            painter.setPen(QPen(self.colour_of(drone, index) if drone else QColor("#2e7d32"), 2))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawEllipse(self.to_screen(x_m, y_m), 5.0, 5.0)
         # drone labels last, on a pale backing: trails, marks and declaration rings stay under them
         metrics = painter.fontMetrics()
@@ -128,13 +213,97 @@ class MapView(QWidget):
             painter.fillRect(rect, backing)
             painter.setPen(QColor("#000000"))
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+        self._legend(painter)
         painter.setPen(QColor("#444444"))
+        pointer = ""
+        if self.pointer is not None:
+            x_m, y_m = self.pointer
+            pointer = f"pointer N {x_m:.1f} E {y_m:.1f} m · {self.geo_text(x_m, y_m)}   "
         painter.drawText(
             QRectF(6, self.height() - 20, self.width() - 12, 16),
             Qt.AlignmentFlag.AlignLeft,
-            "N ↑   click: mark target · right click: remove · ○ declaration",
+            pointer or "N ↑ · click: mark target · right click: remove · F: fit fence",
         )
         painter.end()
+
+    def _fence_and_homes(self, painter: QPainter) -> None:
+        scale = self._view[2]
+        for index, (drone_id, (hx, hy, _)) in enumerate(sorted(self.homes.items())):
+            colour = self.colour_of(drone_id, index)
+            centre = self.to_screen(hx, hy)
+            if self.fence_radius_m is not None:
+                r_px = self.fence_radius_m * scale
+                painter.setPen(QPen(QColor("#c62828"), 1.5, Qt.PenStyle.DashLine))
+                painter.setBrush(Qt.BrushStyle.NoBrush)
+                painter.drawEllipse(centre, r_px, r_px)
+            painter.setPen(QPen(colour, 2))
+            painter.setBrush(QColor("#ffffff"))
+            painter.drawRect(QRectF(centre.x() - 6, centre.y() - 6, 12, 12))
+            painter.setPen(colour)
+            painter.drawText(
+                QRectF(centre.x() - 6, centre.y() - 6, 12, 12), Qt.AlignmentFlag.AlignCenter, "H"
+            )
+
+    def legend_lines(self) -> list[list[tuple[str, str]]]:
+        """Lines of (colour, text) runs: the drones in their colours, then what each mark means."""
+        drones = [(self.colour_of(d, i).name(), f"▲ {d}  ") for i, d in enumerate(sorted(self.drones))]
+        fence = "fence: not known"
+        if self.fence_radius_m is not None:
+            fence = f"- - geofence {self.fence_radius_m:g} m"
+        marks = [("#444444", "H home  "), ("#c62828", fence + "  ")]
+        if self.targets:
+            marks.append(("#d32f2f", "■ sim target  "))
+        marks += [("#b71c1c", "✕ marked  "), ("#2e7d32", "○ declared")]
+        lines = [drones, marks]
+        if self.geo_origin is not None:
+            lat, lon, alt = self.geo_origin
+            lines.append(
+                [("#444444", f"(0, 0) = {lat:.6f}, {lon:.6f}, {alt:.0f} m · grid {self._grid_m:g} m")]
+            )
+        else:
+            lines.append([("#444444", f"grid {self._grid_m:g} m")])
+        return lines
+
+    def _legend(self, painter: QPainter) -> None:
+        """Bottom left, small, above the pointer line: the corners are where drones are least."""
+        font = QFont(painter.font())
+        font.setPointSizeF(max(6.0, font.pointSizeF() - 1.5))
+        painter.save()
+        painter.setFont(font)
+        metrics = painter.fontMetrics()
+        lines = self.legend_lines()
+        width = max(sum(metrics.horizontalAdvance(text) for _, text in line) for line in lines) + 10
+        height = metrics.height() * len(lines) + 6
+        box = QRectF(4, self.height() - 24 - height, width, height)
+        backing = QColor("#ffffff")
+        backing.setAlpha(200)
+        painter.fillRect(box, backing)
+        for row, line in enumerate(lines):
+            x = box.left() + 5
+            y = box.top() + 3 + metrics.ascent() + row * metrics.height()
+            for colour, text in line:
+                painter.setPen(QColor(colour))
+                painter.drawText(QPointF(x, y), text)
+                x += metrics.horizontalAdvance(text)
+        painter.restore()
+
+    def keyPressEvent(self, event: object) -> None:  # noqa: N802 (Qt's name)
+        from PyQt6.QtGui import QKeyEvent
+
+        if isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_F:
+            self.fit_fence = not self.fit_fence
+            self.update()
+            return
+        super().keyPressEvent(event)  # type: ignore[arg-type]
+
+    def mouseMoveEvent(self, event: QMouseEvent | None) -> None:  # noqa: N802 (Qt's name)
+        if event is not None:
+            self.pointer = self.to_world(event.position())
+            self.update()
+
+    def leaveEvent(self, event: object) -> None:  # noqa: N802 (Qt's name)
+        self.pointer = None
+        self.update()
 
     def _grid(self, painter: QPainter) -> None:
         scale = self._view[2]
@@ -155,7 +324,7 @@ class MapView(QWidget):
             painter.drawLine(a, b)
             y += step_m
         painter.setPen(QColor("#888888"))
-        painter.drawText(QPointF(6, 14), f"grid {step_m:g} m")
+        self._grid_m = step_m
 
     def _drone(self, painter: QPainter, pose: Pose, colour: QColor) -> None:
         centre = self.to_screen(pose.x_m, pose.y_m)

@@ -19,12 +19,14 @@ from PyQt6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QPushButton,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from ground_station.fleet.declarations import DeclarationRow, DeclarationRows
 from ground_station.fleet.state import AckRecord, DeclarationRecord, OrderRecord
 
 FLEET = "Fleet (all drones)"
@@ -55,6 +57,7 @@ class InstructionPanel(QGroupBox):
         self.model = QLineEdit()
         self.model.setObjectName("model-url")
         self.model.setPlaceholderText("model URL (one-context) / commander: rule or URL")
+        self.model.returnPressed.connect(self._send)
         layout.addWidget(QLabel("to"), 1, 0)
         layout.addWidget(self.target, 1, 1)
         layout.addWidget(self.structure, 1, 2)
@@ -98,29 +101,55 @@ class OrderHistory(QGroupBox):
 
 
 class DeclarationLog(QGroupBox):
-    """Every `finished`: time, drone, thumbnail, sim distance and visibility, Accept / Reject."""
+    """Declarations, one row per drone and place (DeclarationRows): time, drone, latest frame, sim
+    distance and visibility, how many times declared, Accept / Reject, then the verdict and who gave
+    it when. Rows are appended, never moved, and the table does not scroll while the pointer is over
+    it; rows of drones that are gone are disabled. The title counts the rows waiting for a verdict."""
 
-    COLUMNS: ClassVar[list[str]] = ["time", "drone", "frame", "dist.", "vis.", "judgement"]
+    COLUMNS: ClassVar[list[str]] = ["time", "drone", "frame", "dist.", "vis.", "×", "judgement"]
+    JUDGEMENT_WIDTH_PX = 150
 
     def __init__(self, on_judge: Callable[[str, bool], None]) -> None:
         super().__init__("Declarations")
         self.on_judge = on_judge
+        self.model = DeclarationRows()
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setObjectName("declarations")
         self.table.setHorizontalHeaderLabels(self.COLUMNS)
         self.table.verticalHeader().setVisible(False)  # type: ignore[union-attr]
+        self.table.setSortingEnabled(False)
         header = self.table.horizontalHeader()
         assert header is not None
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        for column in range(len(self.COLUMNS) - 1):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        # the judgement column first in line for space: its buttons are never pushed off-screen
+        header.setSectionResizeMode(len(self.COLUMNS) - 1, QHeaderView.ResizeMode.Fixed)
+        header.resizeSection(len(self.COLUMNS) - 1, self.JUDGEMENT_WIDTH_PX)
+        header.setStretchLastSection(False)
         layout.addWidget(self.table)
-        self.rows: dict[str, int] = {}
+        self.rows: dict[str, int] = {}  # declaration id -> row (every id of a grouped row)
+        self.gone: set[str] = set()
 
-    def add(self, d: DeclarationRecord) -> None:
-        row = self.table.rowCount()
-        self.table.insertRow(row)
-        self.rows[d.declaration_id] = row
+    # ---- rows ------------------------------------------------------------------------------------
+    def add(self, d: DeclarationRecord) -> tuple[DeclarationRow, bool]:
+        """Show a declaration: a new row, or the drone's pending row at that place updated."""
+        group, new = self.model.add(d)
+        self.rows[d.declaration_id] = group.row
+        if new:
+            self.table.insertRow(group.row)
+            self.table.setRowHeight(group.row, 52)
+            self._judgement_buttons(group)
+        self._fill(group)
+        if new and not self.table.underMouse():
+            self.table.scrollToBottom()
+        self._title()
+        return group, new
+
+    def _fill(self, group: DeclarationRow) -> None:
+        d = group.latest
+        row = group.row
         when = time.strftime("%H:%M:%S", time.localtime(d.received_wall_s))
         self.table.setItem(row, 0, QTableWidgetItem(f"{when}\nt={d.t_s:.1f} s"))
         self.table.setItem(row, 1, QTableWidgetItem(d.drone))
@@ -129,40 +158,96 @@ class DeclarationLog(QGroupBox):
         self.table.setItem(row, 3, QTableWidgetItem(distance))
         visible = "?" if d.visible is None else ("yes" if d.visible else "no")
         self.table.setItem(row, 4, QTableWidgetItem(visible))
+        count = QTableWidgetItem(f"{group.count}")
+        count.setToolTip(f"declared {group.count} times here since {_clock(group.first.received_wall_s)}")
+        self.table.setItem(row, 5, count)
+
+    def _judgement_buttons(self, group: DeclarationRow) -> None:
         cell = QWidget()
         buttons = QHBoxLayout(cell)
         buttons.setContentsMargins(2, 0, 2, 0)
+        first_id = group.first.declaration_id
         for text, accept in (("Accept", True), ("Reject", False)):
             button = QPushButton(text)
             button.setMinimumWidth(58)
-            button.setObjectName(f"{text.lower()}-{d.declaration_id}")
-            button.clicked.connect(lambda _=False, i=d.declaration_id, a=accept: self.on_judge(i, a))
+            button.setObjectName(f"{text.lower()}-{first_id}")
+            # the row, not a declaration id, is what was aimed at: it judges the row's latest
+            button.clicked.connect(lambda _=False, r=group.row, a=accept: self._judge_row(r, a))
             buttons.addWidget(button)
-        self.table.setCellWidget(row, 5, cell)
-        self.table.setRowHeight(row, 52)
-        self.table.scrollToBottom()
+        cell.setEnabled(group.drone not in self.gone)
+        self.table.setCellWidget(group.row, 6, cell)
+
+    def _judge_row(self, row: int, accept: bool) -> None:
+        group = self.model.rows[row]
+        if not group.pending or group.judging is not None or group.drone in self.gone:
+            return
+        group.judging = "accept" if accept else "reject"
+        label = QLabel(f"{group.judging}: sent …")
+        label.setObjectName(f"judging-{group.first.declaration_id}")
+        self.table.setCellWidget(row, 6, label)
+        self.on_judge(group.latest.declaration_id, accept)
+
+    def button(self, row: int, accept: bool) -> QPushButton | None:
+        cell = self.table.cellWidget(row, 6)
+        if cell is None:
+            return None
+        return cell.findChild(
+            QPushButton, f"{'accept' if accept else 'reject'}-{self.model.rows[row].first.declaration_id}"
+        )
 
     def set_thumbnail(self, d: DeclarationRecord) -> None:
-        row = self.rows.get(d.declaration_id)
-        if row is None:
-            return
+        group = self.model.row_of(d.declaration_id)
+        if group is None or group.latest is not d:
+            return  # only the row's latest frame is shown
         label = QLabel("frame pending" if d.thumbnail_jpeg is None else "")
         if d.thumbnail_jpeg is not None:
             image = QImage.fromData(d.thumbnail_jpeg, "JPG")
             label.setPixmap(
                 QPixmap.fromImage(image).scaledToHeight(48, Qt.TransformationMode.SmoothTransformation)
             )
-        self.table.setCellWidget(row, 2, label)
+        self.table.setCellWidget(group.row, 2, label)
 
-    def judged(self, declaration_id: str, verdict: str, result: str) -> None:
-        row = self.rows.get(declaration_id)
-        if row is None:
+    def judged(self, declaration_id: str, verdict: str, result: str, operator: str = "operator") -> None:
+        group = self.model.row_of(declaration_id)
+        if group is None:
             return
-        text = f"{verdict.upper()}ED" if result == "ok" else f"{verdict}: {result}"
-        label = QLabel(text.replace("ACCEPTED", "ACCEPTED").replace("REJECTED", "REJECTED"))
-        label.setObjectName(f"judged-{declaration_id}")
-        label.setStyleSheet("color:#2e7d32;font-weight:bold" if verdict == "accept" else "color:#c62828")
-        self.table.setCellWidget(row, 5, label)
+        group.judging = None
+        if result == "ok":
+            group.verdict = verdict
+            group.judged_by = operator
+            group.judged_wall_s = time.time()
+            label = QLabel(group.judged_text().replace(" by", "\nby", 1))
+            label.setObjectName(f"judged-{group.first.declaration_id}")
+            label.setStyleSheet(
+                "color:#2e7d32;font-weight:bold" if verdict == "accept" else "color:#c62828;font-weight:bold"
+            )
+            label.setToolTip(f"{group.judged_text()} · covers {group.count} declaration(s)")
+            self.table.setCellWidget(group.row, 6, label)
+        else:  # not acked: the row stays pending, its buttons back
+            self._judgement_buttons(group)
+            cell = self.table.cellWidget(group.row, 6)
+            if cell is not None:
+                cell.setToolTip(f"{verdict} not confirmed by {group.drone}: {result}")
+        self._title()
+
+    def set_gone(self, drone: str, gone: bool) -> None:
+        """A drone that is gone cannot act on a verdict: its pending rows' buttons are disabled."""
+        if gone == (drone in self.gone):
+            return
+        (self.gone.add if gone else self.gone.discard)(drone)
+        for group in self.model.pending_for(drone):
+            cell = self.table.cellWidget(group.row, 6)
+            if cell is not None and group.judging is None:
+                cell.setEnabled(not gone)
+                cell.setToolTip(f"{drone} is gone: no verdict can reach it" if gone else "")
+
+    def _title(self) -> None:
+        pending = len(self.model.pending())
+        self.setTitle(f"Declarations — {pending} pending" if pending else "Declarations")
+
+
+def _clock(wall_s: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(wall_s))
 
 
 class SafetyBar(QFrame):
@@ -193,18 +278,32 @@ class SafetyBar(QFrame):
         self.acks = QLabel("no safety command sent")
         self.acks.setObjectName("fleet-acks")
         self.acks.setTextFormat(Qt.TextFormat.RichText)
+        self.acks.setWordWrap(True)
+        self.acks.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout.addWidget(self.acks, 1)
 
+    def show_waiting(self, command: str, drones: list[str], acks: dict[str, AckRecord]) -> None:
+        """While a fleet command is out: each ack as it arrives, "…" for those not back yet."""
+        parts = [_ack_part(d, acks[d]) if d in acks else f"{d} …" for d in sorted(drones)]
+        self.acks.setText(f"<b>{command}</b>: " + " · ".join(parts))
+
     def show_acks(self, command: str, acks: dict[str, AckRecord]) -> None:
-        parts = []
-        for drone, ack in sorted(acks.items()):
-            ok = ack.result == "ok"
-            colour = "#2e7d32" if ok else "#c62828"
-            mark = "✔" if ok else "✘"
-            parts.append(
-                f"<span style='color:{colour}'>{drone} {mark} {ack.latency_s * 1000:.0f} ms"
-                + ("" if ok else f" ({ack.result})")
-                + "</span>"
-            )
+        parts = [_ack_part(drone, ack) for drone, ack in sorted(acks.items())]
         last_ms = max((a.latency_s for a in acks.values()), default=0.0) * 1000
         self.acks.setText(f"<b>{command}</b>: " + " · ".join(parts) + f" — last ack {last_ms:.0f} ms")
+        self.acks.setToolTip(
+            "\n".join(
+                f"{d}: {a.result} in {a.latency_s * 1000:.0f} ms {a.reason}" for d, a in sorted(acks.items())
+            )
+        )
+
+
+def _ack_part(drone: str, ack: AckRecord) -> str:
+    ok = ack.result == "ok"
+    colour = "#2e7d32" if ok else "#c62828"
+    mark = "✔" if ok else "✘"
+    return (
+        f"<span style='color:{colour}'>{drone} {mark} {ack.latency_s * 1000:.0f} ms"
+        + ("" if ok else f" ({ack.result})")
+        + "</span>"
+    )

@@ -7,13 +7,14 @@ link's I/O thread: its callbacks only update FleetState.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable
+from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +115,9 @@ class FleetClient:
         if traffic_hz < 0:
             raise ConfigError(f"traffic_hz={traffic_hz} must be >= 0 (0: no traffic relay)")
         self.traffic_hz = traffic_hz
+        # Set by a fleet-wide e-stop, hold, land or return home: the commander and the one-context
+        # model give no more orders until the operator starts a structure again (resume_orders).
+        self.orders_paused: str | None = None
         self._relay_stop = threading.Event()
         self._relay: threading.Thread | None = None
         self.link = GroundLink(
@@ -200,48 +204,123 @@ class FleetClient:
         return self.fan_out(command, [drone_id])[drone_id]
 
     def fan_out(
-        self, command: Body, drones: Iterable[str] | None = None, wait_s: float = 10.0
+        self,
+        command: Body,
+        drones: Iterable[str] | None = None,
+        wait_s: float = 10.0,
+        on_ack: Callable[[AckRecord], None] | None = None,
     ) -> dict[str, AckRecord]:
-        """Send `command` to every drone named (all by default) at once; one AckRecord each."""
+        """Send `command` to every drone named (all by default) at once; one AckRecord each.
+
+        Each ack is timed when it arrives (on the link's I/O thread, as the future completes), not
+        when this call gets round to reading it: one unreachable drone delays nobody else's figure.
+        Every ack is recorded, announced (an "ack" event) and passed to `on_ack` as it arrives; the
+        call returns once all have arrived or given up.
+        """
         targets = list(drones or self.drone_ids)
         started = time.monotonic()
-        futures = {d: self.link.send_command_async(d, command) for d in targets}
-        out: dict[str, AckRecord] = {}
-        for drone_id, future in futures.items():
-            out[drone_id] = self._ack_record(drone_id, command.TYPE, future, started, wait_s)
-        return out
+        records: dict[str, AckRecord] = {}
+        all_done = threading.Event()
+        lock = threading.Lock()
 
-    def _ack_record(
-        self, drone_id: str, command: str, future: Future[Ack], started: float, wait_s: float
-    ) -> AckRecord:
-        try:
-            ack = future.result(timeout=max(0.0, started + wait_s - time.monotonic()))
-            record = AckRecord(drone_id, command, ack.result, ack.reason, time.monotonic() - started)
-        except (LinkError, FutureTimeout) as exc:
-            record = AckRecord(drone_id, command, "no ack", str(exc), time.monotonic() - started)
+        def arrived(drone_id: str, future: Future[Ack]) -> None:
+            latency_s = time.monotonic() - started
+            try:
+                ack = future.result(timeout=0)
+                record = AckRecord(drone_id, command.TYPE, ack.result, ack.reason, latency_s)
+            except (LinkError, FutureTimeout, CancelledError) as exc:
+                why = str(exc) or type(exc).__name__
+                record = AckRecord(drone_id, command.TYPE, "no ack", why, latency_s)
+            self._record_ack(record, on_ack)
+            with lock:
+                records[drone_id] = record
+                if len(records) == len(targets):
+                    all_done.set()
+
+        futures = {d: self.link.send_command_async(d, command) for d in targets}
+        for drone_id, future in futures.items():
+            future.add_done_callback(functools.partial(arrived, drone_id))
+        if not all_done.wait(timeout=wait_s):
+            for drone_id, future in futures.items():
+                future.cancel()  # the link's own retries gave up later than wait_s: stop waiting
+                with lock:
+                    missing = drone_id not in records
+                if missing:
+                    record = AckRecord(
+                        drone_id, command.TYPE, "no ack", f"no answer within {wait_s:g} s", wait_s
+                    )
+                    self._record_ack(record, on_ack)
+                    with lock:
+                        records.setdefault(drone_id, record)
+        with lock:
+            return {d: records[d] for d in targets}
+
+    def _record_ack(self, record: AckRecord, on_ack: Callable[[AckRecord], None] | None) -> None:
         with self.state.lock:
-            self.state.drones[drone_id].acks[command] = record
+            self.state.drones[record.drone].acks[record.command] = record
         self.state.emit(
             "ack",
-            drone_id,
+            record.drone,
             record,
-            command=command,
+            command=record.command,
             result=record.result,
             reason=record.reason,
             latency_s=round(record.latency_s, 4),
         )
-        return record
+        if on_ack is not None:
+            try:
+                on_ack(record)
+            except Exception:  # a broken view must not break the link thread
+                log.exception("on_ack failed for %s", record.drone)
 
     def safety(
-        self, kind: str, drones: Iterable[str] | None = None, reason: str = ""
+        self,
+        kind: str,
+        drones: Iterable[str] | None = None,
+        reason: str = "",
+        on_ack: Callable[[AckRecord], None] | None = None,
     ) -> dict[str, AckRecord]:
         """estop / hold / land / return_home to the fleet (or the drones named); one ack per drone."""
         if kind not in SAFETY_COMMANDS:
             raise ValueError(f"safety command {kind!r} is not one of {sorted(SAFETY_COMMANDS)}")
         command = SAFETY_COMMANDS[kind](reason=reason or f"ground station {kind}")
         targets = list(drones or self.drone_ids)
+        if set(targets) >= set(self.drone_ids):
+            self.orders_paused = f"{kind} (all drones)"
         self.state.emit("safety", None, command=kind, drones=targets)
-        return self.fan_out(command, targets)
+        return self.fan_out(command, targets, on_ack=on_ack)
+
+    def forget_telemetry(self, drone_id: str) -> None:
+        """A drone re-launched: what its previous process last said no longer describes it."""
+        with self.state.lock:
+            drone = self.state.drones[drone_id]
+            drone.telemetry = None
+            drone.telemetry_received_s = None
+            drone.link_state = "connecting"
+            drone.home = None
+        self.state.emit("relaunch", drone_id)
+
+    def resume_orders(self) -> None:
+        """The operator started a structure again: orders may flow (to the drones still flying)."""
+        self.orders_paused = None
+
+    def order_blocker(self, drone_id: str, now_s: float | None = None) -> str | None:
+        """Why an order must not go to this drone now, or None. An order resumes a holding drone
+        (that is how a sub-agent goes on after its order expired), so one sent to a drone the
+        operator stopped, or that stopped itself for safety, would undo that stop."""
+        if self.orders_paused is not None:
+            return f"orders paused by {self.orders_paused}"
+        now_s = time.monotonic() if now_s is None else now_s
+        with self.state.lock:
+            drone = self.state.drones[drone_id]
+            t = drone.telemetry
+            if t is None:
+                return "not reporting yet"
+            if drone.is_stale(now_s, self.stale_after_s):
+                return "not heard from"
+            if t.mode == "flying" or (t.mode == "hold" and t.safety_state == "order expired"):
+                return None
+            return f"{t.mode}" + (f" ({t.safety_state})" if t.safety_state not in ("", "ok") else "")
 
     def instruct(self, text: str, drones: Iterable[str] | None = None) -> dict[str, AckRecord]:
         targets = list(drones or self.drone_ids)
@@ -254,6 +333,15 @@ class FleetClient:
     def order(self, drone_id: str, text: str, expires_after_steps: int = 6) -> OrderRecord:
         """A commander's order to one sub-agent; the previous one is replaced."""
         record = OrderRecord(uuid.uuid4().hex[:8], drone_id, text, expires_after_steps, time.time())
+        blocker = self.order_blocker(drone_id)
+        if blocker is not None:  # not sent: the drone keeps what it is doing (and its order)
+            record.state = "skipped"
+            with self.state.lock:
+                self.state.orders.append(record)
+            self.state.emit(
+                "order", drone_id, record, order_id=record.order_id, text=text, result=f"skipped: {blocker}"
+            )
+            return record
         with self.state.lock:
             previous = self.state.drones[drone_id].order
             if previous is not None and previous.state in ("sent", "active"):
@@ -303,6 +391,10 @@ class FleetClient:
             drone = self.state.drones[drone_id]
             drone.telemetry = body
             drone.telemetry_received_s = now_s
+            if drone.home is None:
+                # Its take-off spot: where it first reports from (it climbs straight up), on the
+                # ground of its local frame (z = 0 there: the vehicle's origin, as the tiles' alt).
+                drone.home = (body.pose_ned.x_m, body.pose_ned.y_m, 0.0)
             drone.trail.append((body.pose_ned.x_m, body.pose_ned.y_m))
         self.state.emit("telemetry", drone_id, body)
 

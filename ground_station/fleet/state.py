@@ -77,7 +77,7 @@ class OrderRecord:
     expires_after_steps: int
     sent_wall_s: float
     steps_used: int = 0
-    state: str = "sent"  # sent, active, expired, finished, replaced, rejected
+    state: str = "sent"  # sent, active, expired, finished, replaced, rejected, skipped (not sent)
 
     @property
     def steps_left(self) -> int:
@@ -106,6 +106,7 @@ class DroneState:
     order: OrderRecord | None = None
     acks: dict[str, AckRecord] = field(default_factory=dict)  # newest ack per command type
     step_count: int = 0
+    home: tuple[float, float, float] | None = None  # where it first reported from (its take-off spot)
 
     @property
     def latest_frame(self) -> FrameRecord | None:
@@ -187,6 +188,7 @@ class FleetState:
                 d.order,
                 dict(d.acks),
                 d.step_count,
+                d.home,
             )
 
     def declaration(self, declaration_id: str) -> DeclarationRecord | None:

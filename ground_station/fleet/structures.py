@@ -56,6 +56,7 @@ class Structure:
         if not instruction.strip():
             raise ValueError("the instruction is empty")
         self.instruction = instruction
+        self.fleet.resume_orders()  # the operator started this structure: a pause before it ends
         self.fleet.state.add_listener(self._events.put)
         self.fleet.state.emit("structure", None, structure=self.name, instruction=instruction)
         self._thread = threading.Thread(target=self._run, name=f"fleet-{self.name}", daemon=True)
@@ -102,9 +103,13 @@ class PerDrone(Structure):
 
     def _begin(self) -> None:
         acks = self.fleet.instruct(self.instruction)
-        bad = {d: a.reason or a.result for d, a in acks.items() if a.result != "ok"}
+        bad = [
+            f"{d} ({a.result}: {a.reason})" if a.reason else f"{d} ({a.result})"
+            for d, a in acks.items()
+            if a.result != "ok"
+        ]
         if bad:
-            self.error(f"instruction not accepted by {bad}")
+            self.error(f"instruction not accepted by {', '.join(bad)}")
 
 
 class OneContext(Structure):
@@ -135,7 +140,7 @@ class OneContext(Structure):
 
     def _handle(self, event: FleetEvent | None) -> None:
         now_s = time.monotonic()
-        if now_s < self._next_call_s:
+        if now_s < self._next_call_s or self.fleet.orders_paused is not None:
             return
         frames = self._fresh_frames(now_s)
         if frames is None:
@@ -190,6 +195,9 @@ class OneContext(Structure):
                 self.copying_calls += 1
         futures = []
         for drone_id, frame, action in zip(ids, frames, actions, strict=True):
+            blocker = self.fleet.order_blocker(drone_id)
+            if blocker is not None:
+                continue  # stopped by the operator or for safety, or gone: no action may undo that
             if action is not None:
                 futures.append(
                     (drone_id, self.fleet.remote_action(drone_id, action, frame, call_id, decision.raw))
@@ -270,6 +278,9 @@ class CommanderStructure(Structure):
         return CommanderInput(self.instruction, views, tuple(self.marked_targets), map_image)
 
     def replan(self, why: str) -> None:
+        if self.fleet.orders_paused is not None:
+            self.fleet.state.emit("note", None, f"commander paused: {self.fleet.orders_paused}", why=why)
+            return
         orders = self.commander.plan(self.situation())
         self.calls += 1
         self.replans.append(why)
