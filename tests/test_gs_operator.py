@@ -47,7 +47,7 @@ def declaring_fleet(tmp_path_factory):
     with serve_pilot_process("--pilot", f"scripted:{script}") as hostport:
         pilot = f"openai://{hostport}/v1?profile=qwen3.5-2b&retries=0"
         with SimFleet(4, pilot, log_dir=out, onboard_settings=SETTINGS, truth=False) as sim:
-            fleet = FleetClient(sim.addresses).start()
+            fleet = FleetClient(sim.addresses, sim.security).start()
             try:
                 assert fleet.wait_for_link(120.0), [sim.drone_log(f"Drone{i}")[-600:] for i in range(1, 5)]
                 yield sim, fleet
