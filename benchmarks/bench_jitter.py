@@ -1,9 +1,9 @@
 """Rate-jitter benchmark (issue 7): the tolerant loop vs the naive loop under injected model latency.
 
 Track episodes on the built-in simulator in lock-step time with the baseline pilot: a red car
-starts 14 m ahead and drives a zig-zag route at 0.3 m/s (AGENT.md §6's outdoor target speed). Each
-seed is flown under every (latency, loop) condition with the same scene and the same latency draws
-(paired seeds). Latency models:
+starts 14 m ahead and drives a zig-zag route at 0.3 m/s (the outdoor target speed,
+docs/verifier.md#task-types). Each seed is flown under every (latency, loop) condition with the same
+scene and the same latency draws (paired seeds). Latency models:
   fixed      0.44 s every call (the paper's Cosmos3-Edge-2B decode on a datacentre GPU)
   jittered   lognormal, median 0.6 s, p95 2.0 s
   slow       lognormal, median 1.5 s, p95 3.0 s
@@ -13,9 +13,10 @@ Loops:
   tolerant-step  the same, toward the end of the capped step planned at capture (last session's
                  reading: under jitter the drone reaches it early and hovers until the next reply)
   naive          capture -> wait for the model -> execute the plan fully -> repeat
-Per episode: success (AGENT.md verdict, δ 5 m), mean distance to the target while tracking (trace
-samples from t = 15 s on, after the initial approach), and time inside δ (trace dwell).
-Printed per target speed (--target-speeds, a sweep; 0.3 m/s is AGENT.md's): means with 95%
+Per episode: success (the verdict of docs/verifier.md#the-verdict, δ 5 m), mean distance to the target
+while tracking (trace samples from t = 15 s on, after the initial approach), and time inside δ (trace
+dwell).
+Printed per target speed (--target-speeds, a sweep; 0.3 m/s is the suites'): means with 95%
 t-intervals per condition, the paired differences against naive and between the tolerant readings,
 and each tolerant loop's jittered / steady (fixed) mean tracking distance.
 
@@ -260,7 +261,7 @@ def main() -> int:
     parser.add_argument(
         "--target-speeds",
         default="0.3",
-        help="comma-separated m/s (AGENT.md §6 outdoor: 0.3), e.g. 0.3,0.6,1.0",
+        help="comma-separated m/s (the suites' outdoor targets move at 0.3), e.g. 0.3,0.6,1.0",
     )
     parser.add_argument("--loops", default=",".join(LOOPS), help=f"comma-separated, of {', '.join(LOOPS)}")
     parser.add_argument("--json", default=None, help="also write every episode's figures here")

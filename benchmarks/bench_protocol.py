@@ -1,4 +1,4 @@
-"""Per-step overhead of the pilot protocol, everything but the model (AGENT.md §1; target median
+"""Per-step overhead of the pilot protocol, everything but the model (docs/protocol.md#the-loop; target median
 <= 5 ms): 1280x720 BGR frame -> preprocessed JPEG (640x360, q85) -> request -> JSON body bytes (as
 a backend would send them) -> parse a reply. Prints median and p95 per stage and in total.
 

@@ -1,4 +1,4 @@
-"""The four actions of AGENT.md §2 as typed values, plus the plan fields of §4.
+"""The four actions as typed values, plus the plan fields after a `think` (docs/protocol.md).
 
 Points are stored in image order [x, y], normalised 0–1000, whatever order the model wrote them in:
 the reply parser (models.parser) handles the per-model axis order once, so nothing downstream can
@@ -31,7 +31,7 @@ PlanText = Annotated[str, msgspec.Meta(max_length=PLAN_FIELD_MAX_CHARS)]
 
 
 class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The deliberation fields that precede the action on the call after a `think` (AGENT.md §4)."""
+    """The plan fields before the action, after a `think` (docs/protocol.md#think-and-the-plan-schema)."""
 
     target_in_view: TargetInView
     target_match: TargetMatch

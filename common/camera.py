@@ -1,4 +1,4 @@
-"""Pinhole camera profiles (AGENT.md §3): intrinsics, distortion, size; YAML in and out.
+"""Pinhole camera profiles (docs/controller.md#the-camera-model): intrinsics, distortion, size; YAML.
 
 `calibration` writes this format and the controller, the simulator and the pilots read it.
 """
@@ -115,8 +115,8 @@ class CameraProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 def undistort_pixels(points_px: ArrayLike, camera: CameraProfile) -> NDArray[np.float64]:
     """Ideal-pinhole pixels (N x 2) of pixels (N x 2) seen through the camera's lens distortion, in the
-    same camera matrix (P = K), iterated to convergence (AGENT.md §3). The one implementation: the
-    controller's back-projection and calibration's pixel helper both call it."""
+    same camera matrix (P = K), iterated to convergence (docs/controller.md#go, step 1). The one
+    implementation: the controller's back-projection and calibration's pixel helper both call it."""
     import numpy as np  # only callers that undistort pay for numpy and OpenCV
 
     points = np.asarray(points_px, np.float64).reshape(-1, 1, 2)

@@ -24,7 +24,7 @@ class ConfigError(DroneCatsError):
 
 
 class MalformedReply(DroneCatsError):
-    """A model reply that is not a valid action (AGENT.md §2). Carries the raw text."""
+    """A model reply that is not a valid action (docs/protocol.md#malformed-replies). Carries the raw text."""
 
     def __init__(self, reason: str, raw: str = "") -> None:
         super().__init__(reason)

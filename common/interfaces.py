@@ -1,4 +1,6 @@
-"""The Camera and Vehicle interfaces (ARCHITECTURE.md), the Telemetry record, and the vehicle registry.
+"""The Camera and Vehicle interfaces, the Telemetry record, and the vehicle registry.
+
+The interfaces are described in docs/architecture.md#interfaces.
 
 Protocols, so that test doubles need no inheritance. Adapters live with their transports
 (`sim_bridge.airsim_vehicle` for AirSim and the built-in simulator; others register their schemes

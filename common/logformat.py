@@ -1,5 +1,5 @@
-"""The episode log lines of AGENT.md §6 and their writer, shared by the flight recorder (onboard)
-and the verifier (episodes). Field names are the spec's; tools may add fields, never rename.
+"""The episode log lines (docs/logs.md) and their writer, shared by the flight recorder (onboard)
+and the verifier (episodes). Field names are those of docs/logs.md; tools may add fields, never rename.
 
 Two fields are this project's additions, both optional:
 - `collided` (steps and trace lines): true while the drone is in contact with something.

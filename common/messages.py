@@ -1,4 +1,4 @@
-"""Typed bodies of every message on the drone ⇄ ground-station link (ARCHITECTURE.md "Wire protocol").
+"""Typed bodies of every message on the drone ⇄ ground-station link (docs/architecture.md#the-link).
 
 Each body is a msgspec Struct with a class-level `TYPE` (the name carried in the envelope, see
 common.wire). Bodies never hold image bytes: a frame's JPEG travels as its own ZeroMQ message part
@@ -145,7 +145,7 @@ class Telemetry(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=Tru
     control_rate_hz: Annotated[float, msgspec.Meta(ge=0.0, le=100_000.0)]  # the actuation rate served
     latencies_s: Latencies = {}  # per-stage latency of the last step, e.g. {"model": 0.41}
     safety_state: Reason = "ok"  # e.g. "ok", "geofence", "estop", "link_lost_hold"
-    pose_source: Id = "vehicle"  # "vehicle", or "dead_reckoning" (Tello, AGENT.md §7)
+    pose_source: Id = "vehicle"  # "vehicle", or "dead_reckoning" (Tello, docs/safety.md#real-flight)
     jetson: JetsonHealth | None = None  # None off a Jetson, or when its health sample is stale
     # The drone's own link: "curve", or "insecure" when it runs without CURVE (chosen with --insecure).
     link_security: Literal["", "curve", "insecure"] = ""
@@ -187,7 +187,8 @@ class Step(Body, frozen=True, forbid_unknown_fields=True):
     latencies_s: Latencies = {}
     malformed_reason: Reason | None = None
     executed: bool = True  # False when discarded as stale
-    order_id: Id = ""  # commander + sub-agents: the order this step executed under (AGENT.md §5)
+    # commander + sub-agents: the order this step executed under (docs/protocol.md#several-drones)
+    order_id: Id = ""
     order_steps_left: Seq | None = None  # steps left on that order after this one (0: it expired)
 
 
@@ -201,7 +202,8 @@ class Declaration(Body, frozen=True, forbid_unknown_fields=True):
     pose_ned: Pose
     frame_seq: FrameSeq
     call_id: Id = ""
-    # Measured by the simulator when the drone has ground truth (AGENT.md §6); None in real flight.
+    # Measured by the simulator when the drone has ground truth (docs/verifier.md#declarations); None in
+    # real flight.
     distance_m: Distance | None = None
     bbox_distance_m: Distance | None = None
     visible: bool | None = None
@@ -228,7 +230,8 @@ class Instruction(Body, frozen=True, forbid_unknown_fields=True):
 
 
 class Order(Body, frozen=True, forbid_unknown_fields=True):
-    """A commander's text order to one sub-agent; it expires after `expires_after_steps` steps (§5)."""
+    """A commander's text order to one sub-agent; it expires after `expires_after_steps` steps
+    (docs/protocol.md#several-drones)."""
 
     TYPE: ClassVar[str] = "order"
 
@@ -239,7 +242,7 @@ class Order(Body, frozen=True, forbid_unknown_fields=True):
 
 class RemoteAction(Body, frozen=True, forbid_unknown_fields=True):
     """An action decided at the ground station (pilot model served there), with its frame's context so
-    the drone can re-express or reject it when late (ARCHITECTURE.md "Timing")."""
+    the drone can re-express or reject it when late (docs/safety.md#latency-compensation)."""
 
     TYPE: ClassVar[str] = "remote_action"
 
@@ -315,7 +318,7 @@ class TrafficEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class Traffic(Body, frozen=True, forbid_unknown_fields=True):
     """Ground → drone, not acknowledged: the other drones' latest positions, relayed from their
     telemetry a few times a second, so each drone's safety governor keeps its separation from
-    drones flown by other processes (AGENT.md: limits below the model). Positions are in the world
+    drones flown by other processes (docs/safety.md#the-safety-governor). Positions are in the world
     frame every drone reports (the built-in sim's, or each vehicle's `spawn=`)."""
 
     TYPE: ClassVar[str] = "traffic"

@@ -1,4 +1,4 @@
-"""Poses and frames. World poses are NED in metres with yaw in degrees (AGENT.md §6)."""
+"""Poses and frames. World poses are NED in metres with yaw in degrees (docs/logs.md#poses)."""
 
 from __future__ import annotations
 

@@ -32,14 +32,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "four drones on the built-in simulator with the ground station (GUI, or headless without a display)",
     ),
     "episodes": ("episodes.cli", "episode tools: " + ", ".join(EPISODE_ACTIONS)),
-    "explain": ("onboard.cli_explain", "print the controller's plan for one action (AGENT.md §3)"),
+    "explain": ("onboard.cli_explain", "print the controller's plan for one action (docs/controller.md)"),
     "gs": (
         "ground_station.cli",
         "the ground station: PyQt6 app, or --headless for scripts (fleet structures)",
     ),
     "keys": ("common.cli_keys", "generate and list CURVE keypairs for the drone/ground-station link"),
     "onboard": ("onboard.cli", "fly one drone: vehicle URL + pilot URL (+ ground-station link)"),
-    "parse": ("models.cli_parse", "parse a model reply into the normalised action (AGENT.md §3)"),
+    "parse": ("models.cli_parse", "parse a model reply into the normalised action (docs/protocol.md)"),
     "quantize": (
         "dronecats.cli_quantize",
         "W4A16 (GPTQ) checkpoint + serving profile, flight-domain calibration",

@@ -27,7 +27,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     ),
     "replay": ("episodes.cli_replay", "step through an episode's frames with the chosen points drawn"),
     "run": ("episodes.cli_run", "fly a suite: lock-step or HIL, parallel, resumable, scored"),
-    "verify": ("episodes.cli_verify", "score episode logs: verdict, NE, OSR, diagnostics (AGENT.md §6)"),
+    "verify": ("episodes.cli_verify", "score episode logs: verdict, NE, OSR, diagnostics (docs/verifier.md)"),
 }
 
 

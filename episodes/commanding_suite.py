@@ -1,5 +1,6 @@
-"""The commanding suite (issue 10, AGENT.md §5): four drones on a 2 x 2 grid 2 m apart, three task
-types of ten episodes each, generated from a seed and accepted by the pre-flight placement checks.
+"""The commanding suite (issue 10, docs/episodes/README.md#the-commanding-suite): four drones on a
+2 x 2 grid 2 m apart, three task types of ten episodes each, generated from a seed and accepted by the
+pre-flight placement checks.
 
 - plate (residential): four cars of one colour and class that differ only in their licence plates;
   "find the red car with the licence plate KX482".
@@ -196,4 +197,5 @@ def generate_commanding(
                     on_reject(record, report.problems)
             else:
                 raise RecordError(f"no {task} layout passed the pre-flight checks in 200 tries")
-    return Suite("commanding", entries, seed, "plate, sign and sign_sum with four drones (AGENT.md §5)")
+    description = "plate, sign and sign_sum with four drones (commander and sub-agents)"
+    return Suite("commanding", entries, seed, description)

@@ -1,4 +1,4 @@
-"""Multi-drone episodes (AGENT.md §5) in lock-step: N OnboardRuntimes on one in-process World.
+"""Multi-drone episodes (docs/protocol.md#several-drones) in lock-step: N OnboardRuntimes on one World.
 
 - `commander`: a commander (the rule-based one, or a commander model URL) writes one order per drone;
   each drone's own pilot (the sub-agent, e.g. the baseline) flies its order for `expires_after_steps`
@@ -33,7 +33,7 @@ from episodes.records import EpisodeRecord
 log = logging.getLogger(__name__)
 
 STRUCTURES = ("multi", "commander")
-ORDER_EXPIRES_AFTER_STEPS = 6  # AGENT.md §5
+ORDER_EXPIRES_AFTER_STEPS = 6  # docs/protocol.md#several-drones
 
 
 @dataclass
@@ -130,7 +130,8 @@ class LockstepCommander:
         self.calls += 1
         self.latencies_s.append(latency_s)
         self.replans.append(why)
-        driver.advance(latency_s)  # the commander's thinking costs episode time too (AGENT.md §6)
+        # the commander's thinking costs episode time too (docs/safety.md#lock-step-time)
+        driver.advance(latency_s)
         recorder, t = self.runtimes[0].recorder.shared, self.runtimes[0].t()
         recorder.event(
             "commander",
@@ -177,7 +178,8 @@ class JointModel:
         self.calls = 0
         self.errors: list[str] = []
         self.all_go_calls = 0
-        self.copying_calls = 0  # calls where every drone got the same go (coordinate copying, §5)
+        # calls where every drone got the same go (coordinate copying, docs/protocol.md#several-drones)
+        self.copying_calls = 0
         self._last_images: list[Any] = [None] * len(self.runtimes)
 
     def __call__(self, frames: Sequence[Frame | None]) -> Any:

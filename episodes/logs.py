@@ -1,8 +1,8 @@
-"""The episode log format of AGENT.md §6: typed lines and a line writer (common.logformat), and
+"""The episode log format (docs/logs.md): typed lines and a line writer (common.logformat), and
 tolerant readers.
 
 One directory per episode run holds episode.json, steps.jsonl, declarations.jsonl and
-trace.jsonl. The field names are the spec's; tools may add fields (readers ignore keys they do not
+trace.jsonl. The field names are those of docs/logs.md; tools may add fields (readers ignore keys they do not
 know), never rename. Two fields are this project's additions, both optional:
 - `collided` (steps and trace lines): true while the drone is in contact with something; the
   verifier counts a collision at every false/absent -> true transition per drone.

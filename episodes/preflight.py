@@ -1,5 +1,5 @@
-"""Pre-flight checks of an episode (AGENT.md §6, issue 10): before a drone flies, the world must hold
-what the record says, seen the way the record declares it.
+"""Pre-flight checks of an episode (docs/verifier.md#task-types, issue 10): before a drone flies, the
+world must hold what the record says, seen the way the record declares it.
 
 - every target and distractor is spawned where the record puts it, overlapping no other object, and
   no drone starts inside or next to an object;

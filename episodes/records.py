@@ -1,5 +1,5 @@
-"""Episode records (AGENT.md §6): what one benchmark episode is, typed, with a loader whose errors
-name the bad field.
+"""Episode records (docs/logs.md#the-episode-record): what one benchmark episode is, typed, with a
+loader whose errors name the bad field.
 
 `episode.json` in a run directory is this record as flown plus a `run` section of run metadata.
 Unknown keys are ignored at every level so that tools may add fields; known fields are checked.
@@ -25,7 +25,7 @@ Structure = Literal["single", "multi", "commander"]
 
 MOVING_TASKS = frozenset({"track", "search+track"})
 COMMANDING_TASKS = frozenset({"plate", "sign", "sign_sum"})
-# AGENT.md §6 defaults, used by tools that create records.
+# δ and T_max per environment (docs/verifier.md#the-verdict, #time), used by tools that create records.
 DEFAULT_DELTA_M: dict[str, float] = {"outdoor": 5.0, "indoor": 2.5, "real": 1.5}
 DEFAULT_T_MAX_S: dict[str, float] = {"outdoor": 300.0, "indoor": 300.0, "real": 150.0}
 

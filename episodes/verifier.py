@@ -1,4 +1,4 @@
-"""The verifier of AGENT.md §6: the verdict (Algorithm 1) and the diagnostics, from the logs only.
+"""The verifier (docs/verifier.md): the verdict (Algorithm 1) and the diagnostics, from the logs only.
 
 Verdict: declarations with t <= T_max, pooled across drones, in time order (ties keep file order);
 the first that qualifies decides success and NE is its distance. A declaration qualifies when its
@@ -22,7 +22,7 @@ How each diagnostic is computed (never part of the verdict), all over t <= T_max
   during which no drone saw the target (trace intervals held from each sample, union over drones).
 - collisions: per drone, the number of transitions to `collided: true` over its step and trace
   lines in time order (a line without the field does not break a contact).
-- failure_mode (failed episodes only), the first that applies, in the spec's order:
+- failure_mode (failed episodes only), the first that applies, in this order:
   collided (collisions > 0); declared_prematurely (a declaration, none qualifying);
   arrived_without_declaring (osr, no declaration); ran_out_of_steps (the logs reach
   T_max - t_max_margin_s, and some drone was still closing: its distance fell by at least

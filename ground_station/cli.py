@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--structure",
         default="per-drone",
         choices=["per-drone", "one-context", "commander"],
-        help="command structure (AGENT.md §5)",
+        help="command structure (see docs/howto/fleet.md)",
     )
     parser.add_argument(
         "--model", default=None, help="one-context: the model's URL (openai://HOST:PORT/v1?...)"

@@ -11,7 +11,8 @@ Public API (import the submodules; this package imports nothing heavy):
 - `models.pilot_prompt`: `PilotPrompt(profile, switches)` builds a step's `ChatRequest` from
   (instruction, history, encoded frame); `Conversation(prompt, instruction)` keeps one drone's
   history: `req = conv.request(image_bgr)`, `action = conv.parse(text, req)`, `conv.record(action)`
-  once executed. `MultiDronePrompt(profile, n)` and `CommanderPrompt(profile, n)` for AGENT.md §5.
+  once executed. `MultiDronePrompt(profile, n)` and `CommanderPrompt(profile, n)` for several drones
+  (docs/protocol.md#several-drones).
 - `models.request`: `ChatRequest` (`.to_body()` -> the /v1/chat/completions JSON body,
   `.messages()`, `.response_format()`, `.reply` -> `ReplySpec` with `parse_action` /
   `parse_multi` / `parse_orders`), `build_request`.

@@ -1,4 +1,4 @@
-"""Frame preprocessing for the model (AGENT.md §1): keep aspect, shrink only when wider than
+"""Frame preprocessing for the model (docs/protocol.md#the-loop): keep aspect, shrink only when wider than
 640 px (cv2.INTER_AREA), JPEG quality 85. On the hot path of every step, so: one resize, one
 encode, no copies beyond what OpenCV needs.
 """
@@ -70,7 +70,8 @@ def encode_frame(
 
 
 def encode_frame_and_view(image_bgr: np.ndarray) -> tuple[EncodedFrame, EncodedFrame]:
-    """The frame as sent, and its visual-history view at half that width (AGENT.md §4).
+    """The frame as sent, and its visual-history view at half that width
+    (docs/protocol.md#think-and-the-plan-schema).
 
     The view is shrunk from the already shrunk frame: a 2:1 INTER_AREA step is ~20x cheaper
     than 4:1 from the camera size (0.1 vs 2 ms for 1280x720 here).

@@ -1,4 +1,5 @@
-"""The action history shown to the model (AGENT.md §1): the last 5 executed actions, oldest first.
+"""The action history shown to the model (docs/protocol.md#history): the last 5 executed actions,
+oldest first.
 
 Compact forms: `GO x=612 y=430 depth=9m`, `ROTATE angle=45deg`, `THINK`, `FINISHED`, one per line,
 numbered, the most recent tagged. Only executed actions belong here: a discarded (stale or

@@ -1,4 +1,4 @@
-"""Prompt hashes for the episode log (AGENT.md §1): a fine-tuned model is only in distribution
+"""Prompt hashes for the episode log (docs/protocol.md#prompts): a fine-tuned model is only in distribution
 with the prompt it was trained on, so the prompt files are part of the model's identity.
 
     ident = prompt_identity(profile, switches, structure="single")

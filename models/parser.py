@@ -1,4 +1,4 @@
-"""The reply parser (AGENT.md §2, §4, §5): model text in, typed action out, or MalformedReply.
+"""The reply parser (docs/protocol.md): model text in, typed action out, or MalformedReply.
 
 Accepted wrappings: a bare JSON object, a fenced ```json block, and JSON after (or before) prose.
 Malformed: not exactly one JSON object (none, two, an array root, truncated), an unknown or
@@ -54,7 +54,7 @@ _JSON_START = re.compile(r"\{\s*[\"}]|\[\s*[\[{\]]")
 
 
 class Order(msgspec.Struct, frozen=True):
-    """One commander order (AGENT.md §5): drone index from 1, and the text for its sub-agent."""
+    """One commander order (docs/protocol.md#several-drones): drone index from 1, and its sub-agent's text."""
 
     drone: int
     order: str

@@ -3,7 +3,7 @@
 that the ground station and the episode runner share.
 
 A reply that cannot be used (backend error, malformed text) is never an exception here: it comes
-back as a decision with `action=None` (the drone holds) and the reason, as AGENT.md §2 requires.
+back as a decision with `action=None` (the drone holds) and the reason (docs/protocol.md#malformed-replies).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class Observation:
     camera: CameraProfile | None = None
     delta_m: float | None = None
     think: bool = True
-    plan: bool | None = None  # the reply must carry the plan fields; None: after a think (AGENT.md §4)
+    plan: bool | None = None  # the reply must carry the plan fields; None: after a think (docs/protocol.md)
 
     @property
     def plan_step(self) -> bool:
@@ -172,7 +172,7 @@ class ModelPilot:
         self.backend.close()
 
 
-# ---- several drones in one context, and the commander (AGENT.md §5) -------------------------------
+# ---- several drones in one context, and the commander (docs/protocol.md#several-drones) ----------------
 
 
 @dataclass(frozen=True)

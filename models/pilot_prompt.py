@@ -7,7 +7,8 @@
     conv.record(action)                          # only once it was executed
 
 `PilotPrompt` is stateless apart from its fixed system message; `Conversation` holds one drone's
-instruction and history. `MultiDronePrompt` and `CommanderPrompt` do the same for AGENT.md §5.
+instruction and history. `MultiDronePrompt` and `CommanderPrompt` do the same for several drones
+(docs/protocol.md#several-drones).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ class Conversation:
 
 
 class MultiDronePrompt:
-    """N drones in one context (AGENT.md §5): N frames in fixed order, reply {"drones": [...]}.
+    """N drones in one context (docs/protocol.md#several-drones): N frames in order, reply {"drones": [...]}.
 
     A `think` here holds that drone for the step; the multi-drone schema has no plan variant.
     """
@@ -172,8 +173,8 @@ class MultiDronePrompt:
 
 
 class CommanderPrompt:
-    """The commander (AGENT.md §5): N frames, each sub-agent's last action, optional top-down map;
-    reply {"orders": [{"drone": i, "order": text}, ...]}."""
+    """The commander (docs/protocol.md#several-drones): N frames, each sub-agent's last action, optional
+    top-down map; reply {"orders": [{"drone": i, "order": text}, ...]}."""
 
     def __init__(self, profile: ModelProfile, n_drones: int) -> None:
         if n_drones < 1:

@@ -31,7 +31,8 @@ class Decoding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class ThinkingOff(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """How a request keeps extended reasoning at the lowest level the backend allows (AGENT.md §4).
+    """How a request keeps extended reasoning at the lowest level the backend allows
+    (docs/protocol.md#think-and-the-plan-schema).
 
     - chat_template_kwargs: {"chat_template_kwargs": {"enable_thinking": false}} (Qwen3/3.5 on vLLM)
     - reasoning_effort: {"reasoning_effort": <reasoning_effort>} (hosted reasoning models)
@@ -50,11 +51,12 @@ class ThinkingOff(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class DepthConvention(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Metric planar depth, or depth in a canonical camera of focal length f_c (AGENT.md §3).
+    """Metric planar depth, or depth in a canonical camera of focal length f_c
+    (docs/controller.md#the-camera-model).
 
     A focal length in pixels only means something at a given image width, so f_c comes with the
     width it is measured at (`canonical_width_px`); `scale` converts the real camera's fx to that
-    width first. With the same width on both sides this is exactly the spec's d·fx/f_c.
+    width first. With the same width on both sides this is exactly the controller's d·fx/f_c.
     """
 
     convention: Literal["metric", "canonical"] = "metric"
@@ -81,7 +83,7 @@ class DepthConvention(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class MaxTokens(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Output caps per schema (AGENT.md §2 [project]); multi is per drone, times N."""
+    """Output caps per schema (docs/protocol.md#the-reply-format); multi is per drone, times N."""
 
     action: int = 64
     plan: int = 768

@@ -1,4 +1,4 @@
-"""OpenAI-style chat requests (AGENT.md §2, A.5 of 002): typed, with `.to_body()` for the wire.
+"""OpenAI-style chat requests, typed, with `.to_body()` for the wire (docs/protocol.md, A.5 of 002).
 
 messages = [system (byte-identical for a profile and switches), user (text, then the image(s) as
 `data:image/jpeg;base64,...` image_url parts)]; the reply schema as

@@ -1,4 +1,4 @@
-"""JSON schemas of the model's replies (AGENT.md §2, §4, §5), sent as `response_format`.
+"""JSON schemas of the model's replies (docs/protocol.md#the-reply-format), sent as `response_format`.
 
 Every schema is OpenAI strict-compatible: each object lists all its properties as required and
 forbids others, so fields an action does not use are present and null rather than absent.
@@ -40,7 +40,7 @@ class SchemaKind(str, enum.Enum):
 
 
 def action_names(think: bool) -> tuple[str, ...]:
-    """The action enumeration; "think off" removes `think` (AGENT.md §4)."""
+    """The action enumeration; "think off" removes `think` (docs/protocol.md#think-and-the-plan-schema)."""
     return ACTION_NAMES if think else tuple(n for n in ACTION_NAMES if n != "think")
 
 

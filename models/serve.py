@@ -365,7 +365,7 @@ class PilotHTTPServer(ThreadingHTTPServer):
                 raise ProtocolError("request body must be a JSON object")
             stream = requested_stream(body)
             if body.get("tools") or body.get("functions"):
-                raise ProtocolError("tools/function calling are not supported (AGENT.md §2 sends none)")
+                raise ProtocolError("tools/function calling are not supported (the pilot sends none)")
             schema = requested_schema(body)
             chat = decode_chat(body, schema)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

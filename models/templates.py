@@ -1,4 +1,4 @@
-"""The prompt files under models/prompts/ and how they are filled in (AGENT.md §1, §4, §5).
+"""The prompt files under models/prompts/ and how they are filled in (docs/protocol.md#prompts).
 
 The system message depends only on (profile's point order, switches[, N]) and is built once, so
 it is byte-identical at every step of every episode and a server's prefix cache keeps hitting.
@@ -35,7 +35,8 @@ COMMANDER_USER = "commander_user.txt"
 
 
 class PromptSwitches(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The policy switches of AGENT.md §4. They are fixed for an episode and part of its identity."""
+    """The policy switches (docs/protocol.md#think-and-the-plan-schema). They are fixed for an episode
+    and part of its identity."""
 
     think: bool = True  # False: "think off", no think in prompt or schema
     plan_schema: bool = True  # the call after a think answers the plan schema

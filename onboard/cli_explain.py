@@ -1,8 +1,8 @@
 """`dronecats explain [--profile P] [--camera C] [--point-order xy|yx] ACTION_JSON`: print the plan.
 
-Prints the controller's plan for one action as JSON (AGENT.md §3): yaw_deg, yaw_rate_deg_s,
-yaw_duration_s, forward_m_s, right_m_s, up_m_s, duration_s, step_m, hold. Bad input exits with
-status 2 and a one-line error on stderr.
+Prints the controller's plan for one action as JSON (docs/controller.md#checking-it-by-hand):
+yaw_deg, yaw_rate_deg_s, yaw_duration_s, forward_m_s, right_m_s, up_m_s, duration_s, step_m, hold.
+Bad input exits with status 2 and a one-line error on stderr.
 """
 
 from __future__ import annotations

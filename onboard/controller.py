@@ -1,4 +1,4 @@
-"""The rule-based geometric controller of AGENT.md §3: one action in, one typed plan out.
+"""The rule-based geometric controller (docs/controller.md): one action in, one typed plan out.
 
 A plan is at most one turn (yaw in place) followed by at most one move (a body-frame velocity held
 for a duration). The maths is in (forward, right, up) with yaw positive clockwise seen from above;
@@ -43,7 +43,7 @@ class ControlPlan(msgspec.Struct, frozen=True):
     move_up_m: float = 0.0
 
     def explain_dict(self) -> dict[str, float | bool]:
-        """The keys `dronecats explain` prints (AGENT.md §3)."""
+        """The keys `dronecats explain` prints (docs/controller.md#checking-it-by-hand)."""
         return {
             "yaw_deg": self.yaw_deg,
             "yaw_rate_deg_s": self.yaw_rate_deg_s,
@@ -150,7 +150,7 @@ def plan_go(
     profile: FlightProfile,
     canonical_focal_px: float | None = None,
 ) -> ControlPlan:
-    """AGENT.md §3 steps 1–7 for `go`.
+    """Steps 1–7 of docs/controller.md#go.
 
     With a canonical-depth model the rescaled depth is the metric depth, so it also feeds the
     depth bands (the bands are in metres). In the stop band the turn is still flown: the band
@@ -165,7 +165,7 @@ def plan_go(
 
 
 def _banded_step_m(dist_m: float, band_depth_m: float, profile: FlightProfile) -> float:
-    """step = min(dist, cap), then the depth bands on `band_depth_m` (AGENT.md §3 steps 5–6)."""
+    """step = min(dist, cap), then the depth bands on `band_depth_m` (docs/controller.md#go steps 5–6)."""
     if band_depth_m < profile.stop_band_m:
         return 0.0
     step_m = min(dist_m, profile.cap_m)
@@ -250,7 +250,7 @@ def go_world_point(
     canonical_focal_px: float | None = None,
 ) -> tuple[float, float, float]:
     """The point a `go` aimed at, in world NED: the pixel back-projected at the model's (metric)
-    depth from the pose at capture (AGENT.md §3 steps 1–2, before any turn, cap or band)."""
+    depth from the pose at capture (docs/controller.md#go steps 1–2, before any turn, cap or band)."""
     depth_m = metric_depth_m(go.depth_m, camera, canonical_focal_px)
     right, forward, up = back_project(go.point, depth_m, camera)
     dn, de, dd = body_to_world(forward, right, up, capture_pose.yaw_deg)
@@ -262,8 +262,8 @@ def plan_toward_point(
 ) -> ControlPlan:
     """A late `go` re-expressed from the current pose toward the point it aimed at (fixed in the world).
 
-    AGENT.md §3 steps 3–7 from here: the displacement to the point, the deadband turn, the altitude
-    hold, step = min(dist, cap), then the depth bands on the point's depth as seen from here (its
+    Steps 3–7 of docs/controller.md#go from here: the displacement to the point, the deadband turn,
+    the altitude hold, step = min(dist, cap), then the depth bands on the point's depth as seen from here (its
     forward distance after the turn), so a late reply still gets a full capped step toward a far
     point and still brakes near one.
     """

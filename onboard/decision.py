@@ -1,6 +1,6 @@
 """The decision loop's step: capture a stamped frame, ask the pilot, turn the action into a plan.
 
-Rate-jitter tolerance (ARCHITECTURE.md "Timing"): every action carries its frame's pose, so a late
+Rate-jitter tolerance (docs/safety.md#latency-compensation): every action carries its frame's pose, so a late
 `go` is re-expressed from the current pose toward the point it fixed in the world at capture, and a
 late `rotate` toward the heading it meant; a reply older than its deadline (plan replies get a longer
 one) is discarded and counted; a missed or malformed decision holds rather than repeating stale motion.

@@ -1,4 +1,4 @@
-"""Lock-step driving (AGENT.md §6 "Time"): the simulator is paused while the pilot thinks, then
+"""Lock-step driving (docs/safety.md#lock-step-time): the simulator is paused while the pilot thinks, then
 advanced by the measured, or injected, latency while the actuation loop keeps ticking, so model
 latency costs episode time exactly as it would in flight, on any machine, deterministically.
 
@@ -122,7 +122,7 @@ class LockstepDriver:
         return rt.result(reason)
 
 
-# ---- several drones in one world (AGENT.md §5 structures, lock-step) ------------------------------
+# ---- several drones in one world (docs/protocol.md#several-drones, lock-step) ---------------------
 @dataclass(frozen=True)
 class JointDecision:
     """One call for all drones (one-context structure): an action (or None: no action) per drone."""

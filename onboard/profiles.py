@@ -1,4 +1,6 @@
-"""Flight profiles: the controller constants of AGENT.md §3, one typed struct per airframe/setting.
+"""Flight profiles: the controller constants, one typed struct per airframe/setting.
+
+The built-in ones are tabled in docs/controller.md#flight-profiles.
 
     profile = flight_profile("outdoor")          # built-in: outdoor, indoor, tello
     profile = flight_profile("my_profile.yaml")  # or a YAML/TOML file with the same fields
@@ -71,7 +73,7 @@ class FlightProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return camera_profile(self.camera)
 
 
-# AGENT.md §3 table. [002 A.2] outdoor/indoor, [002 A.4] tello.
+# The table of docs/controller.md#flight-profiles. [002 A.2] outdoor/indoor, [002 A.4] tello.
 BUILTIN_FLIGHT_PROFILES: dict[str, FlightProfile] = {
     "outdoor": FlightProfile(
         name="outdoor", camera="outdoor", cap_m=3.0, speed_m_s=1.2, slow_band_m=5.0, stop_band_m=2.0

@@ -1,6 +1,6 @@
 """The onboard runtime: flies one drone (camera -> pilot -> controller -> vehicle), safely, on a clock.
 
-Two loops (ARCHITECTURE.md "Timing"): the actuation loop (onboard.actuation) streams the current
+Two loops (docs/safety.md#two-loops): the actuation loop (onboard.actuation) streams the current
 setpoint at a fixed rate in its own thread and applies the safety governor on every tick; the
 decision loop here captures a stamped frame, asks the pilot, and hands the controller's plan over.
 
@@ -96,8 +96,8 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     t_max_s: float = 300.0
     max_steps: int | None = None
     stop_on_declaration: bool = True  # stop at the first declaration within δ and visible (needs truth)
-    # Remote mode (one-context fleet, AGENT.md §5): the ground station's model decides for this drone;
-    # the decision loop only captures and publishes frames (every min_decision_period_s) and
+    # Remote mode (one-context fleet, docs/protocol.md#several-drones): the ground station's model decides for
+    # this drone; the decision loop only captures and publishes frames (every min_decision_period_s) and
     # executes the RemoteActions that come back. The local pilot is never called.
     remote: bool = False
     land_at_end: bool = True
@@ -158,14 +158,15 @@ def _prompt_hashes(identity: Any) -> dict[str, str]:
 
 
 class StepExtras(StepLine):
-    """steps.jsonl line with this runtime's additions (the spec's fields are never renamed)."""
+    """steps.jsonl line with this runtime's additions (the fields of docs/logs.md are never renamed)."""
 
     discarded: str | None = None  # "malformed", "stale" or "backend" when the reply was not executed
     error: str | None = None
     stages: StageLatencies | None = None
     loop: str | None = None
     source: str = "pilot"  # "pilot", or "remote" for an action sent by the ground station
-    order_id: str | None = None  # the commander's order this step executed under (AGENT.md §5)
+    # the commander's order this step executed under (docs/protocol.md#several-drones)
+    order_id: str | None = None
     order_steps_left: int | None = None  # steps left on that order after this one (0: expired)
 
 
@@ -586,7 +587,9 @@ class OnboardRuntime:
         return plan
 
     def _count_order_step(self) -> None:
-        """A sub-agent's order lives for a number of executed steps (AGENT.md §5); then it holds."""
+        """A sub-agent's order lives for a number of executed steps, then it holds.
+
+        See docs/protocol.md#several-drones."""
         with self._lock:
             if self.order_steps_left is None:
                 self._step_order = (None, None)
@@ -603,7 +606,7 @@ class OnboardRuntime:
             self.event("order_expired", order_id=self.order_id)
 
     def _declare(self) -> None:
-        """A `finished` was executed: measure the declaration now (AGENT.md §6)."""
+        """A `finished` was executed: measure the declaration now (docs/verifier.md#declarations)."""
         self.declarations += 1
         t = self.t()
         telemetry = self.actuator.last_telemetry or self.vehicle.telemetry()
@@ -687,8 +690,9 @@ class OnboardRuntime:
         self.event("instruction", text=text)
 
     def set_order(self, order_id: str, text: str, expires_after_steps: int) -> None:
-        """A commander's order (AGENT.md §5): the sub-agent is the single-drone agent with the order as
-        its instruction, for `expires_after_steps` executed steps; then it holds until the next order."""
+        """A commander's order (docs/protocol.md#several-drones): the sub-agent is the single-drone agent
+        with the order as its instruction, for `expires_after_steps` executed steps; then it holds until
+        the next order."""
         if expires_after_steps < 1:
             raise ValueError(f"expires_after_steps={expires_after_steps} must be >= 1")
         with self._lock:
@@ -774,7 +778,7 @@ class OnboardRuntime:
         return True
 
     def judge(self, accept: bool, declaration_t: float | None = None) -> None:
-        """Real flight (AGENT.md §7): the operator's verdict on a declaration; accept ends the run."""
+        """The operator's verdict on a declaration (docs/safety.md#real-flight); accept ends the run."""
         t = self.t()
         telemetry = self.actuator.last_telemetry
         line = DeclarationLine(

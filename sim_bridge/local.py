@@ -103,8 +103,9 @@ class LocalCamera:
 
 
 class LocalTruth:
-    """AGENT.md §6 ground truth for one target: distances from current poses, visibility from a render
-    no older than max_render_age_s (the camera's own when fresh enough, else a new one)."""
+    """Ground truth (docs/verifier.md#declarations) for one target: distances from current poses,
+    visibility from a render no older than max_render_age_s (the camera's own when fresh enough, else a
+    new one)."""
 
     def __init__(
         self,

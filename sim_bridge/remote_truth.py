@@ -1,12 +1,13 @@
-"""AGENT.md §6 ground truth from an AirSim-compatible server over stock AirSim RPC only (a real
-AirSim, Cosys-AirSim, or `dronecats sim` with or without --strict-airsim), for the HIL path.
+"""Ground truth (docs/verifier.md#declarations) from an AirSim-compatible server over stock AirSim RPC
+only (a real AirSim, Cosys-AirSim, or `dronecats sim` with or without --strict-airsim), for the HIL
+path.
 
 - Distances: simGetObjectPose of the vehicle and of the target (world NED), the target's bounding
   box placed on its pose: centre offset and half extents in the target's own frame (TargetExtent),
   read once from a detection's box3D (or given: the record's size_m).
 - Visibility: simGetDetections of the vehicle's camera after simAddDetectionFilterMeshName(target)
-  with the spec's 100 m radius (simSetDetectionFilterRadius takes centimetres). The server decides
-  what counts as detected (the built-in simulator: the §6 rule, >= 20 px of 640x360, unoccluded).
+  with the verifier's 100 m radius (simSetDetectionFilterRadius takes centimetres). The server decides
+  what counts as detected (the built-in simulator: the verifier's rule, >= 20 px of 640x360, unoccluded).
 - Point on target: the pixel's colour in the Segmentation image taken in the same simGetImages
   request as the frame (Frame.meta["segmentation"]), compared with the target's segmentation colour
   (set with simSetSegmentationObjectID, read off a frame by `learn_colour`); where no segmentation
@@ -32,7 +33,7 @@ from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url, quat_yaw_
 log = logging.getLogger(__name__)
 
 UNKNOWN = TruthSample(None, None, None, None)
-DETECTION_RADIUS_M = 100.0  # AGENT.md §6: visible within 100 m
+DETECTION_RADIUS_M = 100.0  # docs/verifier.md#declarations: visible within 100 m
 SCENE_IMAGE_TYPE = 0
 TARGET_SEGMENTATION_ID = 1  # the target's segmentation object id; everything else gets 0
 

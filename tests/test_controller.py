@@ -1,7 +1,8 @@
-"""The geometric controller against AGENT.md §3.
+"""The geometric controller against docs/controller.md.
 
-Expected values come from `spec_go`, a straight transcription of the spec's seven steps written
-for this test (no code shared with onboard.controller), and from the spec's worked-example table.
+Expected values come from `spec_go`, a straight transcription of the seven steps of `go` written
+for this test (no code shared with onboard.controller), and from the worked-example table
+(docs/controller.md#worked-examples).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from tests.conftest import dronecats_cmd, subprocess_env
 OUTDOOR = BUILTIN_FLIGHT_PROFILES["outdoor"]
 INDOOR = BUILTIN_FLIGHT_PROFILES["indoor"]
 TELLO = BUILTIN_FLIGHT_PROFILES["tello"]
-SPEC_CONSTANTS = {  # AGENT.md §3 table: cap, speed, slow band, stop band
+SPEC_CONSTANTS = {  # docs/controller.md#flight-profiles: cap, speed, slow band, stop band
     "outdoor": (3.0, 1.2, 5.0, 2.0),
     "indoor": (1.5, 0.6, 2.5, 1.0),
     "tello": (1.5, 0.6, 2.5, 1.0),
@@ -43,7 +44,7 @@ SPEC_CONSTANTS = {  # AGENT.md §3 table: cap, speed, slow band, stop band
 
 
 def spec_go(u, v, d, w_px, h_px, fx, fy, cx, cy, cap, speed, slow, stop):
-    """AGENT.md §3 for an undistorted camera: (yaw_deg, step, (fwd, right, up) velocity, duration)."""
+    """docs/controller.md#go, undistorted camera: (yaw_deg, step, (fwd, right, up) velocity, duration)."""
     px, py = u * w_px / 1000, v * h_px / 1000
     right, forward, up = d * (px - cx) / fx, d, d * (cy - py) / fy
     b = math.degrees(math.atan2(right, forward))
@@ -88,7 +89,7 @@ def assert_plan_matches(plan, expected):
     assert plan.hold == (step == 0 and yaw == 0)
 
 
-# AGENT.md §3 worked examples, with the values as printed there (3 decimals).
+# docs/controller.md#worked-examples, with the values as printed there (3 decimals).
 # (profile, point, depth, yaw, step, (forward, right, up) or None for hold, duration or None)
 WORKED = [
     ("outdoor", (500, 500), 8.0, 0.0, 3.0, (1.200, 0.0, 0.0), 2.5),
@@ -261,16 +262,16 @@ def test_distorted_camera_round_trip(point):
     if point != (500, 500):  # off-centre, undistortion moves the point
         naive_right = depth * (point[0] * 1.28 - 645.0) / 650.0
         assert abs(right - naive_right) > 0.05
-    # and the plan flies that ray with the spec's rules
+    # and the plan flies that ray with the controller's rules
     plan = plan_go(Go(point, depth), DISTORTED, OUTDOOR)
     bearing = math.degrees(math.atan2(right, forward))
     assert plan.yaw_deg == pytest.approx(bearing if abs(bearing) > 8 else 0.0)
 
 
 def test_undistortion_converges_at_the_corners_and_is_shared():
-    """AGENT.md §3 "iterated to convergence": OpenCV's default 5 iterations leave ~0.3 px at the
-    corners of this lens; every pixel, corners included, must re-project onto itself. Calibration's
-    pixel helper and the controller use the same implementation."""
+    """Undistortion iterates to convergence (docs/controller.md#go, step 1): OpenCV's default 5
+    iterations leave ~0.3 px at the corners of this lens; every pixel, corners included, must
+    re-project onto itself. Calibration's pixel helper and the controller use the same implementation."""
     from calibration.undistort import undistort_pixels as calibration_undistort_pixels
     from common.camera import undistort_pixels
 

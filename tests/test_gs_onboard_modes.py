@@ -1,5 +1,6 @@
-"""The onboard side of the fleet structures (AGENT.md §5), in process on the built-in simulator:
-remote mode (frames out, the ground station's actions in, logged as steps) and order expiry."""
+"""The onboard side of the fleet structures (docs/protocol.md#several-drones), in process on the built-in
+simulator: remote mode (frames out, the ground station's actions in, logged as steps) and order
+expiry."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ARCHITECTURE.md's dependency rules, checked on the source text of every module."""
+"""The dependency rules (docs/architecture.md#dependency-rules), checked on every module's source."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`dronecats parse` through a real subprocess (AGENT.md §3's inspection command)."""
+"""`dronecats parse` through a real subprocess (docs/controller.md#checking-it-by-hand)."""
 
 from __future__ import annotations
 

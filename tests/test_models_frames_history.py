@@ -1,4 +1,4 @@
-"""Frame preprocessing and the history text (AGENT.md §1)."""
+"""Frame preprocessing and the history text (docs/protocol.md#the-loop, #history)."""
 
 from __future__ import annotations
 

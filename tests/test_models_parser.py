@@ -1,5 +1,5 @@
-"""models.parser against AGENT.md §2, §4, §5: table-driven malformed and good replies, plus a
-seeded random fuzz that only MalformedReply ever escapes."""
+"""models.parser against docs/protocol.md (actions, plans, several drones): table-driven malformed
+and good replies, plus a seeded random fuzz that only MalformedReply ever escapes."""
 
 from __future__ import annotations
 

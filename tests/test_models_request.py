@@ -1,4 +1,4 @@
-"""Requests (AGENT.md §1, §2, §4, §5): a byte-identical system message, identical schemas per kind,
+"""Requests (docs/protocol.md): a byte-identical system message, identical schemas per kind,
 the OpenAI body shape, the switches, N-drone and commander requests, and prompt identities."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Episode records and the log format (AGENT.md §6): typed, validated, read tolerantly."""
+"""Episode records and the log format (docs/logs.md): typed, validated, read tolerantly."""
 
 from __future__ import annotations
 

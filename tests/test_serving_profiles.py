@@ -1,5 +1,5 @@
 """Serving profiles: every built-in loads, names an existing model profile, and renders the flags the
-issue asks for (SERVING-NOTES.md) for both engines; limits out of range are refused."""
+issue asks for, for both engines; limits out of range are refused."""
 
 from __future__ import annotations
 

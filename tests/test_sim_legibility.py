@@ -1,6 +1,6 @@
 """Plates are legible where they should be: tesseract reads one at 5 m and cannot at 15 m.
 
-Rendered with the spec's default camera (`outdoor`, 1280x720, 90°: fy = 640 px), where 0.10 m digits
+Rendered with the default camera (`outdoor`, 1280x720, 90°: fy = 640 px), where 0.10 m digits
 are 12.8 px tall at 5 m and 4.3 px at 15 m. At the simulator's 640x360 default they are 6.4 px at 5 m:
 legible to the eye but (measured) below what tesseract reads reliably.
 """

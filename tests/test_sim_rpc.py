@@ -1,4 +1,4 @@
-"""The real `airsim` client driving `dronecats sim` as a separate process (protocols.md §1, §6)."""
+"""The real `airsim` client driving `dronecats sim` as a separate process (AirSim 1.8.1's RPC protocol)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The verifier (AGENT.md §6): Algorithm 1, pooled drones, real-flight judgements, diagnostics,
+"""The verifier (docs/verifier.md): Algorithm 1, pooled drones, real-flight judgements, diagnostics,
 failure modes, and `dronecats episodes verify` through a subprocess."""
 
 from __future__ import annotations

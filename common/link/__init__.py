@@ -1,4 +1,4 @@
-"""The drone ⇄ ground-station link over ZeroMQ (ARCHITECTURE.md "Wire protocol").
+"""The drone ⇄ ground-station link over ZeroMQ (docs/architecture.md#the-link).
 
 - `DroneLink` (common.link.drone): binds; publishes telemetry, frames, steps, declarations and
   heartbeats; receives acked commands exactly once; answers heartbeats.

@@ -28,7 +28,7 @@ class FrameBudgetConfig:
     max_fps: float = 5.0
     bandwidth_bytes_s: float | None = None  # None: no bandwidth limit
     burst_s: float = 1.0
-    quality_max: int = 85  # AGENT.md §1 frame preprocessing
+    quality_max: int = 85  # the model's JPEG quality (docs/protocol.md#the-loop)
     quality_min: int = 30
     quality_step: int = 10
     max_in_flight: int = 3

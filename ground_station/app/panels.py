@@ -33,7 +33,8 @@ FLEET = "Fleet (all drones)"
 
 
 class InstructionPanel(QGroupBox):
-    """Instruction text, to one drone or the fleet, under a chosen structure (AGENT.md §5)."""
+    """Instruction text, to one drone or the fleet, under a chosen structure
+    (docs/howto/fleet.md#4-choose-a-structure)."""
 
     def __init__(self, drone_ids: list[str], on_send: Callable[[str, str, str, str], None]) -> None:
         super().__init__("Instruction")

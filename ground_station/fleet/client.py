@@ -356,7 +356,7 @@ class FleetClient:
         return record
 
     def judge(self, declaration_id: str, accept: bool, operator: str = "") -> AckRecord:
-        """The operator's verdict on a declaration (real flight, AGENT.md §7), sent to its drone."""
+        """The operator's verdict on a declaration, sent to its drone (docs/safety.md#real-flight)."""
         declaration = self.state.declaration(declaration_id)
         if declaration is None:
             raise ConfigError(f"no declaration {declaration_id!r} in this session")

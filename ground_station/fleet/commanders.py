@@ -1,4 +1,4 @@
-"""Commanders for the commander + sub-agents structure (AGENT.md §5): one text order per drone.
+"""Commanders for the commander + sub-agents structure (docs/protocol.md#several-drones): one order per drone.
 
 `RuleCommander` is the baseline and the test commander: it finds candidate targets (operator-marked
 map targets, and what the baseline detector sees in each drone's frame), expresses each as a world

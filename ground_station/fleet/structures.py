@@ -1,4 +1,4 @@
-"""The three command structures (AGENT.md §5) on top of a FleetClient.
+"""The three command structures (docs/howto/fleet.md#4-choose-a-structure) on top of a FleetClient.
 
 Each structure is started with the operator's instruction and runs on its own worker thread (never
 on the link's I/O thread), woken by fleet events:
@@ -135,7 +135,8 @@ class OneContext(Structure):
         self.max_frame_age_s = max_frame_age_s
         self._used: dict[str, int] = {}
         self._next_call_s = 0.0
-        self.copying_calls = 0  # calls where every drone got the same go (coordinate copying, §5)
+        # calls where every drone got the same go (coordinate copying, docs/protocol.md#several-drones)
+        self.copying_calls = 0
         self.all_go_calls = 0
 
     def _handle(self, event: FleetEvent | None) -> None:

@@ -1,6 +1,6 @@
 """`trtllm://ENGINE_OR_CHECKPOINT` — TensorRT-LLM's LLM API in this process (optional, GPU only).
 
-TensorRT-LLM is not installable on the development machines (INSTALL-NOTES.md); the usual way to
+TensorRT-LLM does not install from PyPI (the package there fetches from NVIDIA's own index); the usual way to
 use it is `trtllm-serve` behind the `openai://` backend. This in-process path is kept minimal: the
 chat template from the engine's tokenizer, images as RGB arrays in `multi_modal_data`, and the schema
 through `GuidedDecodingParams` (the LLM must be built with `guided_decoding_backend="xgrammar"`).

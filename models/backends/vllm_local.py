@@ -36,7 +36,7 @@ ENGINE_PARAMS: dict[str, type] = {
     "mm_processor_cache_gb": float,
     "seed": int,
 }
-# Engine settings that suit one drone asking about one frame per step (SERVING-NOTES.md).
+# Engine settings that suit one drone asking about one frame per step (docs/howto/jetson.md).
 ENGINE_DEFAULTS: dict[str, Any] = {
     "max_num_seqs": 1,
     "max_model_len": 8192,

@@ -5,7 +5,8 @@
   prompts, histories and replies, its vocabulary padded to the config's size with unused tokens
   and the special tokens at the ids the config names;
 - the image processor: the Qwen2-VL processor's defaults, with the vision tower's patch size and
-  the frame budget a 640×360 frame needs (SERVING-NOTES: max_pixels matched to a 640-wide frame);
+  the frame budget a 640×360 frame needs (max_pixels matched to a 640-wide frame, as in the serving
+  profiles);
 - RANDOM_WEIGHTS.txt, so that nobody takes the directory for a trained model.
 
 Directories are cached under the user's cache (DRONECATS_CACHE, else ~/.cache/dronecats), keyed

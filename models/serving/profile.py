@@ -3,7 +3,7 @@
 A serving profile names a model profile (models/profiles/NAME.yaml: served model name, point order,
 thinking-off mechanism), a checkpoint (a directory under the weights volume, or a Hugging Face id),
 its precision, and the engine limits that suit one drone asking about one 640-wide frame per step
-(SERVING-NOTES.md). models.serving.command renders the limits into `vllm serve` or `trtllm-serve`
+(docs/howto/jetson.md). models.serving.command renders the limits into `vllm serve` or `trtllm-serve`
 arguments; `verified_on_hardware` lists the flags that were checked on a real board (none yet).
 """
 
@@ -35,7 +35,7 @@ class EngineLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # trtllm-serve sizes its KV cache from the memory left after the weights instead.
     kv_cache_free_memory_fraction: float = 0.3
     max_num_seqs: int = 1  # one drone, one request at a time
-    images_per_prompt: int = 1  # 6 with visual history (AGENT.md §4)
+    images_per_prompt: int = 1  # 6 with visual history (docs/protocol.md#think-and-the-plan-schema)
     max_pixels: int = 640 * 360  # a 640-wide 16:9 frame, as models.frames sends it
     prefix_caching: bool = True
     structured_output_backend: Literal["xgrammar", "guidance"] = "xgrammar"

@@ -1,1 +1,1 @@
-"""AirSim-compatible msgpack-rpc server over the built-in simulator (protocols.md §1)."""
+"""AirSim-compatible msgpack-rpc server over the built-in simulator (AirSim 1.8.1's msgpack-rpc protocol)."""

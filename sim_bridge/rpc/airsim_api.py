@@ -1,5 +1,5 @@
 # ruff: noqa: N802 -- the method names are AirSim wire names
-"""AirSim's RPC method table over a `World` (protocols.md §1.3-1.6), plus built-in-sim extensions.
+"""AirSim 1.8.1's RPC method table (its wire names and struct encodings) over a `World`, plus extensions.
 
 Vehicle APIs use each vehicle's spawn-relative NED frame (axes aligned with the world's); object APIs
 use the world NED frame, as AirSim does. Camera poses (ImageResponse camera_position/orientation,
@@ -55,7 +55,7 @@ MIN_CLIENT_VERSION = 1
 
 EXTENSIONS = {
     "dcGroundTruth": "(vehicle_name, object_name) -> {distance_m, bbox_distance_m, visible, "
-    "pixel_count, min_pixels, box2d, target_pose}: AGENT.md §6 ground truth from a fresh render",
+    "pixel_count, min_pixels, box2d, target_pose}: the verifier's ground truth from a fresh render",
     "dcPointOnTarget": "(vehicle_name, object_name, u, v) -> bool: image point (0-1000) on the object now",
     "dcPointOnTargetAt": "(vehicle_name, object_name, u, v, [x, y, z, yaw_deg]) -> bool: the same for "
     "a frame taken at that world vehicle pose (re-rendered with the scene as it is now)",

@@ -118,7 +118,7 @@ class Render:
 
 @dataclass
 class TargetTruth:
-    """AGENT.md §6 ground truth of one target seen from one vehicle."""
+    """Ground truth (docs/verifier.md#declarations) of one target seen from one vehicle."""
 
     distance_m: float  # to the bbox centre
     bbox_distance_m: float
@@ -888,7 +888,7 @@ class World:
         return (u0, v0, u1, v1)
 
     def min_visible_pixels(self, cam: CameraProfile) -> int:
-        """20 pixels of a 640x360 frame, scaled with the frame's area (AGENT.md §6)."""
+        """20 pixels of a 640x360 frame, scaled with the frame's area (docs/verifier.md#declarations)."""
         return max(1, round(VISIBLE_PIXELS_640x360 * cam.width_px * cam.height_px / (640 * 360)))
 
     def target_truth(
