@@ -32,12 +32,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile", default="qwen3.5-2b", help="model profile: the prompts (default qwen3.5-2b)"
     )
-    parser.add_argument("--method", default="gptq", choices=["gptq", "rtn"])
-    parser.add_argument("--group-size", type=int, default=128)
+    parser.add_argument(
+        "--method",
+        default="gptq",
+        choices=["gptq", "rtn"],
+        help="gptq (llm-compressor, calibrated; default) or rtn (round to nearest, no calibration)",
+    )
+    parser.add_argument(
+        "--group-size", type=int, default=128, help="weights sharing one scale per group (default 128)"
+    )
     parser.add_argument("--samples", type=int, default=32, help="calibration samples (default 32)")
     parser.add_argument("--suite", default=str(DEFAULT_SUITE), help="episode suite for the frames")
-    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--dtype",
+        default="bfloat16",
+        choices=["bfloat16", "float16", "float32"],
+        help="dtype of the 16-bit parts and of the calibration run (default bfloat16)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the random weights (--random-init) and of the calibration views and prompts",
+    )
     parser.add_argument("--serving-name", default=None, help="serving profile name (default OUT's name)")
 
 

@@ -103,7 +103,7 @@ def test_bad_overrides_on_the_command_line_are_refused_the_same_way(tmp_path: Pa
     [
         (["--traffic-hz", "nan"], "--traffic-hz=nan"),
         (["--mark", "nan,1"], "--mark 'nan,1'"),
-        (["--duration-s", "-5"], "--duration-s=-5"),
+        (["--duration-s", "-5"], "--duration-s: -5"),  # argparse refuses it first (positive_float)
     ],
 )
 def test_the_ground_stations_numbers_are_checked_too(option: list[str], needle: str) -> None:
