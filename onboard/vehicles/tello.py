@@ -390,7 +390,9 @@ class TelloVehicle:
 class TelloCamera(FreshFrameCamera):
     """The Tello's H.264 stream; refuses stale frames (see FreshFrameCamera)."""
 
-    def __init__(self, vehicle: TelloVehicle, stale_wait_s: float = 30.0) -> None:
+    # 1 s, as every camera: stale video must reach the failsafe (frame_stale_hold_s) in time. The
+    # stream's start (the decoder waiting for its first keyframe) has its own, longer wait.
+    def __init__(self, vehicle: TelloVehicle, stale_wait_s: float = 1.0) -> None:
         def usable() -> str | None:
             if not vehicle.link_ok:
                 return "the link is lost"
