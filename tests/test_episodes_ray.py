@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import dronecats_cmd, stop_process, subprocess_env, wait_for
+from conftest import dronecats_cmd, free_port, stop_process, subprocess_env, wait_for
 from test_episodes_runner import short_record
 
 from common.errors import ConfigError
@@ -80,7 +80,7 @@ def ray_cluster() -> Iterator[str]:
 
     127.0.0.2, not 127.0.0.1: Ray replaces 127.0.0.1 with the host's network address."""
     temp_dir = Path("/tmp") / f"rt{os.getpid()}{int(time.time() * 1000) % 100000}"  # socket paths: short
-    port = _free_port()
+    port = free_port()
     env = ray_env()
     common = ["--num-cpus=1", "--disable-usage-stats", f"--node-ip-address={NODE_IP}"]
     try:
@@ -112,26 +112,22 @@ def ray_cluster() -> Iterator[str]:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _cluster_pids(temp_dir: Path, port: int) -> list[tuple[int, str]]:
-    found = []
+def _processes() -> Iterator[tuple[int, str]]:
+    """(pid, command line) of every process this user can see."""
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            yield (
+                int(proc.name),
+                (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"),
+            )
         except OSError:
             continue
-        if str(temp_dir) in cmdline or f"{NODE_IP}:{port}" in cmdline:
-            found.append((int(proc.name), cmdline))
-    return found
+
+
+def _cluster_pids(temp_dir: Path, port: int) -> list[tuple[int, str]]:
+    return [(p, c) for p, c in _processes() if str(temp_dir) in c or f"{NODE_IP}:{port}" in c]
 
 
 def _kill_cluster(temp_dir: Path, port: int) -> None:
@@ -142,27 +138,14 @@ def _kill_cluster(temp_dir: Path, port: int) -> None:
 
 def running_tasks() -> list[int]:
     """Ray workers executing an episode now (Ray titles a worker's process after its task)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith(b"ray::fly_task"):
-                pids.append(int(proc.name))
-        except OSError:
-            continue
-    return pids
+    return [pid for pid, cmdline in _processes() if cmdline.startswith("ray::fly_task")]
 
 
 def second_node_raylet(port: int) -> int:
     """The raylet of the node started with the `second_node` resource."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
+    for pid, cmdline in _processes():
         if "raylet" in cmdline.split(" ", 1)[0] and "second_node" in cmdline and str(port) in cmdline:
-            return int(proc.name)
+            return pid
     raise AssertionError("no raylet with the second_node resource")
 
 
@@ -273,7 +256,7 @@ def test_sim_pool_never_flies_two_episodes_on_one_server(tmp_path: Path) -> None
     servers, urls = [], []
     try:
         for log in logs:
-            port = _free_port()
+            port = free_port()
             servers.append(
                 subprocess.Popen(
                     dronecats_cmd(

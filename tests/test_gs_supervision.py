@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import dronecats_cmd, subprocess_env
-from test_pilots_support import free_port, serve_pilot_process
+from conftest import dronecats_cmd, free_port, subprocess_env
+from test_pilots_support import serve_pilot_process
 
 pytestmark = pytest.mark.slow
 

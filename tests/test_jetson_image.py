@@ -20,8 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import ROOT, subprocess_env
-from test_pilots_support import free_port
+from conftest import ROOT, free_port, subprocess_env
 
 if sys.version_info >= (3, 11):
     import tomllib

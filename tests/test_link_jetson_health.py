@@ -14,8 +14,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import msgspec
 import pytest
+from conftest import free_base_port
 from test_jetson_health import ORIN_JP6, STAND_IN, executable, wait_for
-from test_onboard_link import free_base_port
 from test_onboard_runtime import make_runtime
 
 from common import wire

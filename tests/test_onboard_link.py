@@ -3,9 +3,8 @@ another key cannot (and is counted)."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
+from conftest import free_base_port
 from test_onboard_runtime import make_runtime
 
 from common.errors import LinkError
@@ -15,26 +14,6 @@ from common.messages import Hold
 from onboard.link import attach_link, endpoints
 from onboard.safety import Mode
 from sim_bridge.sim.world import World
-
-
-def free_base_port() -> int:
-    """A port P with P, P+1 and P+2 free (telemetry, frames, commands)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + 2 < 65536 and all(_free(base + i) for i in (1, 2)):
-            return base
-    raise RuntimeError("no three consecutive free ports")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import time
 import httpx
 import msgspec
 import pytest
-from test_pilots_support import RawPeer, RecordingPeer, draw_box, free_port, scene, serve_pilot_process
+from conftest import free_port
+from test_pilots_support import RawPeer, RecordingPeer, draw_box, scene, serve_pilot_process
 
 from common.actions import Finished, Go, Rotate, Think
 from common.errors import BackendError, ConfigError

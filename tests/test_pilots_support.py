@@ -58,13 +58,6 @@ def serve_pilot_process(*args: str, timeout_s: float = 20.0) -> Iterator[str]:
             proc.stdout.close()
 
 
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class RecordingPeer:
     """A tiny HTTP test peer: records each request (headers, raw body) and answers with `respond`."""
 

@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 
 import cv2
-from conftest import dronecats_cmd, subprocess_env
-from test_pilots_support import free_port
+from conftest import dronecats_cmd, free_port, subprocess_env
 
 from models.cli_serve_model import DEFAULT_WARMUP_IMAGE
 from models.serving.launcher import EngineProcess

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import socket
 import subprocess
 import threading
 import time
@@ -27,26 +26,6 @@ def insecure_flag(command: str) -> list[str]:
         dronecats_cmd(command, "--help"), env=subprocess_env(), capture_output=True, text=True, timeout=60
     )
     return ["--insecure"] if "--insecure" in out.stdout else []
-
-
-def free_base_port() -> int:
-    """A port P with P, P+1 and P+2 free (a drone's telemetry, frames, commands)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + 2 < 65536 and all(_free(base + i) for i in (1, 2)):
-            return base
-    raise RuntimeError("no three consecutive free ports")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def airsim_client(port: int) -> Any:

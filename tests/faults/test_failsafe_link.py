@@ -8,14 +8,13 @@ import subprocess
 import time
 
 import pytest
-from conftest import dronecats_cmd, sim_server, stop_process, subprocess_env
+from conftest import dronecats_cmd, free_base_port, sim_server, stop_process, subprocess_env
 from failsafe_support import (
     TICK_S,
     PoseRecorder,
     airsim_client,
     describe,
     first,
-    free_base_port,
     insecure_flag,
     onboard,
     reset_world,
