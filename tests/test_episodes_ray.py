@@ -45,9 +45,9 @@ def ray_env() -> dict[str, str]:
     return subprocess_env(RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
 
 
-def suite_file(tmp_path: Path, n: int, name: str = "slice") -> Path:
+def suite_file(tmp_path: Path, n: int, name: str = "slice", start_x_m: float = -2.0) -> Path:
     """n short approaches (a few seconds of lock-step flight each), as a suite file."""
-    records = [short_record(f"{name}-{i}", start_x_m=-2.0 - 0.5 * i) for i in range(1, n + 1)]
+    records = [short_record(f"{name}-{i}", start_x_m=start_x_m - 0.5 * i) for i in range(1, n + 1)]
     path = tmp_path / f"{name}.json"
     save_suite(Suite(name, [SuiteEntry(r, expectation_for(r)) for r in records]), path)
     return path
@@ -141,6 +141,19 @@ def running_tasks() -> list[int]:
     return [pid for pid, cmdline in _processes() if cmdline.startswith("ray::fly_task")]
 
 
+def _on(raylet: int) -> list[int]:
+    """The episodes in flight on the node of this raylet (its workers are its children)."""
+    return [pid for pid in running_tasks() if _parent(pid) == raylet]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state, past "(comm)"
+
+
 def second_node_raylet(port: int) -> int:
     """The raylet of the node started with the `second_node` resource."""
     for pid, cmdline in _processes():
@@ -178,7 +191,8 @@ def test_code_version_follows_the_sources(tmp_path: Path, repo_root: Path) -> No
 def test_ray_cluster_flies_the_slice_as_jobs_does_even_when_a_node_dies(tmp_path: Path) -> None:
     """Lock-step is deterministic: two --jobs 2 runs agree episode by episode, and so does a run on a
     two-node Ray cluster whose second node's raylet is SIGKILLed while it flies an episode."""
-    slice_file = suite_file(tmp_path, 4)
+    # ~18 m approaches: long enough (several seconds of wall each) that the kill lands mid-episode
+    slice_file = suite_file(tmp_path, 4, start_x_m=-10.0)
     jobs = [tmp_path / "jobs-a", tmp_path / "jobs-b"]
     for out in jobs:
         done = run_cli(str(slice_file), "--jobs", "2", "--out", str(out))
@@ -208,10 +222,13 @@ def test_ray_cluster_flies_the_slice_as_jobs_does_even_when_a_node_dies(tmp_path
         )
         try:
             raylet = second_node_raylet(int(address.rsplit(":", 1)[1]))
-            # One CPU per node: two episodes in flight means one is on the second node. Kill it then.
-            assert wait_for(lambda: len(running_tasks()) >= 2, timeout_s=120), "never two episodes in flight"
+            # The second node's episode in flight: its worker is a child of that node's raylet.
+            assert wait_for(lambda: _on(raylet), timeout_s=120), "the second node never flew an episode"
             assert not list(out.glob(f"*/{RESULT_FILE}")), "killed too late: an episode had finished"
-            os.kill(raylet, signal.SIGKILL)
+            # The node dies: its raylet and the worker flying the episode (a worker outlives a killed
+            # raylet by a moment, long enough to hand in a result it was about to finish).
+            for pid in (raylet, *_on(raylet)):
+                os.kill(pid, signal.SIGKILL)
             stdout, stderr = proc.communicate(timeout=300)
         finally:
             if proc.poll() is None:
