@@ -236,6 +236,7 @@ class OnboardRuntime:
         # a camera that knows better (a stream's own max age) brings its own limit.
         self.freshness = FrameFreshness(float(getattr(camera, "max_frame_age_s", config.max_frame_age_s)))
         self.actuator = Actuator(vehicle, self.governor, self._on_clamp, self._on_telemetry)
+        self.actuator.on_goto = self._on_goto
         self.actuation = ActuationThread(
             self.actuator, clock, config.rate_hz, rt_priority=config.actuation_rt_priority
         )
@@ -728,6 +729,61 @@ class OnboardRuntime:
             MotionSchedule(plan_toward(goal, telemetry.pose, self.profile), self.clock.now())
         )
         self.event("return_home", goal=goal.as_list())
+
+    def goto(self, goto_id: str, target_ned_m: tuple[float, float, float]) -> str:
+        """An operator's GoTo: "" when accepted (flown from the next tick, then a hold), else why not.
+
+        Checked here, before the ack: the target against the geofence around home and the altitude
+        limits, and that the drone is flying (not landing or e-stopped, telemetry heard). Like a
+        return home, it stops the pilot's decisions (the instruction and any order are dropped) and
+        lifts a hold: the operator chose where the drone goes."""
+        from onboard.goto import GoToFlight, goto_refusal
+
+        refusal = goto_refusal(target_ned_m, self.governor.home, self.config.safety)
+        mode = self.governor.mode
+        telemetry = self.actuator.last_telemetry
+        if not refusal and mode in (Mode.LANDING, Mode.ESTOP):
+            refusal = f"not flying: {mode.value} ({self.governor.reason})"
+        if not refusal and telemetry is None:
+            refusal = "not flying yet: no vehicle telemetry"
+        if refusal:
+            self.event("goto", goto_id=goto_id, state="rejected", target=list(target_ned_m), reason=refusal)
+            return refusal
+        assert telemetry is not None
+        with self._lock:
+            self.instruction = ""
+            self.order_id = None
+            self.order_steps_left = None
+        self.governor.hold(f"operator goto {goto_id}")
+        self.governor.resume(f"operator goto {goto_id}")
+        flight = GoToFlight.start(goto_id, target_ned_m, telemetry.pose, self.profile, self.clock.now())
+        self.actuator.set_goto(flight)
+        self.event(
+            "goto",
+            goto_id=goto_id,
+            state="accepted",
+            target=list(target_ned_m),
+            pose=pose_list(telemetry.pose),
+            distance_m=round(flight.distance_m(telemetry.pose), 3),
+            timeout_s=round(flight.deadline_s - flight.started_s, 1),
+        )
+        return ""
+
+    def _on_goto(self, flight: Any, how: str, telemetry: Telemetry | None) -> None:
+        """The actuation loop ended a GoTo: arrived -> hold there (the operator decides what next)."""
+        pose = telemetry.pose if telemetry is not None else None
+        self.event(
+            "goto",
+            goto_id=flight.goto_id,
+            state=how,
+            target=pose_list(flight.target)[:3],
+            pose=pose_list(pose) if pose is not None else None,
+            error_m=round(flight.distance_m(pose), 3) if pose is not None else None,
+            plans=flight.plans,
+            elapsed_s=round(self.clock.now() - flight.started_s, 2),
+        )
+        if how == "arrived" or how == "timed out":
+            self.governor.hold(f"operator goto {flight.goto_id}: {how}")
 
     def remote_action(
         self,
