@@ -26,6 +26,7 @@ from common import wire
 from common.keys import load_keypair
 from common.messages import Ack, GoTo
 from ground_station.fleet.client import FleetClient
+from ground_station.fleet.geo import geo_from_ned
 from ground_station.fleet.launch import SimFleet
 
 pytestmark = pytest.mark.slow
@@ -125,14 +126,20 @@ def test_a_goto_outside_the_fence_or_above_the_ceiling_is_rejected_and_nothing_m
     assert high.result == "rejected" and "above the ceiling" in high.reason, high
     low = flight.fleet.goto("Drone1", start[0], start[1], 0.0, goto_id="g-low")
     assert low.result == "rejected" and "below the floor" in low.reason, low
+    # a geographic point, converted by the ground station with the simulator's geo origin: 25 m
+    # north of home (the origin of the built-in sim's world frame, where Drone1 took off)
+    north_25m = geo_from_ned(25.0, 0.0, start[2], flight.sim.geo_origin)
+    geo = flight.fleet.goto_geo("Drone1", *north_25m, flight.sim.geo_origin, goto_id="g-geo")
+    assert geo.result == "rejected" and "25.0 m from home" in geo.reason, geo
     time.sleep(2.0)
     assert math.dist(flight.position(), start) < 0.2
     rejected = [e for e in flight.goto_events() if e["state"] == "rejected"]
-    assert [e["goto_id"] for e in rejected] == ["g-outside", "g-high", "g-low"]
+    assert [e["goto_id"] for e in rejected] == ["g-outside", "g-high", "g-low", "g-geo"]
+    assert rejected[-1]["target"] == pytest.approx([25.0, 0.0, start[2]], abs=1e-3)
     deadline = time.monotonic() + 5.0
-    while flight.telemetry().link_refused < refused_before + 3 and time.monotonic() < deadline:
+    while flight.telemetry().link_refused < refused_before + 4 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert flight.telemetry().link_refused == refused_before + 3
+    assert flight.telemetry().link_refused == refused_before + 4
 
 
 def test_non_finite_and_huge_targets_are_refused_while_decoding_and_counted(flight) -> None:
@@ -180,7 +187,7 @@ def test_non_finite_and_huge_targets_are_refused_while_decoding_and_counted(flig
 
 
 def test_pick_a_point_on_the_map_confirm_and_the_drone_flies_there(qtbot, flight) -> None:
-    from PyQt6.QtCore import QPointF, Qt
+    from PyQt6.QtCore import Qt
     from PyQt6.QtWidgets import QApplication, QMessageBox
 
     from ground_station.app.main import MainWindow
@@ -193,28 +200,30 @@ def test_pick_a_point_on_the_map_confirm_and_the_drone_flies_there(qtbot, flight
         qtbot.waitUntil(lambda: "Drone1" in window.map.homes, timeout=5_000)
         window.map.repaint()  # the view (its scale) is fitted when painted
         want = (start[0] - 3.0, start[1] + 4.0)
-        screen = window.map.to_screen(*want)
-        world = window.map.to_world(QPointF(round(screen.x()), round(screen.y())))
         window.goto_drone.setCurrentText("Drone1")
         qtbot.mouseClick(window.goto_pick, Qt.MouseButton.LeftButton)
         assert window.map.picking
         marks = list(window.map.marks)
-        qtbot.mouseClick(window.map, Qt.MouseButton.LeftButton, pos=screen.toPoint())
+        qtbot.mouseClick(window.map, Qt.MouseButton.LeftButton, pos=window.map.to_screen(*want).toPoint())
+        assert not window.map.picking
         box = window.goto_confirm
         assert box is not None and box.isVisible()
         text = box.text()
-        assert "Drone1" in text and f"N {world[0]:.1f}" in text and f"E {world[1]:.1f}" in text, text
-        assert "47.64" in text and "-122.14" in text, text  # the point's lat/lon from the sim's origin
+        assert "Drone1" in text and "47.64" in text and "-122.14" in text, text  # lat/lon: sim origin
         assert window.map.marks == marks  # picking a GoTo point marks no commander target
         qtbot.mouseClick(box.button(QMessageBox.StandardButton.Yes), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: "goto: ok" in window.tiles["Drone1"].full_ack_text(), timeout=10_000)
         accepted = [e for e in flight.goto_events() if e["state"] == "accepted"][-1]
-        assert accepted["target"][:2] == pytest.approx(list(world), abs=0.01)
+        world = tuple(accepted["target"][:2])
+        assert math.dist(world, want) < 0.5, (world, want)  # the point clicked (to a pixel)
+        assert f"N {world[0]:.1f} m, E {world[1]:.1f} m" in text, (text, world)  # what was confirmed
         assert accepted["target"][2] == pytest.approx(start[2], abs=0.3)  # at its altitude
         assert window.map.goto_targets["Drone1"] == pytest.approx(world)
         qtbot.waitUntil(lambda: flight.goto_events()[-1]["state"] == "arrived", timeout=40_000)
         end = flight.wait_still(timeout_s=20.0)
+        print(f"map goto: ends {math.dist(end[:2], world):.2f} m from the point clicked (sim pose)")
         assert math.dist(end[:2], world) <= 1.5, (end, world)
+        window.grab().save(str(flight.sim.log_dir / "goto.png"))
         assert any(a.drone == "Drone1" and "goto" in a.text for a in window.alerts.alerts)
         # a GoTo outside the fence: rejected, the reason in the alerts
         window.map.picking = True
