@@ -160,7 +160,8 @@ def _prompt_hashes(identity: Any) -> dict[str, str]:
 class StepExtras(StepLine):
     """steps.jsonl line with this runtime's additions (the spec's fields are never renamed)."""
 
-    discarded: str | None = None  # "malformed", "stale" or "backend" when the reply was not executed
+    # "malformed", "stale", "backend" or "superseded" (asked before an operator's GoTo): not executed
+    discarded: str | None = None
     error: str | None = None
     stages: StageLatencies | None = None
     loop: str | None = None
@@ -256,6 +257,7 @@ class OnboardRuntime:
         self.jetson = JetsonMonitor()  # Jetson health for the telemetry; inert off a Jetson
         self._trace_worker: ThreadPoolExecutor | None = None
         self.order_id: str | None = None
+        self._operator_goto_s = -float("inf")  # when the last GoTo was accepted (runtime clock)
         self.order_steps_left: int | None = None  # executed steps left on the current order
         self._pending_declaration: dict[str, Any] | None = None
         self._step_order: tuple[str | None, int | None] = (None, None)  # of the step being recorded
@@ -493,11 +495,17 @@ class OnboardRuntime:
             else:
                 self.counters.malformed += 1
             self.governor.pilot_failed(f"{discarded}: {decision.error}")
+        elif pending.capture_clock_s < self._operator_goto_s:
+            # Asked before the operator's GoTo (a model call in flight when it came): not flown, or
+            # it would replace the GoTo the drone just acked. Not a pilot failure.
+            discarded = "superseded"
         elif age_s > deadline_s:
             discarded = "stale"
             self.counters.stale += 1
             self.governor.pilot_failed(f"stale reply ({age_s:.2f} s > {deadline_s:.2f} s)")
-        if discarded is not None:
+        if discarded == "superseded":
+            self.event("discarded", why=discarded, raw=decision.raw[:500], age_s=age_s)
+        elif discarded is not None:
             # A missed decision holds: never keep flying a plan the pilot has not confirmed.
             self.actuator.set_schedule(MotionSchedule(hold_plan("miss"), self.clock.now()))
             self.event("discarded", why=discarded, error=decision.error, raw=decision.raw[:500], age_s=age_s)
@@ -754,6 +762,7 @@ class OnboardRuntime:
             self.instruction = ""
             self.order_id = None
             self.order_steps_left = None
+            self._operator_goto_s = self.clock.now()
         self.governor.hold(f"operator goto {goto_id}")
         self.governor.resume(f"operator goto {goto_id}")
         flight = GoToFlight.start(goto_id, target_ned_m, telemetry.pose, self.profile, self.clock.now())

@@ -21,6 +21,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import msgspec
 import pytest
 import zmq
+from test_pilots_support import serve_pilot_process
 
 from common import wire
 from common.keys import load_keypair
@@ -39,6 +40,7 @@ SETTINGS = [
     "t_max_s=300",
     "save_frames=false",
 ]
+ROTATE = {"action": "rotate", "point": None, "depth_m": None, "angle_deg": 15.0}
 
 
 def events(path) -> list[dict]:
@@ -80,18 +82,24 @@ class Flight:
 @pytest.fixture(scope="module")
 def flight(tmp_path_factory):
     out = tmp_path_factory.mktemp("goto-fleet")
-    with SimFleet(1, "baseline", log_dir=out, onboard_settings=SETTINGS, truth=False) as sim:
-        fleet = FleetClient(sim.addresses, sim.security).start()
-        try:
-            assert fleet.wait_for_link(90.0), sim.drone_log("Drone1")[-1500:]
-            f = Flight(sim, fleet)
-            deadline = time.monotonic() + 60.0
-            while -f.position()[2] < 2.5 and time.monotonic() < deadline:  # taking off
-                time.sleep(0.3)
-            f.wait_still()
-            yield f
-        finally:
-            fleet.close()
+    script = out / "rotate.json"
+    script.write_text(json.dumps([ROTATE] * 2000))
+    # a served pilot that takes 1 s per reply: a GoTo that comes while it decides finds a model call
+    # in flight (the reply, when it comes, must not replace the GoTo)
+    with serve_pilot_process("--pilot", f"scripted:{script}", "--latency-s", "1.0") as hostport:
+        pilot = f"openai://{hostport}/v1?profile=qwen3.5-2b&retries=0"
+        with SimFleet(1, pilot, log_dir=out, onboard_settings=SETTINGS, truth=False) as sim:
+            fleet = FleetClient(sim.addresses, sim.security).start()
+            try:
+                assert fleet.wait_for_link(90.0), sim.drone_log("Drone1")[-1500:]
+                f = Flight(sim, fleet)
+                deadline = time.monotonic() + 60.0
+                while -f.position()[2] < 2.5 and time.monotonic() < deadline:  # taking off
+                    time.sleep(0.3)
+                f.wait_still()
+                yield f
+            finally:
+                fleet.close()
 
 
 def test_a_goto_inside_the_fence_is_flown_and_the_vehicle_ends_there(flight) -> None:
@@ -115,6 +123,36 @@ def test_a_goto_inside_the_fence_is_flown_and_the_vehicle_ends_there(flight) -> 
     assert flight.telemetry().safety_state == "operator goto g-inside: arrived"
     time.sleep(1.5)
     assert math.dist(flight.position(), end) < 0.2
+
+
+def test_a_goto_takes_over_from_a_deciding_pilot_whose_reply_was_in_flight(flight) -> None:
+    start = flight.wait_still()
+    acks = flight.fleet.instruct("search for the red car", ["Drone1"])
+    assert acks["Drone1"].result == "ok", acks
+    steps = flight.sim.log_dir / "Drone1" / "steps.jsonl"
+    deadline = time.monotonic() + 20.0
+    while time.monotonic() < deadline and len(events(steps)) < 2:  # it turns, one reply a second
+        time.sleep(0.2)
+    assert len(events(steps)) >= 2
+    time.sleep(0.5)  # mid-way through a model call
+    target = (start[0] - 4.0, start[1] - 3.0, start[2])
+    ack = flight.fleet.goto("Drone1", *target, goto_id="g-takeover")
+    assert ack.result == "ok", ack
+    deadline = time.monotonic() + 40.0
+    while time.monotonic() < deadline and not any(
+        e["goto_id"] == "g-takeover" and e["state"] != "accepted" for e in flight.goto_events()
+    ):
+        time.sleep(0.3)
+    states = [e["state"] for e in flight.goto_events() if e["goto_id"] == "g-takeover"]
+    assert states == ["accepted", "arrived"], flight.goto_events()
+    end = flight.wait_still(timeout_s=20.0)
+    assert math.dist(end[:2], target[:2]) <= 1.5, (end, target)
+    drone_events = events(flight.sim.log_dir / "Drone1" / "events.jsonl")
+    superseded = [e for e in drone_events if e["event"] == "discarded" and e["why"] == "superseded"]
+    assert len(superseded) == 1, superseded  # the reply in flight, not flown; then no more asked
+    steps_then = len(events(steps))
+    time.sleep(2.0)
+    assert len(events(steps)) == steps_then  # the pilot is not asked again: it holds there
 
 
 def test_a_goto_outside_the_fence_or_above_the_ceiling_is_rejected_and_nothing_moves(flight) -> None:
