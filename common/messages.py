@@ -8,7 +8,7 @@ clock offset estimated from heartbeats (common.link.clock_sync).
 Direction:
 - drone → ground (PUB): Telemetry, FrameMeta, Step, Declaration, Heartbeat
 - ground → drone (DEALER → ROUTER, acked): Instruction, Order, RemoteAction, Judgement, EStop, Hold,
-  Land, ReturnHome; HeartbeatRequest (not acked, answered by HeartbeatReply); Traffic (not acked,
+  Land, ReturnHome, GoTo; HeartbeatRequest (not acked, answered by HeartbeatReply); Traffic (not acked,
   not answered)
 - drone → ground (ROUTER → DEALER): Ack, HeartbeatReply
 
@@ -286,7 +286,22 @@ class ReturnHome(Body, frozen=True, forbid_unknown_fields=True):
     reason: Reason = ""
 
 
-Command = Union[Instruction, Order, RemoteAction, Judgement, EStop, Hold, Land, ReturnHome]  # noqa: UP007
+class GoTo(Body, frozen=True, forbid_unknown_fields=True):
+    """The operator's point to fly to (picked on the map): the drone checks it against its own
+    geofence and altitude limits before it acks, flies there under the safety governor, then holds.
+
+    The point is in the drone's world NED frame only (the frame of its telemetry and its geofence's
+    home), never latitude/longitude: the ground station converts a geographic point with the geo
+    origin of that frame, which it already needs for its map, while a vehicle adapter need not know
+    one (a Tello has none). One conversion, in one place, and the drone checks what it will fly."""
+
+    TYPE: ClassVar[str] = "goto"
+
+    goto_id: Id
+    target_ned_m: tuple[Position, Position, Position]  # north, east, down (m)
+
+
+Command = Union[Instruction, Order, RemoteAction, Judgement, EStop, Hold, Land, ReturnHome, GoTo]  # noqa: UP007
 
 
 # --- link control ---------------------------------------------------------------------------------
@@ -360,6 +375,7 @@ COMMAND_TYPES: tuple[type[Body], ...] = (
     Hold,
     Land,
     ReturnHome,
+    GoTo,
 )
 REPLY_TYPES: tuple[type[Body], ...] = (Ack, HeartbeatReply)
 ALL_TYPES: tuple[type[Body], ...] = (

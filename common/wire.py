@@ -47,6 +47,7 @@ MAX_BODY_BYTES: dict[str, int] = {
     "hold": 4096,
     "land": 4096,
     "return_home": 4096,
+    "goto": 512,  # a 64-character id and three numbers
     "heartbeat_request": 256,
     "traffic": 16 * 1024,  # 64 entries
     "heartbeat_reply": 256,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from common.clock import Clock
 from common.interfaces import Telemetry, Vehicle
+from onboard.goto import GoToFlight
 from onboard.realtime import set_thread_fifo
 from onboard.safety import TELEMETRY, Clamp, Mode, SafetyGovernor
 from onboard.setpoints import HOLD, MotionSchedule, Setpoint
@@ -24,6 +25,8 @@ log = logging.getLogger(__name__)
 
 ClampSink = Callable[[float, Clamp], None]
 TelemetrySink = Callable[[float, Telemetry, Setpoint], None]
+# A GoTo ended: the flight, how ("arrived", "timed out", "abandoned: ..."), the pose then (None: unknown)
+GoToSink = Callable[[GoToFlight, str, Telemetry | None], None]
 
 
 class TelemetryPoller:
@@ -106,6 +109,8 @@ class Actuator:
         self.on_telemetry = on_telemetry
         self._lock = threading.Lock()
         self._schedule: MotionSchedule | None = None
+        self._goto: GoToFlight | None = None  # an operator's GoTo being flown (re-planned on ticks)
+        self.on_goto: GoToSink | None = None
         self._last_clamp_key: tuple[str, str] | None = None
         self.last_telemetry: Telemetry | None = None
         self.last_sent: Setpoint = HOLD
@@ -114,9 +119,54 @@ class Actuator:
         self.telemetry_errors = 0
 
     def set_schedule(self, schedule: MotionSchedule | None) -> None:
-        """A newer plan replaces what is left of the current one."""
+        """A newer plan replaces what is left of the current one (and a GoTo being flown)."""
         with self._lock:
             self._schedule = schedule
+            replaced, self._goto = self._goto, None
+        if replaced is not None:
+            how = "replaced by a newer plan" if schedule is not None else "stopped"
+            self._goto_ended(replaced, how, self.last_telemetry)
+
+    def set_goto(self, flight: GoToFlight) -> None:
+        """Fly to the GoTo's target: its first plan on the next tick, re-planned from the measured pose
+        whenever one is done, until it arrives (then `on_goto`) or something replaces it."""
+        with self._lock:
+            replaced, self._goto = self._goto, flight
+            self._schedule = None
+        if replaced is not None:
+            self._goto_ended(replaced, f"replaced by goto {flight.goto_id}", self.last_telemetry)
+
+    def _goto_ended(self, flight: GoToFlight, how: str, telemetry: Telemetry | None) -> None:
+        if self.on_goto is not None:
+            try:
+                self.on_goto(flight, how, telemetry)
+            except Exception:  # recording must never break the actuation loop
+                log.exception("goto sink failed")
+
+    def _follow(self, flight: GoToFlight, telemetry: Telemetry | None, now_s: float) -> MotionSchedule | None:
+        """The GoTo's schedule for this tick: the current plan, or the next one from the measured pose
+        once it is done. Ends the GoTo when it arrived, timed out or the governor stopped flying."""
+        with self._lock:
+            schedule = self._schedule
+        how = ""
+        mode = self.governor.mode
+        nxt = schedule
+        if mode != Mode.FLYING:
+            how, nxt = f"abandoned: {mode.value} ({self.governor.reason})", None
+        elif now_s > flight.deadline_s:
+            how, nxt = "timed out", None
+        elif telemetry is not None and (schedule is None or schedule.done(now_s)):
+            nxt = flight.next_schedule(telemetry.pose, now_s)
+            how = "arrived" if nxt is None else ""
+        with self._lock:
+            if self._goto is not flight:  # replaced meanwhile (another thread): its schedule wins
+                return self._schedule
+            self._schedule = nxt
+            if how:
+                self._goto = None
+        if how:
+            self._goto_ended(flight, how, telemetry)
+        return nxt
 
     def schedule(self) -> MotionSchedule | None:
         with self._lock:
@@ -146,7 +196,9 @@ class Actuator:
             self.governor.heard(TELEMETRY, sampled_s)
         self.last_telemetry = telemetry
         with self._lock:
-            schedule = self._schedule
+            schedule, flight = self._schedule, self._goto
+        if flight is not None:
+            schedule = self._follow(flight, telemetry, now_s)
         asked = schedule.setpoint_at(now_s) if schedule is not None else HOLD
         if telemetry is None and not asked.is_zero:
             asked = HOLD

@@ -5,9 +5,10 @@ instruction, schedule) and returns at once, so acks stay fast. The safety govern
 last-heard time on every actuation tick and holds, then lands (RuntimeConfig.safety.link_lost_*).
 
 Every command was range-checked while decoding (common.messages); `handle` adds the rules that
-need the runtime's state: a RemoteAction only in remote mode, with a capture time that is not in
-the future (beyond a small clock skew) and not older than its deadline. A refused command is acked
-"rejected" with the reason, counted by the link (`refused`) and reported in every Telemetry.
+need the runtime's state: a GoTo inside the geofence and altitude limits; a RemoteAction only in
+remote mode, with a capture time that is not in the future (beyond a small clock skew) and not
+older than its deadline. A refused command is acked "rejected" with the reason, counted by the
+link (`refused`) and reported in every Telemetry.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from common.messages import (
     MAX_REASON_CHARS,
     Declaration,
     EStop,
+    GoTo,
     Hold,
     Instruction,
     JetsonHealth,
@@ -195,6 +197,10 @@ class RuntimeLink:
             rt.land(body.reason or "ground-station land")
         elif isinstance(body, ReturnHome):
             rt.return_home()
+        elif isinstance(body, GoTo):
+            refusal = rt.goto(body.goto_id, body.target_ned_m)
+            if refusal:
+                return CommandOutcome(False, refusal)
         elif isinstance(body, Judgement):
             if body.declaration_id not in self.declaration_times:
                 return CommandOutcome(False, f"unknown declaration {body.declaration_id!r}")

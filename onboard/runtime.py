@@ -160,7 +160,8 @@ def _prompt_hashes(identity: Any) -> dict[str, str]:
 class StepExtras(StepLine):
     """steps.jsonl line with this runtime's additions (the fields of docs/logs.md are never renamed)."""
 
-    discarded: str | None = None  # "malformed", "stale" or "backend" when the reply was not executed
+    # "malformed", "stale", "backend" or "superseded" (asked before an operator's GoTo): not executed
+    discarded: str | None = None
     error: str | None = None
     stages: StageLatencies | None = None
     loop: str | None = None
@@ -237,6 +238,7 @@ class OnboardRuntime:
         # a camera that knows better (a stream's own max age) brings its own limit.
         self.freshness = FrameFreshness(float(getattr(camera, "max_frame_age_s", config.max_frame_age_s)))
         self.actuator = Actuator(vehicle, self.governor, self._on_clamp, self._on_telemetry)
+        self.actuator.on_goto = self._on_goto
         self.actuation = ActuationThread(
             self.actuator, clock, config.rate_hz, rt_priority=config.actuation_rt_priority
         )
@@ -256,6 +258,7 @@ class OnboardRuntime:
         self.jetson = JetsonMonitor()  # Jetson health for the telemetry; inert off a Jetson
         self._trace_worker: ThreadPoolExecutor | None = None
         self.order_id: str | None = None
+        self._operator_goto_s = -float("inf")  # when the last GoTo was accepted (runtime clock)
         self.order_steps_left: int | None = None  # executed steps left on the current order
         self._pending_declaration: dict[str, Any] | None = None
         self._step_order: tuple[str | None, int | None] = (None, None)  # of the step being recorded
@@ -493,11 +496,17 @@ class OnboardRuntime:
             else:
                 self.counters.malformed += 1
             self.governor.pilot_failed(f"{discarded}: {decision.error}")
+        elif pending.capture_clock_s < self._operator_goto_s:
+            # Asked before the operator's GoTo (a model call in flight when it came): not flown, or
+            # it would replace the GoTo the drone just acked. Not a pilot failure.
+            discarded = "superseded"
         elif age_s > deadline_s:
             discarded = "stale"
             self.counters.stale += 1
             self.governor.pilot_failed(f"stale reply ({age_s:.2f} s > {deadline_s:.2f} s)")
-        if discarded is not None:
+        if discarded == "superseded":
+            self.event("discarded", why=discarded, raw=decision.raw[:500], age_s=age_s)
+        elif discarded is not None:
             # A missed decision holds: never keep flying a plan the pilot has not confirmed.
             self.actuator.set_schedule(MotionSchedule(hold_plan("miss"), self.clock.now()))
             self.event("discarded", why=discarded, error=decision.error, raw=decision.raw[:500], age_s=age_s)
@@ -732,6 +741,62 @@ class OnboardRuntime:
             MotionSchedule(plan_toward(goal, telemetry.pose, self.profile), self.clock.now())
         )
         self.event("return_home", goal=goal.as_list())
+
+    def goto(self, goto_id: str, target_ned_m: tuple[float, float, float]) -> str:
+        """An operator's GoTo: "" when accepted (flown from the next tick, then a hold), else why not.
+
+        Checked here, before the ack: the target against the geofence around home and the altitude
+        limits, and that the drone is flying (not landing or e-stopped, telemetry heard). Like a
+        return home, it stops the pilot's decisions (the instruction and any order are dropped) and
+        lifts a hold: the operator chose where the drone goes."""
+        from onboard.goto import GoToFlight, goto_refusal
+
+        refusal = goto_refusal(target_ned_m, self.governor.home, self.config.safety)
+        mode = self.governor.mode
+        telemetry = self.actuator.last_telemetry
+        if not refusal and mode in (Mode.LANDING, Mode.ESTOP):
+            refusal = f"not flying: {mode.value} ({self.governor.reason})"
+        if not refusal and telemetry is None:
+            refusal = "not flying yet: no vehicle telemetry"
+        if refusal:
+            self.event("goto", goto_id=goto_id, state="rejected", target=list(target_ned_m), reason=refusal)
+            return refusal
+        assert telemetry is not None
+        with self._lock:
+            self.instruction = ""
+            self.order_id = None
+            self.order_steps_left = None
+            self._operator_goto_s = self.clock.now()
+        self.governor.hold(f"operator goto {goto_id}")
+        self.governor.resume(f"operator goto {goto_id}")
+        flight = GoToFlight.start(goto_id, target_ned_m, telemetry.pose, self.profile, self.clock.now())
+        self.actuator.set_goto(flight)
+        self.event(
+            "goto",
+            goto_id=goto_id,
+            state="accepted",
+            target=list(target_ned_m),
+            pose=pose_list(telemetry.pose),
+            distance_m=round(flight.distance_m(telemetry.pose), 3),
+            timeout_s=round(flight.deadline_s - flight.started_s, 1),
+        )
+        return ""
+
+    def _on_goto(self, flight: Any, how: str, telemetry: Telemetry | None) -> None:
+        """The actuation loop ended a GoTo: arrived -> hold there (the operator decides what next)."""
+        pose = telemetry.pose if telemetry is not None else None
+        self.event(
+            "goto",
+            goto_id=flight.goto_id,
+            state=how,
+            target=pose_list(flight.target)[:3],
+            pose=pose_list(pose) if pose is not None else None,
+            error_m=round(flight.distance_m(pose), 3) if pose is not None else None,
+            plans=flight.plans,
+            elapsed_s=round(self.clock.now() - flight.started_s, 2),
+        )
+        if how == "arrived" or how == "timed out":
+            self.governor.hold(f"operator goto {flight.goto_id}: {how}")
 
     def remote_action(
         self,

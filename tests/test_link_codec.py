@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 
@@ -23,6 +24,7 @@ from common.messages import (
     Declaration,
     EStop,
     FrameMeta,
+    GoTo,
     HeartbeatRequest,
     Instruction,
     Judgement,
@@ -51,6 +53,7 @@ def roundtrip(body, blob=None):
         RemoteAction(Rotate(angle_deg=-30.0), "c3", 14, POSE, 4.5),
         Judgement("dec-1", "accept", "alice"),
         EStop("operator"),
+        GoTo("g1", (12.5, -4.0, -3.0)),
         HeartbeatRequest(3, 100.25, 14),
         Ack(7, "instruction", "ok"),
     ],
@@ -73,6 +76,27 @@ def test_frame_jpeg_is_a_separate_raw_part():
         wire.encode(FrameMeta(3, 1.5, POSE, 640, 360, 85), drone_id="d", session_id="s", seq=0, send_time_s=0)
     with pytest.raises(ValueError):
         wire.encode(EStop(), drone_id="d", session_id="s", seq=0, send_time_s=0, blob=b"x")
+
+
+def test_a_goto_carries_exactly_one_world_ned_point_within_range():
+    for bad in [(math.nan, 0.0, -3.0), (0.0, math.inf, -3.0)]:
+        with pytest.raises(ValueError):
+            GoTo("g", bad)
+    with pytest.raises(wire.WireError):  # beyond any field: the encoder refuses what a peer would
+        roundtrip(GoTo("g", (1e6, 0.0, -3.0)))
+    header = msgspec.msgpack.encode([wire.PROTOCOL_VERSION, "goto", "d1", "s", 1, 0.0])
+    wrong = [
+        {"goto_id": "g", "target_ned_m": [1.0, 2.0]},  # not a 3-D point
+        {"goto_id": "x" * 65, "target_ned_m": [0, 0, -3]},  # an id over its limit
+        {"goto_id": "g", "target_ned_m": [0, 0, -3], "target_geo": [47.6, -122.1, 120]},  # NED only
+    ]
+    for body in wrong:
+        with pytest.raises(wire.WireError) as caught:
+            wire.decode([header, msgspec.msgpack.encode(body)])
+        assert caught.value.kind == wire.ProtocolErrorKind.BODY, body
+    with pytest.raises(wire.WireError) as caught:
+        wire.decode([header, b"\x82" + b" " * 600])
+    assert caught.value.kind == wire.ProtocolErrorKind.SIZE
 
 
 def test_every_type_name_is_unique():

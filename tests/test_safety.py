@@ -379,3 +379,17 @@ def test_lockstep_replies_slower_than_the_silence_time_but_within_deadline_never
     assert rt.counters.executed == 4 and rt.governor.mode == Mode.FLYING
     lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert not [e for e in lines if e["event"] == "safety"]
+
+
+def test_a_goto_target_is_checked_against_the_fence_and_altitudes_around_home() -> None:
+    from onboard.goto import goto_refusal
+
+    home = Pose(10.0, -5.0, -1.0, 0.0)  # a home off the origin, on a 1 m high roof
+    safety = SafetyConfig(geofence_radius_m=20.0, altitude_floor_m=0.5, altitude_ceiling_m=15.0)
+    assert goto_refusal((10.0 + 19.9, -5.0, -4.0), home, safety) == ""
+    assert goto_refusal((10.0 + 12.0, -5.0 + 16.0, -4.0), home, safety) == ""  # 20.0 m: on the fence
+    assert "outside the geofence: 20.1 m" in goto_refusal((10.0, -5.0 - 20.1, -4.0), home, safety)
+    assert goto_refusal((10.0, -5.0, -1.0 - 15.0), home, safety) == ""  # the ceiling, above home
+    assert "above the ceiling: altitude 15.1 m" in goto_refusal((10.0, -5.0, -16.1), home, safety)
+    assert "below the floor: altitude 0.3 m" in goto_refusal((10.0, -5.0, -1.3), home, safety)
+    assert "not finite" in goto_refusal((math.nan, 0.0, -3.0), home, safety)

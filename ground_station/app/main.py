@@ -5,6 +5,10 @@ with the app's own latency figures.
 Shortcuts: Esc e-stop all · Ctrl+H hold all · Ctrl+L land all · Ctrl+R return home ·
 Ctrl+1..9 e-stop drone N · Ctrl+K acknowledge alerts · Ctrl+S export the session log.
 
+GoTo: choose a drone and "Pick on map…" above the map, click the point, confirm (the dialog shows
+the drone, the point in north/east metres and latitude/longitude, at the drone's altitude): the drone
+checks it against its geofence and altitude limits, acks, flies there and holds.
+
 With a launcher (`gs --launch`), the window also knows each drone's process: how it ended (done with
 its end reason, or failed with its last log lines) and re-launches it from its tile.
 """
@@ -27,10 +31,13 @@ from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtGui import QKeySequence, QShortcut
 from PyQt6.QtWidgets import (
     QApplication,
+    QComboBox,
     QFileDialog,
     QGridLayout,
+    QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QTabWidget,
@@ -132,7 +139,27 @@ class MainWindow(QMainWindow):
             with contextlib.suppress(Exception):
                 self.map.fence_radius_m = launcher.geofence_radius_m()
         self.map.marks = list(marks or [])
-        side.addWidget(self.map)
+        self.map.on_pick = self.on_goto_picked
+        map_box = QWidget()
+        map_layout = QVBoxLayout(map_box)
+        map_layout.setContentsMargins(0, 0, 0, 0)
+        map_layout.setSpacing(2)
+        goto_row = QHBoxLayout()
+        goto_row.addWidget(QLabel("GoTo:"))
+        self.goto_drone = QComboBox()
+        self.goto_drone.setObjectName("goto-drone")
+        self.goto_drone.addItems(fleet.drone_ids)
+        goto_row.addWidget(self.goto_drone)
+        self.goto_pick = QPushButton("Pick on map…")
+        self.goto_pick.setObjectName("goto-pick")
+        self.goto_pick.setToolTip("then click the point on the map; a dialog asks you to confirm")
+        self.goto_pick.clicked.connect(self.on_goto_pick)
+        goto_row.addWidget(self.goto_pick)
+        goto_row.addStretch(1)
+        map_layout.addLayout(goto_row)
+        map_layout.addWidget(self.map, 1)
+        self.goto_confirm: QMessageBox | None = None
+        side.addWidget(map_box)
         self.instruction = InstructionPanel(fleet.drone_ids, self.on_send)
         side.addWidget(self.instruction)
         self.orders = OrderHistory()
@@ -420,6 +447,50 @@ class MainWindow(QMainWindow):
 
         self.bridge.submit("structure", start)
 
+    def on_goto_pick(self) -> None:
+        self.map.picking = True
+        self.map.setFocus()
+        self.map.update()
+
+    def on_goto_picked(self, world: tuple[float, float]) -> None:
+        """A point picked on the map: ask to confirm it for the chosen drone (at its altitude)."""
+        drone = self.goto_drone.currentText()
+        snap = self.fleet.state.snapshot(drone)
+        if snap.telemetry is None:
+            self.alerts.raise_alert("error", drone, "goto: no telemetry from it yet", key="ack:goto")
+            return
+        north, east = world
+        down = snap.telemetry.pose_ned.z_m
+        home_z = snap.home[2] if snap.home is not None else 0.0
+        text = (
+            f"Send {drone} to N {north:.1f} m, E {east:.1f} m ({self.map.geo_text(north, east)}), "
+            f"at its altitude {home_z - down:.1f} m?\n\nThe drone checks the point against its "
+            "geofence and altitude limits, flies there under its safety rules, then holds."
+        )
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Confirm GoTo",
+            text,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self,
+        )
+        box.setObjectName("goto-confirm")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)  # Enter alone sends nothing
+
+        def answered(button: Any) -> None:
+            if box.standardButton(button) == QMessageBox.StandardButton.Yes:
+                self.send_goto(drone, north, east, down)
+
+        box.buttonClicked.connect(answered)
+        self.goto_confirm = box
+        box.open()  # window-modal, not blocking: the display and e-stop keep working meanwhile
+
+    def send_goto(self, drone: str, north: float, east: float, down: float) -> None:
+        self.map.goto_targets[drone] = (north, east)
+        self.tiles[drone].show_ack("goto: sent …")
+        self.orders.add(f"goto {drone}: N {north:.1f} E {east:.1f} m")
+        self.bridge.submit(f"goto:{drone}", lambda: self.fleet.goto(drone, north, east, down))
+
     def on_judge(self, declaration_id: str, accept: bool) -> None:
         self.bridge.submit(
             f"judge:{declaration_id}:{'accept' if accept else 'reject'}",
@@ -460,6 +531,14 @@ class MainWindow(QMainWindow):
             self.instruction.status.setText(text)
             if isinstance(result, Exception):
                 self.alerts.raise_alert("error", "", f"structure {text}", key="structure")
+        elif label.startswith("goto:"):
+            drone = label.split(":", 1)[1]
+            if isinstance(result, AckRecord) and result.result == "ok":
+                self.alerts.raise_alert("info", drone, "goto accepted: flying there", key="ack:goto")
+                return
+            self.map.goto_targets.pop(drone, None)  # not going there
+            if isinstance(result, Exception):  # (a rejection is already an alert: the "ack" event)
+                self.alerts.raise_alert("error", drone, f"goto failed: {result}", key="ack:goto")
         elif label == "instruct" and isinstance(result, Exception):
             self.instruction.status.setText(f"instruction failed: {result}")
             self.alerts.raise_alert("error", "", f"instruction failed: {result}", key="instruct")

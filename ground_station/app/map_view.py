@@ -1,7 +1,9 @@
 """The control-tower map: a top-down view (north up) of the drones, their trails and fields of view,
 their homes and geofence, the simulator's targets, the declarations, and the targets the operator
-marks (left click: mark, right click: remove the nearest). Local metres (NED: x north, y east) and,
-given the geographic origin of that frame, latitude/longitude (the pointer's and each drone's).
+marks (left click: mark, right click: remove the nearest), and the GoTo targets sent to drones (while
+`picking`, the next left click picks a GoTo point instead, handed to `on_pick` for confirmation).
+Local metres (NED: x north, y east) and, given the geographic origin of that frame,
+latitude/longitude (the pointer's and each drone's).
 F toggles the view between the drones and the whole fence. A legend says what each mark means.
 The commander structure can be given this map as an image (`render_bgr`)."""
 
@@ -17,8 +19,8 @@ from PyQt6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPen
 from PyQt6.QtWidgets import QSizePolicy, QWidget
 
 from common.pose import Pose
+from ground_station.fleet.geo import EARTH_RADIUS_M, geo_from_ned
 
-EARTH_RADIUS_M = 6378137.0  # WGS-84 equatorial radius (the simulator's geo conversion uses it too)
 DRONE_COLOURS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#546e7a"]
 
 
@@ -66,6 +68,9 @@ class MapView(QWidget):
         self._grid_m = 5.0
         self.tiles: Any = None  # a map_tiles.TileSource, drawn under the map when there is a geo origin
         self.pointer: tuple[float, float] | None = None
+        self.picking = False  # the next left click picks a GoTo point (on_pick), not a mark
+        self.on_pick: Callable[[tuple[float, float]], None] | None = None
+        self.goto_targets: dict[str, tuple[float, float]] = {}  # drone -> its GoTo target (NED m)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self._view: tuple[float, float, float] = (0.0, 0.0, 1.0)  # centre x, centre y (NED m), px per m
@@ -84,9 +89,7 @@ class MapView(QWidget):
         few kilometres, the size of any field this map shows)."""
         if self.geo_origin is None:
             return None
-        lat0, lon0, _ = self.geo_origin
-        lat = lat0 + math.degrees(x_m / EARTH_RADIUS_M)
-        lon = lon0 + math.degrees(y_m / (EARTH_RADIUS_M * math.cos(math.radians(lat0))))
+        lat, lon, _ = geo_from_ned(x_m, y_m, 0.0, self.geo_origin)  # the one the GoTo is sent with
         return lat, lon
 
     def from_geo(self, lat_deg: float, lon_deg: float) -> tuple[float, float]:
@@ -200,6 +203,14 @@ class MapView(QWidget):
             painter.drawLine(QPointF(p.x() - 7, p.y() - 7), QPointF(p.x() + 7, p.y() + 7))
             painter.drawLine(QPointF(p.x() - 7, p.y() + 7), QPointF(p.x() + 7, p.y() - 7))
             painter.drawText(QPointF(p.x() + 9, p.y() - 6), f"target ({x_m:.0f}, {y_m:.0f})")
+        for index, (drone, (x_m, y_m)) in enumerate(sorted(self.goto_targets.items())):
+            p = self.to_screen(x_m, y_m)
+            painter.setPen(QPen(self.colour_of(drone, index), 2))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawEllipse(p, 8.0, 8.0)
+            painter.drawLine(QPointF(p.x() - 11, p.y()), QPointF(p.x() + 11, p.y()))
+            painter.drawLine(QPointF(p.x(), p.y() - 11), QPointF(p.x(), p.y() + 11))
+            painter.drawText(QPointF(p.x() + 10, p.y() + 14), f"goto {drone}")
         for index, (x_m, y_m, drone) in enumerate(self.declared):
             painter.setPen(QPen(self.colour_of(drone, index) if drone else QColor("#2e7d32"), 2))
             painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -222,7 +233,8 @@ class MapView(QWidget):
         painter.drawText(
             QRectF(6, self.height() - 20, self.width() - 12, 16),
             Qt.AlignmentFlag.AlignLeft,
-            pointer or "N ↑ · click: mark target · right click: remove · F: fit fence",
+            pointer + ("click the GoTo point (right click: cancel)" if self.picking else "")
+            or "N ↑ · click: mark target · right click: remove · F: fit fence",
         )
         painter.end()
 
@@ -253,7 +265,7 @@ class MapView(QWidget):
         marks = [("#444444", "H home  "), ("#c62828", fence + "  ")]
         if self.targets:
             marks.append(("#d32f2f", "■ sim target  "))
-        marks += [("#b71c1c", "✕ marked  "), ("#2e7d32", "○ declared")]
+        marks += [("#b71c1c", "✕ marked  "), ("#2e7d32", "○ declared  "), ("#444444", "⊕ goto")]
         lines = [drones, marks]
         if self.geo_origin is not None:
             lat, lon, alt = self.geo_origin
@@ -354,6 +366,12 @@ class MapView(QWidget):
         if event is None:
             return
         world = self.to_world(event.position())
+        if self.picking:  # a left click picks the GoTo point, a right click cancels (not Esc: e-stop)
+            self.picking = False
+            self.update()
+            if event.button() == Qt.MouseButton.LeftButton and self.on_pick is not None:
+                self.on_pick(world)
+            return
         if event.button() == Qt.MouseButton.LeftButton:
             self.marks.append(world)
         elif event.button() == Qt.MouseButton.RightButton and self.marks:

@@ -33,6 +33,7 @@ from common.messages import (
     Declaration,
     EStop,
     FrameMeta,
+    GoTo,
     Hold,
     Instruction,
     Judgement,
@@ -46,6 +47,7 @@ from common.messages import (
     Traffic,
     TrafficEntry,
 )
+from ground_station.fleet.geo import GeoPoint, ned_from_geo
 from ground_station.fleet.state import (
     AckRecord,
     DeclarationRecord,
@@ -354,6 +356,39 @@ class FleetClient:
                 record.state = "active" if ack.result == "ok" else "rejected"
         self.state.emit("order", drone_id, record, order_id=record.order_id, text=text, result=ack.result)
         return record
+
+    def goto(
+        self, drone_id: str, north_m: float, east_m: float, down_m: float, goto_id: str | None = None
+    ) -> AckRecord:
+        """Fly one drone to a world NED point (the frame of its telemetry); it checks the point against
+        its geofence and altitude limits before it acks ("rejected" with the reason), then flies there
+        under its safety governor and holds. The ack is timed when it arrives."""
+        if drone_id not in self.state.drones:
+            raise ConfigError(f"no drone {drone_id!r} in this fleet")
+        goto_id = goto_id or uuid.uuid4().hex[:8]
+        try:
+            command = GoTo(goto_id, (float(north_m), float(east_m), float(down_m)))
+        except (ValueError, TypeError) as exc:  # NaN or beyond any field: never sent
+            raise ConfigError(f"goto {drone_id}: {exc}") from None
+        self.state.emit("goto", drone_id, goto_id=goto_id, target_ned_m=list(command.target_ned_m))
+        return self.send(drone_id, command)
+
+    def goto_geo(
+        self,
+        drone_id: str,
+        lat_deg: float,
+        lon_deg: float,
+        alt_m: float,
+        geo_origin: GeoPoint,
+        goto_id: str | None = None,
+    ) -> AckRecord:
+        """`goto` to a geographic point (altitude above sea level), converted here with the geo origin
+        of the drones' world frame (the built-in simulator's: launch.SIM_GEO_ORIGIN)."""
+        try:
+            north, east, down = ned_from_geo(lat_deg, lon_deg, alt_m, geo_origin)
+        except ValueError as exc:
+            raise ConfigError(f"goto {drone_id}: {exc}") from None
+        return self.goto(drone_id, north, east, down, goto_id)
 
     def judge(self, declaration_id: str, accept: bool, operator: str = "") -> AckRecord:
         """The operator's verdict on a declaration, sent to its drone (docs/safety.md#real-flight)."""

@@ -27,6 +27,7 @@ from common.messages import (
     Declaration,
     EStop,
     FrameMeta,
+    GoTo,
     Heartbeat,
     HeartbeatReply,
     HeartbeatRequest,
@@ -193,6 +194,7 @@ class Generator:
             Hold("fuzz"),
             Land("fuzz"),
             ReturnHome("fuzz"),
+            GoTo("fuzz", (5.0, -3.0, -4.0)),
             HeartbeatRequest(3, 100.0, 2),
             Traffic((TrafficEntry("ghost", (50.0, 50.0, -3.0), (0.5, 0.0, 0.0), 0.1),)),
         ]

@@ -122,7 +122,7 @@ def test_the_fuzz_generator_labels_agree_with_the_receivers(seed: int) -> None:
             message = wire.decode(frame.parts)
             accepted = message.envelope.drone_id == "Drone1" and message.envelope.type in (
                 "heartbeat_request", "traffic", "judgement", "remote_action", "instruction", "order",
-                "estop", "hold", "land", "return_home",
+                "estop", "hold", "land", "return_home", "goto",
             )  # fmt: skip
         except wire.WireError:
             accepted = False
