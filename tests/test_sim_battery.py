@@ -126,3 +126,12 @@ def test_sim_battery_options_are_checked(option: str, message: str) -> None:
         timeout=60,
     )
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_airsim_reset_restores_the_pack(world: World) -> None:
+    from sim_bridge.rpc.airsim_api import AirSimApi
+
+    m = world.vehicle("Drone1").model
+    m.battery.energy_wh = 0.5
+    AirSimApi(world).reset()
+    assert m.battery.fraction == 1.0 and m.battery.consumed_wh == 0.0 and m.landed

@@ -85,10 +85,16 @@ class Battery:
 
     def __init__(self, config: BatteryConfig | None = None) -> None:
         self.config = config or BatteryConfig()
-        self.energy_wh = self.config.capacity_wh * self.config.start_fraction
+        self.energy_wh = 0.0
         self.power_w = 0.0
         self.consumed_wh = 0.0
         self.consumed_mah = 0.0
+        self.replace()
+
+    def replace(self) -> None:
+        """A fresh pack at the configured start charge (AirSim's reset restores the vehicle)."""
+        self.energy_wh = self.config.capacity_wh * self.config.start_fraction
+        self.power_w = self.consumed_wh = self.consumed_mah = 0.0
 
     @property
     def fraction(self) -> float:
