@@ -188,7 +188,7 @@ class TelloEmulator:
         return (
             f"{pads}pitch:0;roll:0;yaw:{round(yaw)};vgx:{round(vgx * 10)};vgy:{round(vgy * 10)};"
             f"vgz:{round(v[2] * 10)};templ:60;temph:63;tof:{h_cm + 10};h:{h_cm};"
-            f"bat:{int(self.battery_pct)};baro:{100.0 + h_m:.2f};time:{flight_s};"
+            f"bat:{round(self.battery_pct)};baro:{100.0 + h_m:.2f};time:{flight_s};"
             "agx:0.00;agy:0.00;agz:-1000.00;\r\n"
         )
 
@@ -430,7 +430,7 @@ class TelloEmulator:
 
     def _read(self, word: str) -> str:
         if word == "battery?":
-            return str(int(self.battery_pct))
+            return str(round(self.battery_pct))
         if word == "speed?":
             return str(self.speed_cm_s)
         if word == "time?":
