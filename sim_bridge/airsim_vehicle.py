@@ -313,6 +313,9 @@ class AirSimVehicle:
             time_s=float(state.timestamp) / 1e9,
             pose=Pose(x, y, z, wrap_deg(yaw)),
             velocity_ned_m_s=(float(v.x_val), float(v.y_val), float(v.z_val)),
+            # AirSim's (and Cosys-AirSim's) RPC carries no battery: getMultirotorState has none and
+            # neither client has a battery method (the built-in simulator's pack is reported over
+            # its MAVLink and Tello emulators)
             battery_fraction=None,
             link_ok=True,
             armed=self._armed,

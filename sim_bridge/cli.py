@@ -90,9 +90,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "scene's actors under other names, simSpawnObject takes this map's blueprints only (see "
         "simListAssets), paint through simSetObjectMaterial",
     )
+    parser.add_argument(
+        "--battery-capacity-wh",
+        type=positive_float,
+        default=None,
+        help="each drone's battery capacity (default 74 Wh: a 4S 5000 mAh LiPo, ~20 min of hover at "
+        "--battery-hover-w); reported over MAVLink (SYS_STATUS, BATTERY_STATUS) and Tello (bat:)",
+    )
+    parser.add_argument(
+        "--battery-start-pct",
+        type=_percent,
+        default=None,
+        help="state of charge at start, 0-100 (default 100): a low value rehearses the low-battery landing",
+    )
+    parser.add_argument(
+        "--battery-hover-w",
+        type=positive_float,
+        default=None,
+        help="electrical power at hover (default 200 W); climbing and accelerating draw more",
+    )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
+
+
+def _percent(text: str) -> float:
+    from common.checks import finite_float
+
+    value = finite_float(text)
+    if not 0.0 <= value <= 100.0:
+        raise argparse.ArgumentTypeError(f"{text} must be a percentage 0-100")
+    return value
+
+
+def _battery_config(args: argparse.Namespace) -> Any:
+    from sim_bridge.sim.battery import BatteryConfig
+
+    given = {
+        "capacity_wh": getattr(args, "battery_capacity_wh", None),
+        "hover_power_w": getattr(args, "battery_hover_w", None),
+        "start_fraction": None
+        if getattr(args, "battery_start_pct", None) is None
+        else args.battery_start_pct / 100.0,
+    }
+    return BatteryConfig(**{k: v for k, v in given.items() if v is not None})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,7 +209,11 @@ def _build_world(args: argparse.Namespace, camera: Any) -> Any:
         raise ConfigError(f"--vehicles {args.vehicles} but the episode {record.id} has {len(record.drones)}")
     if args.vehicles is not None and args.vehicles < 1:
         raise ConfigError(f"--vehicles {args.vehicles}: at least 1")
-    common = {"render_workers": args.render_workers, "renderer": args.renderer}
+    common = {
+        "render_workers": args.render_workers,
+        "renderer": args.renderer,
+        "battery": _battery_config(args),
+    }
     if record is not None:
         from episodes.scenario import spawn_objects, start_pose
 

@@ -70,7 +70,7 @@ class LocalVehicle:
                     float(m.velocity_ned[1]),
                     float(m.velocity_ned[2]),
                 ),
-                battery_fraction=None,
+                battery_fraction=None,  # as airsim:// (AirSim's RPC has no battery), which this mirrors
                 link_ok=True,
                 armed=bool(m.armed),
                 landed=bool(m.landed),

@@ -171,6 +171,10 @@ def test_px4_matrix(rig: Rig) -> None:
         health = await first(drone.telemetry.health())
         assert health.is_armable and health.is_global_position_ok and health.is_home_position_ok, health
         assert health.is_gyrometer_calibration_ok and health.is_accelerometer_calibration_ok
+        # the simulated pack as MAVSDK reads it (BATTERY_STATUS): full, 4 cells, idle draw only
+        battery = await first(drone.telemetry.battery())
+        assert battery.remaining_percent == pytest.approx(rig.emu.battery_pct, abs=1.0), battery
+        assert 16.5 < battery.voltage_v <= 16.8 and battery.id == 0, battery
         version = await drone.info.get_version()
         assert (version.flight_sw_major, version.flight_sw_minor) == (1, 15)
         await check_geo(drone)

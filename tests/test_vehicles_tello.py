@@ -212,6 +212,27 @@ def test_link_lost_lands_and_is_logged(rig, tmp_path) -> None:
     assert lost and "no state datagram" in lost[0]["why"], faults
 
 
+def test_low_battery_lands_and_is_logged(rig, tmp_path) -> None:
+    world, emulator, vehicle = rig
+    pack = world.vehicle("Drone1").model.battery
+    with world.lock:  # a pack flown down to 15.9 %: ~5 s of hover above the 15 % reserve
+        pack.energy_wh = 0.159 * pack.config.capacity_wh
+    v = vehicle()
+    rt = make_runtime(world, v, tmp_path, "tello", t_max_s=40.0, stop_on_declaration=False)
+    rt.start()
+    result = rt.run()
+    # the Tello's bat: field (whole percent) crossed safety.battery_land_fraction
+    assert result.reason == "landing: battery 15% <= 15%", result
+    safety = [e for e in events(tmp_path) if e.get("event") == "safety"]
+    assert safety and safety[0]["reason"].startswith("battery 15%"), safety
+    deadline = time.monotonic() + 15.0  # the runtime lands from its actuation thread
+    while emulator.flying and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "land" in [c for _, c, _ in emulator.log]
+    m = world.vehicle("Drone1").model
+    assert not emulator.flying and m.landed and m.position_ned[2] == pytest.approx(m.floor_z_m)
+
+
 def test_estop_kill_sends_emergency(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
     v = vehicle("video=0")

@@ -131,7 +131,6 @@ class MavlinkEmulatorConfig:
     rc_present: bool = True  # an RC transmitter is bound (PX4's fallback modes need one)
     video_dest: tuple[str, int] | None = None
     video_fps: float = 10.0
-    battery_drain_pct_s: float = 0.02
     refused: dict[int, tuple[int, str]] = field(default_factory=dict)  # command -> (MAV_RESULT, text)
 
 
@@ -171,7 +170,6 @@ class MavlinkEmulator:
             )
         else:
             self.main_mode, self.sub_mode = APM_STABILIZE, 0
-        self.battery_pct = 100.0
         self.link_down = threading.Event()
         self.statustexts: list[str] = []
         self.received: list[tuple[float, str]] = []  # (wall, message type or command)
@@ -254,6 +252,23 @@ class MavlinkEmulator:
                 self.main_mode, str(self.main_mode)
             )
         return APM_MODES.get(self.main_mode, str(self.main_mode))
+
+    @property
+    def battery_pct(self) -> float:
+        """The simulated pack's state of charge (sim_bridge.sim.battery), in percent."""
+        with self.world.lock:
+            return 100.0 * self._model().battery.fraction
+
+    def _battery(self) -> tuple[int, int, int, list[int], int, int]:
+        """What SYS_STATUS and BATTERY_STATUS carry: remaining %, pack mV, current cA, cell mV
+        (10 fields, UINT16_MAX unused), consumed mAh, consumed energy hJ."""
+        with self.world.lock:
+            b = self._model().battery
+            pct = round(100.0 * b.fraction)
+            mv, ca = round(b.voltage_v() * 1000), round(b.current_a() * 100)
+            cells = min(b.config.cells, 10)
+            per_cell = [round(mv / b.config.cells)] * cells + [65535] * (10 - cells)
+            return pct, mv, ca, per_cell, round(b.consumed_mah), round(b.consumed_wh * 36)
 
     def _model(self) -> Multirotor:
         return self.world.vehicle(self.vehicle).model
@@ -414,15 +429,16 @@ class MavlinkEmulator:
             if self.config.rc_present:
                 present |= SENSOR_RC
                 health |= SENSOR_RC
+            pct, mv, ca, _, _, _ = self._battery()
             self._send(
                 "sys_status_send",
                 present,
                 present,
                 health,
                 250,
-                16000 - int((100 - self.battery_pct) * 20),
-                1200,
-                int(self.battery_pct),
+                mv,
+                ca,
+                pct,
                 0,
                 0,
                 0,
@@ -433,9 +449,9 @@ class MavlinkEmulator:
         elif msg_id == EXTENDED_SYS_STATE:
             self._send("extended_sys_state_send", m.MAV_VTOL_STATE_MC, self._landed_state())
         elif msg_id == BATTERY_STATUS:
-            mv = 16000 - int((100 - self.battery_pct) * 20)
-            cells = [mv // 4] * 4 + [65535] * 6
-            self._send("battery_status_send", 0, 1, 3, 2500, cells, 1200, -1, -1, int(self.battery_pct))
+            pct, _, ca, cells, mah, hj = self._battery()
+            # id 0, MAV_BATTERY_FUNCTION_ALL, MAV_BATTERY_TYPE_LIPO, temperature unknown (INT16_MAX)
+            self._send("battery_status_send", 0, 1, 1, 32767, cells, ca, mah, hj, pct)
         elif msg_id == AUTOPILOT_VERSION:
             self._autopilot_version()
         else:
@@ -496,16 +512,12 @@ class MavlinkEmulator:
 
     def _tx_loop(self) -> None:
         tick_s = 1.0 / max(self.config.telemetry_hz, 1.0)
-        last_hb = last_battery = 0.0
+        last_hb = 0.0
         while not self._stop.wait(tick_s):
             now = time.monotonic()
             if now - last_hb >= 1.0:
                 self._heartbeat()
                 last_hb = now
-            if now - last_battery >= 0.5:
-                last_battery = now
-                if self.armed:
-                    self.battery_pct = max(0.0, self.battery_pct - self.config.battery_drain_pct_s * 0.5)
             for msg_id, interval_s in list(self.intervals_s.items()):
                 due = self._next_s.get(msg_id, 0.0)
                 if now >= due:

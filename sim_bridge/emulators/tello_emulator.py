@@ -76,7 +76,6 @@ class TelloEmulatorConfig:
     takeoff_height_m: float = 1.0
     auto_land_s: float = 15.0
     default_speed_cm_s: int = 100
-    battery_drain_pct_s: float = 0.02
     refused: dict[str, str] = field(default_factory=dict)  # command word -> error reply
 
 
@@ -100,7 +99,6 @@ class TelloEmulator:
         self.streaming = False
         self.link_down = threading.Event()
         self.speed_cm_s = self.config.default_speed_cm_s
-        self.battery_pct = 100.0
         self.rc = (0, 0, 0, 0)
         self.last_command_s = time.monotonic()
         self.motor_on_s: float | None = None
@@ -162,6 +160,12 @@ class TelloEmulator:
     def _model(self):
         return self.world.vehicle(self.vehicle).model
 
+    @property
+    def battery_pct(self) -> float:
+        """The simulated pack's state of charge (sim_bridge.sim.battery), in percent."""
+        with self.world.lock:
+            return 100.0 * self._model().battery.fraction
+
     def height_m(self) -> float:
         with self.world.lock:
             m = self._model()
@@ -184,7 +188,7 @@ class TelloEmulator:
         return (
             f"{pads}pitch:0;roll:0;yaw:{round(yaw)};vgx:{round(vgx * 10)};vgy:{round(vgy * 10)};"
             f"vgz:{round(v[2] * 10)};templ:60;temph:63;tof:{h_cm + 10};h:{h_cm};"
-            f"bat:{int(self.battery_pct)};baro:{100.0 + h_m:.2f};time:{flight_s};"
+            f"bat:{round(self.battery_pct)};baro:{100.0 + h_m:.2f};time:{flight_s};"
             "agx:0.00;agy:0.00;agz:-1000.00;\r\n"
         )
 
@@ -201,10 +205,8 @@ class TelloEmulator:
     def _state_loop(self) -> None:
         period = 1.0 / self.config.state_hz
         while not self._stop.wait(period):
-            if self.flying:
-                self.battery_pct = max(0.0, self.battery_pct - self.config.battery_drain_pct_s * period)
-                if self.busy is None and any(self.rc):
-                    self._apply_rc()  # sticks persist: re-issue so body axes follow the turning heading
+            if self.flying and self.busy is None and any(self.rc):
+                self._apply_rc()  # sticks persist: re-issue so body axes follow the turning heading
             self._send_state()
 
     def _watchdog_loop(self) -> None:
@@ -428,7 +430,7 @@ class TelloEmulator:
 
     def _read(self, word: str) -> str:
         if word == "battery?":
-            return str(int(self.battery_pct))
+            return str(round(self.battery_pct))
         if word == "speed?":
             return str(self.speed_cm_s)
         if word == "time?":

@@ -218,6 +218,7 @@ class AirSimApi:
                 slot.model.api_control = False
                 slot.model.armed = True
                 slot.model.landed = True
+                slot.model.battery.replace()  # the initial state: a freshly charged pack
 
     def listVehicles(self) -> list[str]:
         return list(self.world.vehicles)

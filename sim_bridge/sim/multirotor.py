@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from common.pose import Pose, wrap_deg
+from sim_bridge.sim.battery import Battery, BatteryConfig
 from sim_bridge.sim.frames import yaw_rotation_ned
 
 
@@ -69,7 +70,13 @@ class _Goal:
 class Multirotor:
     """State and command logic; `World` moves its body, checks collisions and renders its camera."""
 
-    def __init__(self, name: str, spawn: Pose, limits: MultirotorLimits | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        spawn: Pose,
+        limits: MultirotorLimits | None = None,
+        battery: BatteryConfig | None = None,
+    ) -> None:
         self.name = name
         self.spawn = spawn
         self.limits = limits or MultirotorLimits()
@@ -83,8 +90,14 @@ class Multirotor:
         self.armed = True  # SimpleFlight starts armed
         self.api_control = False
         self.collision: dict | None = None
+        self.battery = Battery(battery)
         self._goal = _Goal("hold", target_ned=self.position_ned.copy(), yaw_value=self.yaw_deg)
         self._goal.yaw_is_rate = False
+
+    @property
+    def goal_mode(self) -> str:
+        """What the vehicle is doing: hold, velocity, position, yaw or land."""
+        return self._goal.mode
 
     # ---- commands (called under the world lock) ----
     def pose(self) -> Pose:

@@ -27,6 +27,7 @@ from common.clock import SimClock
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
 from sim_bridge.sim.assets import QUAD_TRIANGLES, QUAD_UVS, AssetSpec, Part, build_asset, tiled
+from sim_bridge.sim.battery import BatteryConfig
 from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb, yaw_rotation_ned
 from sim_bridge.sim.ground import GroundMap, fill_background
 from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
@@ -192,9 +193,11 @@ class World:
         spawns: list[Pose] | None = None,
         render_workers: int = 0,
         renderer: str | None = None,
+        battery: BatteryConfig | None = None,
     ) -> None:
         """`renderer`: gl, tiny or auto (see RENDERERS); None takes $DRONECATS_RENDERER, else auto, so
-        every entry point (episodes, demo, tests) can be run with either renderer."""
+        every entry point (episodes, demo, tests) can be run with either renderer. `battery`: every
+        vehicle's pack (sim_bridge.sim.battery; default a 74 Wh 4S LiPo, ~20 min of hover)."""
         renderer = renderer or os.environ.get("DRONECATS_RENDERER", "auto")
         if render_workers < 0:
             raise ConfigError(f"render_workers={render_workers} must be >= 0 (0: render in this process)")
@@ -229,6 +232,7 @@ class World:
         self._loop: threading.Thread | None = None
         self._stop = threading.Event()
         self.scene_name = scene
+        self.battery_config = battery or BatteryConfig()
         info = build_scene(self, scene, seed)
         names = vehicles if isinstance(vehicles, list) else [f"Drone{i + 1}" for i in range(vehicles)]
         spawn_list = spawns or info.spawns
@@ -464,7 +468,7 @@ class World:
         with self.lock:
             if name in self.vehicles or name in self.objects:
                 raise ConfigError(f"vehicle name {name!r} is already used")
-            model = Multirotor(name, spawn, MultirotorLimits())
+            model = Multirotor(name, spawn, MultirotorLimits(), self.battery_config)
             parts = _drone("", COLOURS["black"], self.textures)
             body = self.create_body(
                 parts, spawn, mass_kg=1.0, base_collision_radius_m=DRONE_COLLISION_RADIUS_M
@@ -545,7 +549,18 @@ class World:
                         hit["time_stamp"] = round((now + dt) * 1e9)
                         m.blocked(hit)
                         log.info("%s collided with %s at t=%.2f s", m.name, hit["object_name"], now + dt)
+                self._drain_battery(m, dt, now + dt)
             return self.clock.advance(dt)
+
+    def _drain_battery(self, m: Multirotor, dt_s: float, t_s: float) -> None:
+        was_empty = m.battery.empty
+        m.battery.drain(dt_s, m.accel_ned, m.velocity_ned, rotors_on=not m.landed)
+        if m.battery.empty and not m.landed and m.goal_mode != "land":
+            # a real pack browns out and the vehicle falls; this kinematic model has no free fall, so an
+            # empty battery forces a landing (any command is cancelled), which is never a success
+            if not was_empty:
+                log.warning("%s: battery empty at t=%.2f s: forced landing", m.name, t_s)
+            m.land(t_s, math.inf)
 
     def _move_along_path(self, obj: SceneObject, t_s: float) -> None:
         assert obj.path is not None
