@@ -133,7 +133,14 @@ def _battery_config(args: argparse.Namespace) -> Any:
         if getattr(args, "battery_start_pct", None) is None
         else args.battery_start_pct / 100.0,
     }
-    return BatteryConfig(**{k: v for k, v in given.items() if v is not None})
+    # Only a pack someone can read lands drones when empty: a Tello or MAVLink emulator reports it, or
+    # the user asked for a battery; AirSim's RPC alone has no battery field.
+    readable = any(v is not None for v in given.values()) or bool(
+        getattr(args, "tello", False) or getattr(args, "mavlink", False)
+    )
+    if not readable:
+        log.info("battery: modelled, not enforced (no --tello/--mavlink/--battery-*: AirSim has no battery)")
+    return BatteryConfig(**{k: v for k, v in given.items() if v is not None}, enforced=readable)
 
 
 def run(args: argparse.Namespace) -> int:

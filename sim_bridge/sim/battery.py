@@ -44,6 +44,10 @@ class BatteryConfig:
     idle_power_w: float = 3.0  # flight controller, radios, camera: drawn whenever powered
     hover_induced_velocity_m_s: float = 5.4  # v_h = sqrt(W / (2 rho A)): 1.5 kg on four 10" props
     resistance_ohm: float = 0.06  # the pack's internal resistance (voltage sag under load)
+    # An empty pack forces a landing. Off where nothing can read the battery (AirSim's RPC has no
+    # battery field): a long-lived server would otherwise land drones after ~20 min of flight, and a
+    # runtime on airsim:// could not know why.
+    enforced: bool = True
 
     def __post_init__(self) -> None:
         checks = {

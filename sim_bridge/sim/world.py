@@ -555,7 +555,7 @@ class World:
     def _drain_battery(self, m: Multirotor, dt_s: float, t_s: float) -> None:
         was_empty = m.battery.empty
         m.battery.drain(dt_s, m.accel_ned, m.velocity_ned, rotors_on=not m.landed)
-        if m.battery.empty and not m.landed and m.goal_mode != "land":
+        if m.battery.config.enforced and m.battery.empty and not m.landed and m.goal_mode != "land":
             # a real pack browns out and the vehicle falls; this kinematic model has no free fall, so an
             # empty battery forces a landing (any command is cancelled), which is never a success
             if not was_empty:
