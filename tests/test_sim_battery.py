@@ -110,6 +110,24 @@ def test_empty_battery_forces_a_landing(world: World) -> None:
     assert m.position_ned[2] == pytest.approx(m.floor_z_m)
 
 
+def test_an_unenforced_empty_pack_lands_nobody() -> None:
+    """What a plain `dronecats sim` (AirSim's RPC only: no battery field) gets: the pack is modelled,
+    and an empty one lands nothing."""
+    w = World(
+        "blocks", vehicles=1, seed=0, renderer="tiny", battery=BatteryConfig(capacity_wh=2.0, enforced=False)
+    )
+    try:
+        m = w.vehicle("Drone1").model
+        w.takeoff("Drone1", altitude_m=3.0)
+        w.advance(6.0)
+        m.battery.energy_wh = 0.01
+        w.advance(5.0)
+        assert m.battery.empty and not m.landed
+        assert m.floor_z_m - m.position_ned[2] == pytest.approx(3.0, abs=0.3)
+    finally:
+        w.close()
+
+
 @pytest.mark.parametrize(
     ("option", "message"),
     [
