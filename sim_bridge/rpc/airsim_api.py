@@ -31,6 +31,7 @@ import numpy as np
 
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
+from sim_bridge.rpc import sensors
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
 from sim_bridge.rpc.server import release_order
 from sim_bridge.sim.frames import ned_to_pb, yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
@@ -50,6 +51,8 @@ FRAME_RING_SIZE = 16
 RING_TIME_TOLERANCE_NS = 1000  # time stamps travel as float seconds in a Frame: allow rounding
 RING_POSE_TOLERANCE = 1e-3  # metres and degrees: the pose the frame reports vs the render's
 TRUTH_RENDER_MODES = ("crop", "full")
+# AirSim's default multirotor sensors (AirSimSettings' defaults): type -> its name; "" picks the first
+DEFAULT_SENSORS = {"IMU": "imu", "barometer": "barometer", "magnetometer": "magnetometer", "gps": "gps"}
 SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
 MIN_CLIENT_VERSION = 1
 
@@ -307,6 +310,64 @@ class AirSimApi:
         )
         return self._wait(task)
 
+    def moveByVelocityZ(
+        self,
+        vx: float,
+        vy: float,
+        z: float,
+        duration: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        vehicle_name: str,
+    ) -> bool:
+        """World-frame (vx, vy) at the height z of the vehicle's local NED frame."""
+        if float(duration) <= 0:
+            return True
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        z_world = float(self._to_world(vehicle_name, 0.0, 0.0, float(z))[2])
+        task = self.world.command(
+            str(vehicle_name),
+            "move_velocity_z",
+            float(vx),
+            float(vy),
+            z_world,
+            float(duration),
+            yaw_is_rate=is_rate,
+            yaw_value=value,
+        )
+        return self._wait(task)
+
+    def moveOnPath(
+        self,
+        path: Any,
+        velocity: float,
+        timeout_sec: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        lookahead: float,
+        adaptive_lookahead: float,
+        vehicle_name: str,
+    ) -> bool:
+        """Through the waypoints (local NED) at velocity, ending at the last (see Multirotor.move_on_path)."""
+        if not isinstance(path, list | tuple) or not path:
+            raise VehicleError("moveOnPath: the path must be a non-empty list of Vector3r")
+        points = [self._to_world(vehicle_name, *parse_vec3(p, f"path[{i}]")) for i, p in enumerate(path)]
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        task = self.world.command(
+            str(vehicle_name),
+            "move_on_path",
+            points,
+            float(velocity),
+            timeout_s=min(float(timeout_sec), 1e9),
+            yaw_is_rate=is_rate,
+            yaw_value=value,
+        )
+        return self._wait(task)
+
     def moveToPosition(
         self,
         x: float,
@@ -462,6 +523,62 @@ class AirSimApi:
         self.world.set_vehicle_pose(
             m.name, Pose(local.x_m + s.x_m, local.y_m + s.y_m, local.z_m + s.z_m, local.yaw_deg)
         )
+
+    # ---------------------------------------------------------------- sensors (see sensors.py)
+    def _sensor(self, kind: str, sensor_name: str) -> None:
+        name = str(sensor_name)
+        if name not in ("", DEFAULT_SENSORS[kind]):
+            # VehicleApiBase's answer for a sensor the vehicle's settings do not define
+            raise VehicleError(f"No {kind} with name {name} exist on vehicle")
+
+    def getImuData(self, imu_name: str, vehicle_name: str) -> dict[str, Any]:
+        self._sensor("IMU", imu_name)
+        with self.world.lock:
+            m = self._slot(vehicle_name).model
+            yaw, rate, accel = m.yaw_deg, m.yaw_rate_deg_s, m.accel_ned.copy()
+        return sensors.imu_msg(self._time_ns(), quat_yaw(yaw), yaw, rate, accel)
+
+    def getBarometerData(self, barometer_name: str, vehicle_name: str) -> dict[str, Any]:
+        self._sensor("barometer", barometer_name)
+        with self.world.lock:
+            pose = self._slot(vehicle_name).model.pose()
+        return sensors.barometer_msg(self._time_ns(), self._geo(pose)["altitude"])
+
+    def getMagnetometerData(self, magnetometer_name: str, vehicle_name: str) -> dict[str, Any]:
+        self._sensor("magnetometer", magnetometer_name)
+        with self.world.lock:
+            m = self._slot(vehicle_name).model
+            yaw, home = m.yaw_deg, self._geo(m.spawn)
+        return sensors.magnetometer_msg(self._time_ns(), home, yaw)
+
+    def getGpsData(self, gps_name: str, vehicle_name: str) -> dict[str, Any]:
+        self._sensor("gps", gps_name)
+        with self.world.lock:
+            m = self._slot(vehicle_name).model
+            pose, v = m.pose(), m.velocity_ned.copy()
+        return sensors.gps_msg(self._time_ns(), self._geo(pose), v)
+
+    def getDistanceSensorData(self, distance_sensor_name: str, vehicle_name: str) -> dict[str, Any]:
+        # AirSim's default multirotor has no distance sensor, and settings.json sensors are not read yet
+        self._slot(vehicle_name)
+        raise VehicleError(f"No distance sensor with name {distance_sensor_name} exist on vehicle")
+
+    def simGetWorldExtents(self) -> list[dict[str, float]]:
+        """[min, max] GeoPoints of the box around every object of the scene (AirSim: the level's bounds)."""
+        with self.world.lock:
+            boxes = [
+                (o.bbox_centre_ned(), _aabb_half(o.bbox_half_m, o.pose.yaw_deg))
+                for o in self.world.objects.values()
+            ]
+        if not boxes:
+            zero = self._geo(Pose(0.0, 0.0, 0.0, 0.0))
+            return [zero, zero]
+        lo = np.min([c - h for c, h in boxes], axis=0)
+        hi = np.max([c + h for c, h in boxes], axis=0)
+        # NED z is down: the lowest point (max z) is the minimum altitude
+        lowest = Pose(float(lo[0]), float(lo[1]), float(hi[2]), 0.0)
+        highest = Pose(float(hi[0]), float(hi[1]), float(lo[2]), 0.0)
+        return [self._geo(lowest), self._geo(highest)]
 
     def getHomeGeoPoint(self, vehicle_name: str) -> dict[str, float]:
         return self._geo(self._slot(vehicle_name).model.spawn)
@@ -920,6 +1037,13 @@ class AirSimApi:
             for name in dir(self)
             if not name.startswith("_") and name not in ("world", "table") and callable(getattr(self, name))
         }
+
+
+def _aabb_half(half_m: Any, yaw_deg: float) -> np.ndarray:
+    """Half extents along north/east/down of a box with these half extents along its own axes."""
+    hx, hy, hz = (float(h) for h in half_m)
+    c, s = abs(math.cos(math.radians(yaw_deg))), abs(math.sin(math.radians(yaw_deg)))
+    return np.array([c * hx + s * hy, s * hx + c * hy, hz])
 
 
 def _pose_list(values: Any) -> Pose:
