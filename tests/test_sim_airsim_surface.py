@@ -177,3 +177,34 @@ def test_runner_passes_a_clean_script_and_names_a_refused_call(tmp_path: Path) -
         " FAIL " in rows["refused.py"] and "noSuchMethod: rpclib: server could not find" in rows["refused.py"]
     )
     assert "1 of 2 pass" in out.stdout
+
+
+def test_wind_is_a_force_the_controller_rejects_up_to_its_limit(client) -> None:
+    client.moveToZAsync(-8.0, 2.0).join()
+    client.hoverAsync().join()
+    settle(1.0)
+    start = local_xyz(client)
+    client.simSetWind(airsim.Vector3r(10.0, 0.0, 0.0))  # ~1 m/s^2 of drag: held
+    settle(2.0)
+    assert np.linalg.norm(local_xyz(client) - start) < 0.3
+    client.simSetWind(airsim.Vector3r(0.0, 40.0, 0.0))  # ~16 m/s^2, beyond the 4 m/s^2 the controller has
+    settle(2.0)
+    blown = local_xyz(client) - start
+    client.simSetWind(airsim.Vector3r(0.0, 0.0, 0.0))
+    assert blown[1] > 2.0 and abs(blown[0]) < 0.5  # downwind, in the world frame
+    effects = client.client.call("dcGetWorldEffects")
+    assert effects["wind"] == {"x_val": 0.0, "y_val": 0.0, "z_val": 0.0}
+    client.moveToPositionAsync(*start, 3.0).join()
+
+
+def test_weather_and_trace_line_are_stored_and_checked(client) -> None:
+    client.simEnableWeather(True)
+    client.simSetWeatherParameter(airsim.WeatherParameter.Fog, 0.25)
+    client.simSetTraceLine([1.0, 0.0, 0.0, 1.0], 5.0)
+    effects = client.client.call("dcGetWorldEffects")
+    assert effects["weather_enabled"] is True and effects["weather"] == {"Fog": 0.25}
+    assert effects["trace_lines"] == {"Drone1": {"color_rgba": [1.0, 0.0, 0.0, 1.0], "thickness": 5.0}}
+    with pytest.raises(Exception, match="weather parameter 9"):
+        client.simSetWeatherParameter(9, 0.5)
+    with pytest.raises(Exception, match="color_rgba must be 4 numbers"):
+        client.simSetTraceLine([1.0, 0.0], 5.0)

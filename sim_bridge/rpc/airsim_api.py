@@ -76,7 +76,22 @@ EXTENSIONS = {
     "dcGetVehicleSpawn": "(vehicle_name) -> Pose: the vehicle's spawn pose in the world NED frame",
     "dcGetSimTime": "() -> float: simulation time in seconds",
     "dcSetClockSpeed": "(speed) -> None: simulated seconds per wall second while running",
+    "dcGetWorldEffects": "() -> {wind, weather_enabled, weather, trace_lines}: what simSetWind, "
+    "simEnableWeather, simSetWeatherParameter and simSetTraceLine set (weather and trace lines are "
+    "stored only: the built-in renderers draw neither)",
 }
+# AirSim's WorldSimApiBase::WeatherParameter, by value
+WEATHER_PARAMETERS = (
+    "Rain",
+    "Roadwetness",
+    "Snow",
+    "RoadSnow",
+    "MapleLeaf",
+    "RoadLeaf",
+    "Dust",
+    "Fog",
+    "Enabled",
+)
 
 
 def vec3(x: float, y: float, z: float) -> dict[str, float]:
@@ -154,6 +169,11 @@ class AirSimApi:
         self._ring_hits = 0
         self._ring_misses = 0
         self._ring_lock = threading.Lock()
+        self._wind = np.zeros(3)
+        self._weather_enabled = False
+        self._weather: dict[str, float] = {}
+        self._trace_lines: dict[str, dict[str, Any]] = {}
+        self._warned: set[str] = set()
         self.dcSetTruthRender(truth_render)
 
     # ---------------------------------------------------------------- helpers
@@ -582,6 +602,52 @@ class AirSimApi:
 
     def getHomeGeoPoint(self, vehicle_name: str) -> dict[str, float]:
         return self._geo(self._slot(vehicle_name).model.spawn)
+
+    # ---------------------------------------------------------------- wind, weather, trace lines
+    def simSetWind(self, wind: Any) -> None:
+        """The wind (world NED, m/s) for every vehicle: a drag force (see multirotor.DRAG_1_M)."""
+        w = np.array(parse_vec3(wind, "wind"), float)
+        if not np.isfinite(w).all():
+            raise ConfigError(f"wind must be finite, got {w.tolist()}")
+        with self.world.lock:
+            self._wind = w
+            for slot in self.world.vehicles.values():
+                slot.model.wind_ned = w.copy()
+
+    def _no_visible_effect(self, method: str) -> None:
+        if method not in self._warned:
+            self._warned.add(method)
+            log.warning("%s: stored, but the built-in simulator's renderers show no effect of it", method)
+
+    def simEnableWeather(self, enable: bool) -> None:
+        self._weather_enabled = bool(enable)
+        self._no_visible_effect("simEnableWeather")
+
+    def simSetWeatherParameter(self, param: int, val: float) -> None:
+        index, value = int(param), float(val)
+        if not 0 <= index < len(WEATHER_PARAMETERS) or not math.isfinite(value):
+            raise ConfigError(f"weather parameter {param} = {val}: expected 0-{len(WEATHER_PARAMETERS) - 1}")
+        self._weather[WEATHER_PARAMETERS[index]] = value
+        self._no_visible_effect("simSetWeatherParameter")
+
+    def simSetTraceLine(self, color_rgba: Any, thickness: float, vehicle_name: str) -> None:
+        m = self._slot(vehicle_name).model
+        try:
+            rgba = [float(c) for c in color_rgba]
+        except (TypeError, ValueError):
+            raise ConfigError(f"color_rgba must be 4 numbers, got {color_rgba!r:.80}") from None
+        if len(rgba) != 4 or not math.isfinite(float(thickness)):
+            raise ConfigError(f"color_rgba must be 4 numbers and thickness finite, got {rgba}, {thickness}")
+        self._trace_lines[m.name] = {"color_rgba": rgba, "thickness": float(thickness)}
+        self._no_visible_effect("simSetTraceLine")
+
+    def dcGetWorldEffects(self) -> dict[str, Any]:
+        return {
+            "wind": vec3(*self._wind),
+            "weather_enabled": self._weather_enabled,
+            "weather": dict(self._weather),
+            "trace_lines": dict(self._trace_lines),
+        }
 
     # ---------------------------------------------------------------- time
     def simPause(self, is_paused: bool) -> None:

@@ -30,6 +30,11 @@ class MultirotorLimits:
     position_accuracy_m: float = 0.1
 
 
+# Wind: quadratic drag on the air-relative velocity, a = DRAG_1_M * |w - v| (w - v), from AirSim's
+# default quadrotor (1 kg, linear drag coefficient 1.3/4, about 0.05 m^2 of frontal area, air 1.225
+# kg/m^3): 0.5 * 1.225 * 0.325 * 0.05 / 1 kg. The velocity controller rejects it up to its
+# acceleration limit (a steady wind shows as a small lag); a gale beyond it blows the drone away.
+DRAG_1_M = 0.5 * 1.225 * 0.325 * 0.05
 PATH_PASS_M = 1.0  # moveOnPath: a waypoint within this distance counts as passed
 
 
@@ -88,6 +93,7 @@ class Multirotor:
         self.armed = True  # SimpleFlight starts armed
         self.api_control = False
         self.collision: dict | None = None
+        self.wind_ned = np.zeros(3)  # m/s, the world's wind (simSetWind)
         self._goal = _Goal("hold", target_ned=self.position_ned.copy(), yaw_value=self.yaw_deg)
         self._goal.yaw_is_rate = False
 
@@ -314,6 +320,9 @@ class Multirotor:
         norm = float(np.linalg.norm(dv))
         if norm > max_dv:
             dv *= max_dv / norm
+        if not self.landed and self.wind_ned.any():
+            rel = self.wind_ned - self.velocity_ned
+            dv = dv + DRAG_1_M * float(np.linalg.norm(rel)) * rel * dt_s
         self.accel_ned = dv / dt_s
         self.velocity_ned = self.velocity_ned + dv
         desired_yaw_rate = max(-lim.max_yaw_rate_deg_s, min(lim.max_yaw_rate_deg_s, desired_yaw_rate))
