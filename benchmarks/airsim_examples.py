@@ -7,10 +7,12 @@ The scripts are third-party code: point this at a checkout of microsoft/AirSim (
 in this repository). Each script gets:
 - one fresh `dronecats sim --port 0` (with the settings.json the script's own comments give: the
   JSON block in its leading comments or docstring, or SimMode ComputerVision where the comment says
-  to activate computer vision mode), logging at INFO to a file;
+  to activate computer vision mode; SETTINGS_NEEDED where a script relies on settings its comments
+  do not give), logging at INFO to a file;
 - a temp dir as its working directory and first sys.path entry, holding a `setup_path.py` that only
   imports airsim (AirSim's adds its repo to sys.path) and a `sitecustomize.py` that maps
-  np.fromstring to np.frombuffer (removed in numpy 2, the airsim client and the scripts use it) and
+  np.fromstring to np.frombuffer and np.trapz to np.trapezoid (removed in numpy 2, the airsim client
+  and the scripts use them) and
   makes airsim.wait_key return at once (it reads a raw tty key); stdin is a stream of newlines;
 - a time limit.
 A script passes when it exits 0, printed no traceback, and the server's log shows that the server
@@ -47,6 +49,12 @@ SKIP = {
     "setup_path.py": "helper, not an example",
 }
 
+# Settings a script needs that its comments do not spell out, with the reason.
+SETTINGS_NEEDED = {
+    # it poses a vehicle named "PX4": an AirSim user defines that vehicle in settings.json
+    "teleport.py": {"SettingsVersion": 1.2, "Vehicles": {"PX4": {"VehicleType": "PX4Multirotor"}}},
+}
+
 SETUP_PATH = "import airsim  # noqa: F401 -- AirSim's setup_path only makes airsim importable\n"
 SITECUSTOMIZE = """\
 import numpy as _np
@@ -61,6 +69,8 @@ def _frombuffer(data, dtype=float, count=-1, sep=""):
 
 
 _np.fromstring = _frombuffer
+if not hasattr(_np, "trapz"):  # numpy 2 renamed it
+    _np.trapz = _np.trapezoid
 try:
     import airsim as _airsim
     import airsim.utils as _utils
@@ -127,7 +137,7 @@ def run_script(path: Path, timeout_s: float, python: str) -> Result:
         log_path = work / "sim.log"
         cmd = [python, "-m", "dronecats", "--log-level", "INFO", "--log-file", str(log_path), "sim"]
         cmd += ["--port", "0"]
-        settings = script_settings(path.read_text(errors="replace"))
+        settings = SETTINGS_NEEDED.get(path.name) or script_settings(path.read_text(errors="replace"))
         if settings is not None:
             (work / "settings.json").write_text(json.dumps(settings))
             cmd += ["--settings", str(work / "settings.json")]

@@ -208,3 +208,43 @@ def test_weather_and_trace_line_are_stored_and_checked(client) -> None:
         client.simSetWeatherParameter(9, 0.5)
     with pytest.raises(Exception, match="color_rgba must be 4 numbers"):
         client.simSetTraceLine([1.0, 0.0], 5.0)
+
+
+def test_computer_vision_mode_cameras_and_depth_vis(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"SettingsVersion": 1.2, "SimMode": "ComputerVision"}))
+    with sim_server("--scene", "blocks", "--settings", str(settings), "--camera", "sim") as port:
+        c = airsim.VehicleClient(ip="127.0.0.1", port=port, timeout_value=60)
+        assert c.listVehicles() == ["ComputerVision"]  # AirSim's default vehicle of the mode
+        yaw = 30.0
+        c.simSetVehiclePose(
+            airsim.Pose(airsim.Vector3r(-12.0, 1.0, -3.0), airsim.to_quaternion(0, 0, math.radians(yaw))),
+            True,
+        )
+        time.sleep(0.5)
+        p = c.simGetVehiclePose().position
+        assert (p.x_val, p.y_val, p.z_val) == pytest.approx((-12.0, 1.0, -3.0), abs=1e-6)  # nothing moves it
+        reqs = [
+            airsim.ImageRequest("0", airsim.ImageType.DepthPlanar, True),
+            airsim.ImageRequest("0", airsim.ImageType.DepthVis, False, False),
+            airsim.ImageRequest("1", airsim.ImageType.Scene, False, False),
+            airsim.ImageRequest("back_center", airsim.ImageType.Scene, False, False),
+        ]
+        planar, vis, right, back = c.simGetImages(reqs)
+        depth = np.array(planar.image_data_float, np.float32).reshape(planar.height, planar.width)
+        grey = np.frombuffer(vis.image_data_uint8, np.uint8).reshape(vis.height, vis.width, 3)[..., 0]
+        expected = np.clip(depth * 255.0 / 100.0, 0, 255).astype(np.uint8)
+        assert np.abs(grey.astype(int) - expected.astype(int)).max() <= 1  # black 0 m, white 100 m
+        front = np.array([planar.camera_position.x_val, planar.camera_position.y_val])
+        side = np.array([right.camera_position.x_val, right.camera_position.y_val])
+        right_axis = np.array([-math.sin(math.radians(yaw)), math.cos(math.radians(yaw))])
+        assert side - front == pytest.approx(0.25 * right_axis, abs=1e-6)  # front_right: 0.25 m right
+        back_yaw = math.degrees(airsim.to_eularian_angles(back.camera_orientation)[2])
+        assert (back_yaw - yaw) % 360.0 == pytest.approx(180.0, abs=1e-3)
+        assert len(right.image_data_uint8) == right.width * right.height * 3
+        info = c.simGetCameraInfo("front_right")
+        assert info.pose.position.x_val == pytest.approx(right.camera_position.x_val, abs=1e-6)
+        with pytest.raises(Exception, match="looks down"):
+            c.simGetImages([airsim.ImageRequest("3", airsim.ImageType.Scene)])
+        with pytest.raises(Exception, match="image_type 6 is not rendered"):
+            c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.SurfaceNormals)])  # 6 in airsim 1.8

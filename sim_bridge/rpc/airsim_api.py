@@ -39,8 +39,21 @@ from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, im
 
 log = logging.getLogger(__name__)
 
-SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, SEGMENTATION = 0, 1, 2, 5
-CAMERA_NAMES = {"", "0", "front_center"}
+SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, SEGMENTATION = 0, 1, 2, 3, 5
+RENDERED_TYPES = {SCENE: "Scene", DEPTH_PLANAR: "DepthPlanar", DEPTH_PERSPECTIVE: "DepthPerspective"}
+RENDERED_TYPES.update({DEPTH_VIS: "DepthVis", SEGMENTATION: "Segmentation"})
+DEPTH_VIS_WHITE_M = 100.0  # AirSim's DepthVis: black at 0 m, white at 100 m or more (camera-plane depth)
+CAMERA_NAMES = {"", "0", "front_center"}  # the forward camera: detections, the frame ring
+# AirSim's other standard cameras that a level camera can show, as (right offset m, looking back):
+# front_right / front_left beside the forward camera, back_center its mirror at the back.
+SIDE_CAMERAS = {
+    "1": (0.25, False),
+    "front_right": (0.25, False),
+    "2": (-0.25, False),
+    "front_left": (-0.25, False),
+    "4": (0.0, True),
+    "back_center": (0.0, True),
+}
 HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M = 47.641468, -122.140165, 122.0
 EARTH_RADIUS_M = 6378137.0
 WAIT_WALL_S = 24 * 3600.0  # a motion RPC waits for simulation time, which may be paused for long
@@ -203,11 +216,18 @@ class AirSimApi:
         release_order()  # the command is applied: the connection's next request may start
         return bool(task.wait(WAIT_WALL_S))
 
-    def _camera(self, camera_name: Any) -> None:
-        if str(camera_name) not in CAMERA_NAMES:
+    def _camera(self, camera_name: Any, side_cameras: bool = False) -> None:
+        name = str(camera_name)
+        if side_cameras and name in SIDE_CAMERAS:
+            return
+        if name in ("3", "bottom_center"):
             raise ConfigError(
-                f"camera '{camera_name}' is not available: the built-in simulator has one forward camera "
-                f"({sorted(CAMERA_NAMES)})"
+                f"camera '{camera_name}' looks down: the built-in simulator renders level cameras only"
+            )
+        if name not in CAMERA_NAMES:
+            raise ConfigError(
+                f"camera '{camera_name}' is not available: the built-in simulator has a forward camera "
+                f"({sorted(CAMERA_NAMES)}) and AirSim's {sorted(SIDE_CAMERAS)}"
             )
 
     def _time_ns(self) -> int:
@@ -792,10 +812,22 @@ class AirSimApi:
         return self._line_of_sight(np.asarray(eye, float), self._ned_from_geo(point))
 
     # ---------------------------------------------------------------- cameras & images
-    def _camera_pose_msg(self, vehicle_name: str) -> dict[str, Any]:
+    def _camera_pose_msg(self, vehicle_name: str, camera_name: str = "0") -> dict[str, Any]:
+        pose = self._camera_vehicle_pose(vehicle_name, camera_name)
         with self.world.lock:
-            eye, yaw = self.world.camera_pose(str(vehicle_name))
+            eye, yaw = self.world.camera_pose(str(vehicle_name), pose)
         return self._local_xyz(vehicle_name, eye[0], eye[1], eye[2], yaw)
+
+    def _camera_vehicle_pose(self, vehicle_name: str, camera_name: str) -> Pose | None:
+        """The vehicle pose at which the forward camera sits where this camera is (None: the forward
+        camera itself): a side camera's offset is applied to the vehicle, the back camera turns it."""
+        if str(camera_name) not in SIDE_CAMERAS:
+            return None
+        right_m, back = SIDE_CAMERAS[str(camera_name)]
+        with self.world.lock:
+            p = self._slot(vehicle_name).model.pose()
+        off = yaw_rotation_ned(p.yaw_deg) @ np.array([0.0, right_m, 0.0])
+        return Pose(p.x_m + off[0], p.y_m + off[1], p.z_m, wrap_deg(p.yaw_deg + (180.0 if back else 0.0)))
 
     def simGetImages(self, requests: Any, vehicle_name: str, external: Any = False) -> list[dict[str, Any]]:
         if not isinstance(requests, list | tuple):
@@ -804,20 +836,31 @@ class AirSimApi:
         for req in requests:
             if not isinstance(req, dict):
                 raise ConfigError(f"ImageRequest must be a map, got {type(req).__name__}")
-            self._camera(req.get("camera_name", "0"))
+            self._camera(req.get("camera_name", "0"), side_cameras=True)
             image_type = int(req.get("image_type", SCENE))
-            if image_type not in (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, SEGMENTATION):
+            if image_type not in RENDERED_TYPES:
                 raise ConfigError(
-                    f"image_type {image_type} is not rendered by the built-in simulator "
-                    "(Scene 0, DepthPlanar 1, DepthPerspective 2, Segmentation 5)"
+                    f"image_type {image_type} is not rendered by the built-in simulator ("
+                    + ", ".join(f"{n} {t}" for t, n in RENDERED_TYPES.items())
+                    + ")"
                 )
             parsed.append((req, image_type))
-        need_depth = any(t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE) for _, t in parsed)
-        render = self.world.render(str(vehicle_name), segmentation=True, depth=need_depth)
-        self._keep_frame(render)
-        cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
+        renders: dict[str, Render] = {}  # one render per camera
+        for key in dict.fromkeys(_camera_key(r) for r, _ in parsed):
+            need_depth = any(
+                t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS) for r, t in parsed if _camera_key(r) == key
+            )
+            pose = self._camera_vehicle_pose(vehicle_name, key)
+            renders[key] = self.world.render(
+                str(vehicle_name), segmentation=True, depth=need_depth, vehicle_pose=pose
+            )
+            if pose is None:
+                self._keep_frame(renders[key])  # the ring holds the forward camera's frames
         out = []
         for req, image_type in parsed:
+            camera = str(req.get("camera_name", "0"))
+            render = renders[_camera_key(req)]
+            cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
             as_float = bool(req.get("pixels_as_float", False))
             compress = bool(req.get("compress", True))
             data_u8: bytes = b""
@@ -836,10 +879,12 @@ class AirSimApi:
                     v = (np.arange(h) - cam.cy_px) / cam.fy_px
                     depth = depth * np.sqrt(1 + u[None, :] ** 2 + v[:, None] ** 2)
                 img = None
-                if as_float:
+                if as_float and image_type == DEPTH_VIS:
+                    data_f = np.clip(depth / DEPTH_VIS_WHITE_M, 0.0, 1.0).astype(np.float32).ravel().tolist()
+                elif as_float:
                     data_f = depth.astype(np.float32).ravel().tolist()
                 else:
-                    img = np.clip(depth * 255.0 / 100.0, 0, 255).astype(np.uint8)
+                    img = np.clip(depth * 255.0 / DEPTH_VIS_WHITE_M, 0, 255).astype(np.uint8)
                     img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
             if img is not None:
                 if as_float:
@@ -857,7 +902,7 @@ class AirSimApi:
                 {
                     "image_data_uint8": data_u8,
                     "image_data_float": data_f,
-                    "camera_name": str(req.get("camera_name", "0")),
+                    "camera_name": camera,
                     "camera_position": cam_pose["position"],
                     "camera_orientation": cam_pose["orientation"],
                     "time_stamp": round(render.time_s * 1e9),
@@ -887,13 +932,13 @@ class AirSimApi:
         return bytes(resp[0]["image_data_uint8"])
 
     def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: Any = False) -> dict[str, Any]:
-        self._camera(camera_name)
+        self._camera(camera_name, side_cameras=True)
         from sim_bridge.sim.world import projection_matrix
 
         cam = self._slot(vehicle_name).camera
         m = np.asarray(projection_matrix(cam)).reshape(4, 4).T
         return {
-            "pose": self._camera_pose_msg(vehicle_name),
+            "pose": self._camera_pose_msg(vehicle_name, str(camera_name)),
             "fov": cam.hfov_deg,
             "proj_mat": {"matrix": m.tolist()},
         }
@@ -1103,6 +1148,12 @@ class AirSimApi:
             for name in dir(self)
             if not name.startswith("_") and name not in ("world", "table") and callable(getattr(self, name))
         }
+
+
+def _camera_key(request: dict[str, Any]) -> str:
+    """Which render serves an ImageRequest: a side camera's name, or "0" for the forward camera."""
+    camera = str(request.get("camera_name", "0"))
+    return camera if camera in SIDE_CAMERAS else "0"
 
 
 def _aabb_half(half_m: Any, yaw_deg: float) -> np.ndarray:
