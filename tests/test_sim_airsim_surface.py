@@ -248,3 +248,17 @@ def test_computer_vision_mode_cameras_and_depth_vis(tmp_path: Path) -> None:
             c.simGetImages([airsim.ImageRequest("3", airsim.ImageType.Scene)])
         with pytest.raises(Exception, match="image_type 6 is not rendered"):
             c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.SurfaceNormals)])  # 6 in airsim 1.8
+
+
+def test_add_vehicle_at_a_world_pose(client) -> None:
+    pose = airsim.Pose(airsim.Vector3r(-14.0, 2.0, 0.0), airsim.to_quaternion(0, 0, 0))
+    assert client.simAddVehicle("Drone2", "simpleflight", pose) is True
+    assert client.listVehicles() == ["Drone1", "Drone2"]
+    world = client.simGetObjectPose("Drone2").position
+    assert (world.x_val, world.y_val, world.z_val) == pytest.approx((-14.0, 2.0, 0.0), abs=1e-6)
+    local = client.simGetVehiclePose("Drone2").position  # its own spawn is its origin
+    assert (local.x_val, local.y_val, local.z_val) == pytest.approx((0.0, 0.0, 0.0), abs=1e-6)
+    client.enableApiControl(True, "Drone2")
+    assert client.takeoffAsync(vehicle_name="Drone2").get() is True
+    assert client.simAddVehicle("Drone2", "simpleflight", pose) is False  # the name is taken
+    assert client.simAddVehicle("Car1", "PhysXCar", pose) is False  # not a multirotor

@@ -34,6 +34,7 @@ from common.pose import Pose, wrap_deg
 from sim_bridge.rpc import sensors
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
 from sim_bridge.rpc.server import release_order
+from sim_bridge.settings import MULTIROTOR_TYPES
 from sim_bridge.sim.frames import ned_to_pb, yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
 from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, image_pixel
 
@@ -222,7 +223,8 @@ class AirSimApi:
             return
         if name in ("3", "bottom_center"):
             raise ConfigError(
-                f"camera '{camera_name}' looks down: the built-in simulator renders level cameras only"
+                f"camera '{camera_name}' is not available: it looks down, the built-in simulator "
+                "renders level cameras only"
             )
         if name not in CAMERA_NAMES:
             raise ConfigError(
@@ -261,6 +263,26 @@ class AirSimApi:
                 slot.model.api_control = False
                 slot.model.armed = True
                 slot.model.landed = True
+
+    def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
+        """A multirotor at `pose` (world NED), as AirSim's addVehicle: False for a type it cannot
+        create or a name in use."""
+        name, kind = str(vehicle_name), str(vehicle_type)
+        if kind.lower() not in MULTIROTOR_TYPES:
+            log.info("simAddVehicle(%s): vehicle type %r is not a multirotor", name, kind)
+            return False
+        if self.world.render_pool is not None:
+            raise ConfigError(
+                "simAddVehicle: render workers hold copies of the scene; use --render-workers 0"
+            )
+        spawn = parse_pose(pose)
+        with self.world.lock:
+            if name in self.world.vehicles or name in self.world.objects:
+                log.info("simAddVehicle(%s): the name is in use", name)
+                return False
+            model = self.world.add_vehicle(name, spawn)
+            model.wind_ned = self._wind.copy()
+        return True
 
     def listVehicles(self) -> list[str]:
         return list(self.world.vehicles)
