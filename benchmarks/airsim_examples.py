@@ -46,6 +46,9 @@ SKIP = {
     "speaker.py": "audio (pyaudio)",
     "wav_reader.py": "audio (pyaudio)",
     "image_benchmarker.py": "display (cv2.imshow) and an endless benchmark loop",
+    "stability_test.py": "audio (plays a wav through speaker.py) and runs 20 minutes",
+    "drone_stress_test.py": "a 3000-iteration takeoff/reset stress loop (hours)",
+    "ground_truth.py": "display (prints until a key press in a cv2 window)",
     "setup_path.py": "helper, not an example",
 }
 

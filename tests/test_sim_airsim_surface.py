@@ -262,3 +262,31 @@ def test_add_vehicle_at_a_world_pose(client) -> None:
     assert client.takeoffAsync(vehicle_name="Drone2").get() is True
     assert client.simAddVehicle("Drone2", "simpleflight", pose) is False  # the name is taken
     assert client.simAddVehicle("Car1", "PhysXCar", pose) is False  # not a multirotor
+
+
+def test_camera_fov_environment_and_no_lidar(client) -> None:
+    before = client.simGetCameraInfo("0")
+    image = client.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Scene, False, False)])[0]
+    client.simSetCameraFov("front_center", 60.0)
+    try:
+        after = client.simGetCameraInfo("0")
+        assert after.fov == pytest.approx(60.0, abs=1e-3)
+        narrow = client.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Scene, False, False)])[0]
+        assert (narrow.width, narrow.height) == (image.width, image.height)  # the resolution is kept
+        # a narrower lens: larger focal length, so a larger x scale in the projection matrix
+        ratio = math.tan(math.radians(before.fov) / 2) / math.tan(math.radians(30.0))
+        assert after.proj_mat.matrix[0][0] == pytest.approx(before.proj_mat.matrix[0][0] * ratio, rel=1e-3)
+        with pytest.raises(Exception, match="shares the forward camera's lens"):
+            client.simSetCameraFov("1", 60.0)
+    finally:
+        client.simSetCameraFov("0", before.fov)
+    env = client.simGetGroundTruthEnvironment()
+    pose = client.simGetVehiclePose()
+    assert env.position.z_val == pytest.approx(pose.position.z_val, abs=0.05)  # local, like the pose
+    assert env.gravity.z_val == pytest.approx(9.80665)
+    baro = client.getBarometerData()
+    assert env.air_pressure == pytest.approx(baro.pressure, rel=1e-3)
+    assert env.temperature == pytest.approx(288.15 - 6.5 * env.geo_point.altitude / 1000.0, abs=0.01)
+    assert env.air_density == pytest.approx(1.21, abs=0.02)  # ~1.225 at sea level, less at 130 m
+    with pytest.raises(Exception, match="No lidar with name  exist on vehicle"):
+        client.getLidarData()

@@ -938,6 +938,48 @@ class AirSimApi:
             )
         return out
 
+    def simSetCameraFov(
+        self, camera_name: str, fov_degrees: float, vehicle_name: str, external: Any = False
+    ) -> None:
+        """The forward camera's horizontal FOV (its resolution kept). The side cameras are that camera
+        moved, so they share its lens and refuse a FOV of their own."""
+        name = str(camera_name)
+        if name in SIDE_CAMERAS:
+            raise ConfigError(f"camera '{name}' shares the forward camera's lens: set the FOV of camera '0'")
+        self._camera(name)
+        fov = float(fov_degrees)
+        if self.world.render_pool is not None:
+            raise ConfigError(
+                "simSetCameraFov: render workers hold copies of the cameras; use --render-workers 0"
+            )
+        from common.camera import CameraProfile
+
+        with self.world.lock:
+            slot = self._slot(vehicle_name)
+            cam = slot.camera
+            slot.camera = CameraProfile.from_hfov(cam.name, cam.width_px, cam.height_px, fov)
+
+    def simGetGroundTruthEnvironment(self, vehicle_name: str) -> dict[str, Any]:
+        """AirSim's EnvironmentState at the vehicle: local position, geo point, gravity (NED) and the
+        standard atmosphere's pressure (Pa), temperature (K) and density (kg/m^3) at its altitude."""
+        with self.world.lock:
+            pose = self._slot(vehicle_name).model.pose()
+        geo = self._geo(pose)
+        pressure, temperature = sensors.standard_atmosphere(geo["altitude"])
+        return {
+            "position": self._local(vehicle_name, pose)["position"],
+            "geo_point": geo,
+            "gravity": vec3(0.0, 0.0, sensors.GRAVITY_M_S2),
+            "air_pressure": pressure,
+            "temperature": temperature,
+            "air_density": pressure / (sensors.AIR_GAS_CONSTANT_J_KG_K * temperature),
+        }
+
+    def getLidarData(self, lidar_name: str, vehicle_name: str) -> dict[str, Any]:
+        # settings.json Sensors are not read yet: the vehicle has AirSim's default sensors, no lidar
+        self._slot(vehicle_name)
+        raise VehicleError(f"No lidar with name {lidar_name} exist on vehicle")
+
     def simGetImage(self, camera_name: str, image_type: int, vehicle_name: str, external: bool) -> bytes:
         resp = self.simGetImages(
             [

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 GRAVITY_M_S2 = 9.80665
+AIR_GAS_CONSTANT_J_KG_K = 287.05
 SEA_LEVEL_PRESSURE_PA = 101325.0
 QNH_HPA = 1013.25  # AirSim's BarometerSimpleParams default
 EARTH_RADIUS_M = 6378137.0
@@ -32,11 +33,15 @@ GPS_EPH_M = GPS_EPV_M = 0.1  # AirSim's GpsSimpleParams eph_final / epv_final
 GNSS_FIX_3D = 3
 
 
-def standard_pressure_pa(altitude_m: float) -> float:
-    """Pressure of the 1976 standard atmosphere at a geometric altitude (below 11 km)."""
+def standard_atmosphere(altitude_m: float) -> tuple[float, float]:
+    """(pressure Pa, temperature K) of the 1976 standard atmosphere at a geometric altitude (below 11 km)."""
     h_km = GEOPOTENTIAL_RADIUS_KM * (altitude_m / 1000.0) / (GEOPOTENTIAL_RADIUS_KM + altitude_m / 1000.0)
     temperature_k = 288.15 - 6.5 * h_km
-    return SEA_LEVEL_PRESSURE_PA * (288.15 / temperature_k) ** -5.255877
+    return SEA_LEVEL_PRESSURE_PA * (288.15 / temperature_k) ** -5.255877, temperature_k
+
+
+def standard_pressure_pa(altitude_m: float) -> float:
+    return standard_atmosphere(altitude_m)[0]
 
 
 def dipole_field_ned_t(lat_deg: float, lon_deg: float, alt_m: float) -> np.ndarray:
