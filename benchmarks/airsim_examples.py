@@ -48,6 +48,7 @@ SKIP = {
     "image_benchmarker.py": "display (cv2.imshow) and an endless benchmark loop",
     "stability_test.py": "audio (plays a wav through speaker.py) and runs 20 minutes",
     "drone_stress_test.py": "a 3000-iteration takeoff/reset stress loop (hours)",
+    "clock_speed.py": "runs forever (a while True loop of moves)",
     "ground_truth.py": "display (prints until a key press in a cv2 window)",
     "setup_path.py": "helper, not an example",
 }
