@@ -3,9 +3,10 @@ start poses) and their cameras (resolution, FOV). `dronecats episodes airsim-set
 a suite; `dronecats sim --settings FILE` reads it, so the built-in simulator and a real AirSim are
 configured from one file, the way AirSim users configure theirs.
 
-Keys read (AirSim's names): SimMode ("Multirotor"), ClockSpeed, Vehicles{NAME: {VehicleType, X, Y,
-Z, Yaw, Cameras{NAME: {CaptureSettings[{ImageType, Width, Height, FOV_Degrees}]}}}}. Others are
-ignored with a log line naming them (AirSim's settings have many; this reader grows as needed).
+Keys read (AirSim's names): SimMode ("Multirotor" or "ComputerVision"), ClockSpeed,
+Vehicles{NAME: {VehicleType, X, Y, Z, Yaw, Cameras{NAME: {CaptureSettings[{ImageType, Width, Height,
+FOV_Degrees}]}}}}. Others are ignored with a log line naming them (AirSim's settings have many; this
+reader grows as needed).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ KNOWN_VEHICLE = {
     "DefaultVehicleState",
 }
 MULTIROTOR_TYPES = {"simpleflight", "px4multirotor", "arducopter"}
+# SimMode -> the name and type of its default vehicle (AirSim's). A ComputerVision vehicle is the
+# built-in drone never flown: simSetVehiclePose places it and nothing else moves it.
+SIM_MODES = {"Multirotor": "SimpleFlight", "ComputerVision": "ComputerVision"}
 SCENE_IMAGE_TYPE = 0
 # The built-in simulator's camera mount (body FRD metres), written into settings for AirSim.
 CAMERA_MOUNT_FRD_M = (0.5, 0.0, 0.1)
@@ -71,14 +75,17 @@ def read_settings(path: str | Path) -> SimSettings:
     if set(data) - KNOWN_TOP:
         log.info("settings %s: ignoring %s", path, sorted(set(data) - KNOWN_TOP))
     mode = data.get("SimMode", "Multirotor")
-    if mode != "Multirotor":
-        raise ConfigError(f"settings {path}: SimMode {mode!r}: the built-in simulator flies Multirotor only")
+    if mode not in SIM_MODES:
+        raise ConfigError(
+            f"settings {path}: SimMode {mode!r}: the built-in simulator flies Multirotor only "
+            "(or places a camera drone in ComputerVision)"
+        )
     clock = None
     if "ClockSpeed" in data:
         clock = _number(data["ClockSpeed"], "ClockSpeed")
         if clock <= 0:
             raise ConfigError(f"settings {path}: ClockSpeed {clock} must be > 0")
-    vehicles_data = data.get("Vehicles") or {"SimpleFlight": {"VehicleType": "SimpleFlight"}}
+    vehicles_data = data.get("Vehicles") or {SIM_MODES[mode]: {"VehicleType": SIM_MODES[mode]}}
     if not isinstance(vehicles_data, dict):
         raise ConfigError(f"settings {path}: Vehicles must be an object of name -> vehicle")
     vehicles: list[tuple[str, Pose]] = []
@@ -88,8 +95,11 @@ def read_settings(path: str | Path) -> SimSettings:
         if not isinstance(v, dict):
             raise ConfigError(f"settings {path}: {where} must be an object")
         kind = str(v.get("VehicleType", "SimpleFlight"))
-        if kind.lower() not in MULTIROTOR_TYPES:
-            raise ConfigError(f"settings {path}: {where}.VehicleType {kind!r} is not a multirotor")
+        allowed = MULTIROTOR_TYPES if mode == "Multirotor" else {"computervision"}
+        if kind.lower() not in allowed:
+            raise ConfigError(
+                f"settings {path}: {where}.VehicleType {kind!r} does not belong in SimMode {mode}"
+            )
         if set(v) - KNOWN_VEHICLE:
             log.info("settings %s: %s: ignoring %s", path, where, sorted(set(v) - KNOWN_VEHICLE))
         x, y, z, yaw = (_number(v.get(k, 0.0), f"{where}.{k}") for k in ("X", "Y", "Z", "Yaw"))

@@ -31,15 +31,30 @@ import numpy as np
 
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
+from sim_bridge.rpc import sensors
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
 from sim_bridge.rpc.server import release_order
+from sim_bridge.settings import MULTIROTOR_TYPES
 from sim_bridge.sim.frames import ned_to_pb, yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
 from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, image_pixel
 
 log = logging.getLogger(__name__)
 
-SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, SEGMENTATION = 0, 1, 2, 5
-CAMERA_NAMES = {"", "0", "front_center"}
+SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, SEGMENTATION = 0, 1, 2, 3, 5
+RENDERED_TYPES = {SCENE: "Scene", DEPTH_PLANAR: "DepthPlanar", DEPTH_PERSPECTIVE: "DepthPerspective"}
+RENDERED_TYPES.update({DEPTH_VIS: "DepthVis", SEGMENTATION: "Segmentation"})
+DEPTH_VIS_WHITE_M = 100.0  # AirSim's DepthVis: black at 0 m, white at 100 m or more (camera-plane depth)
+CAMERA_NAMES = {"", "0", "front_center"}  # the forward camera: detections, the frame ring
+# AirSim's other standard cameras that a level camera can show, as (right offset m, looking back):
+# front_right / front_left beside the forward camera, back_center its mirror at the back.
+SIDE_CAMERAS = {
+    "1": (0.25, False),
+    "front_right": (0.25, False),
+    "2": (-0.25, False),
+    "front_left": (-0.25, False),
+    "4": (0.0, True),
+    "back_center": (0.0, True),
+}
 HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M = 47.641468, -122.140165, 122.0
 EARTH_RADIUS_M = 6378137.0
 WAIT_WALL_S = 24 * 3600.0  # a motion RPC waits for simulation time, which may be paused for long
@@ -50,6 +65,8 @@ FRAME_RING_SIZE = 16
 RING_TIME_TOLERANCE_NS = 1000  # time stamps travel as float seconds in a Frame: allow rounding
 RING_POSE_TOLERANCE = 1e-3  # metres and degrees: the pose the frame reports vs the render's
 TRUTH_RENDER_MODES = ("crop", "full")
+# AirSim's default multirotor sensors (AirSimSettings' defaults): type -> its name; "" picks the first
+DEFAULT_SENSORS = {"IMU": "imu", "barometer": "barometer", "magnetometer": "magnetometer", "gps": "gps"}
 SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
 MIN_CLIENT_VERSION = 1
 
@@ -73,7 +90,22 @@ EXTENSIONS = {
     "dcGetVehicleSpawn": "(vehicle_name) -> Pose: the vehicle's spawn pose in the world NED frame",
     "dcGetSimTime": "() -> float: simulation time in seconds",
     "dcSetClockSpeed": "(speed) -> None: simulated seconds per wall second while running",
+    "dcGetWorldEffects": "() -> {wind, weather_enabled, weather, trace_lines}: what simSetWind, "
+    "simEnableWeather, simSetWeatherParameter and simSetTraceLine set (weather and trace lines are "
+    "stored only: the built-in renderers draw neither)",
 }
+# AirSim's WorldSimApiBase::WeatherParameter, by value
+WEATHER_PARAMETERS = (
+    "Rain",
+    "Roadwetness",
+    "Snow",
+    "RoadSnow",
+    "MapleLeaf",
+    "RoadLeaf",
+    "Dust",
+    "Fog",
+    "Enabled",
+)
 
 
 def vec3(x: float, y: float, z: float) -> dict[str, float]:
@@ -151,6 +183,11 @@ class AirSimApi:
         self._ring_hits = 0
         self._ring_misses = 0
         self._ring_lock = threading.Lock()
+        self._wind = np.zeros(3)
+        self._weather_enabled = False
+        self._weather: dict[str, float] = {}
+        self._trace_lines: dict[str, dict[str, Any]] = {}
+        self._warned: set[str] = set()
         self.dcSetTruthRender(truth_render)
 
     # ---------------------------------------------------------------- helpers
@@ -180,11 +217,19 @@ class AirSimApi:
         release_order()  # the command is applied: the connection's next request may start
         return bool(task.wait(WAIT_WALL_S))
 
-    def _camera(self, camera_name: Any) -> None:
-        if str(camera_name) not in CAMERA_NAMES:
+    def _camera(self, camera_name: Any, side_cameras: bool = False) -> None:
+        name = str(camera_name)
+        if side_cameras and name in SIDE_CAMERAS:
+            return
+        if name in ("3", "bottom_center"):
             raise ConfigError(
-                f"camera '{camera_name}' is not available: the built-in simulator has one forward camera "
-                f"({sorted(CAMERA_NAMES)})"
+                f"camera '{camera_name}' is not available: it looks down, the built-in simulator "
+                "renders level cameras only"
+            )
+        if name not in CAMERA_NAMES:
+            raise ConfigError(
+                f"camera '{camera_name}' is not available: the built-in simulator has a forward camera "
+                f"({sorted(CAMERA_NAMES)}) and AirSim's {sorted(SIDE_CAMERAS)}"
             )
 
     def _time_ns(self) -> int:
@@ -219,6 +264,26 @@ class AirSimApi:
                 slot.model.armed = True
                 slot.model.landed = True
                 slot.model.battery.replace()  # the initial state: a freshly charged pack
+
+    def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
+        """A multirotor at `pose` (world NED), as AirSim's addVehicle: False for a type it cannot
+        create or a name in use."""
+        name, kind = str(vehicle_name), str(vehicle_type)
+        if kind.lower() not in MULTIROTOR_TYPES:
+            log.info("simAddVehicle(%s): vehicle type %r is not a multirotor", name, kind)
+            return False
+        if self.world.render_pool is not None:
+            raise ConfigError(
+                "simAddVehicle: render workers hold copies of the scene; use --render-workers 0"
+            )
+        spawn = parse_pose(pose)
+        with self.world.lock:
+            if name in self.world.vehicles or name in self.world.objects:
+                log.info("simAddVehicle(%s): the name is in use", name)
+                return False
+            model = self.world.add_vehicle(name, spawn)
+            model.wind_ned = self._wind.copy()
+        return True
 
     def listVehicles(self) -> list[str]:
         return list(self.world.vehicles)
@@ -303,6 +368,64 @@ class AirSimApi:
             "move_velocity",
             np.array([vx, vy, vz], float),
             float(duration),
+            yaw_is_rate=is_rate,
+            yaw_value=value,
+        )
+        return self._wait(task)
+
+    def moveByVelocityZ(
+        self,
+        vx: float,
+        vy: float,
+        z: float,
+        duration: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        vehicle_name: str,
+    ) -> bool:
+        """World-frame (vx, vy) at the height z of the vehicle's local NED frame."""
+        if float(duration) <= 0:
+            return True
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        z_world = float(self._to_world(vehicle_name, 0.0, 0.0, float(z))[2])
+        task = self.world.command(
+            str(vehicle_name),
+            "move_velocity_z",
+            float(vx),
+            float(vy),
+            z_world,
+            float(duration),
+            yaw_is_rate=is_rate,
+            yaw_value=value,
+        )
+        return self._wait(task)
+
+    def moveOnPath(
+        self,
+        path: Any,
+        velocity: float,
+        timeout_sec: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        lookahead: float,
+        adaptive_lookahead: float,
+        vehicle_name: str,
+    ) -> bool:
+        """Through the waypoints (local NED) at velocity, ending at the last (see Multirotor.move_on_path)."""
+        if not isinstance(path, list | tuple) or not path:
+            raise VehicleError("moveOnPath: the path must be a non-empty list of Vector3r")
+        points = [self._to_world(vehicle_name, *parse_vec3(p, f"path[{i}]")) for i, p in enumerate(path)]
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        task = self.world.command(
+            str(vehicle_name),
+            "move_on_path",
+            points,
+            float(velocity),
+            timeout_s=min(float(timeout_sec), 1e9),
             yaw_is_rate=is_rate,
             yaw_value=value,
         )
@@ -464,8 +587,110 @@ class AirSimApi:
             m.name, Pose(local.x_m + s.x_m, local.y_m + s.y_m, local.z_m + s.z_m, local.yaw_deg)
         )
 
+    # ---------------------------------------------------------------- sensors (see sensors.py)
+    def _sensor(self, kind: str, sensor_name: str) -> None:
+        name = str(sensor_name)
+        if name not in ("", DEFAULT_SENSORS[kind]):
+            # VehicleApiBase's answer for a sensor the vehicle's settings do not define
+            raise VehicleError(f"No {kind} with name {name} exist on vehicle")
+
+    def getImuData(self, imu_name: str, vehicle_name: str) -> dict[str, Any]:
+        self._sensor("IMU", imu_name)
+        with self.world.lock:
+            m = self._slot(vehicle_name).model
+            yaw, rate, accel = m.yaw_deg, m.yaw_rate_deg_s, m.accel_ned.copy()
+        return sensors.imu_msg(self._time_ns(), quat_yaw(yaw), yaw, rate, accel)
+
+    def getBarometerData(self, barometer_name: str, vehicle_name: str) -> dict[str, Any]:
+        self._sensor("barometer", barometer_name)
+        with self.world.lock:
+            pose = self._slot(vehicle_name).model.pose()
+        return sensors.barometer_msg(self._time_ns(), self._geo(pose)["altitude"])
+
+    def getMagnetometerData(self, magnetometer_name: str, vehicle_name: str) -> dict[str, Any]:
+        self._sensor("magnetometer", magnetometer_name)
+        with self.world.lock:
+            m = self._slot(vehicle_name).model
+            yaw, home = m.yaw_deg, self._geo(m.spawn)
+        return sensors.magnetometer_msg(self._time_ns(), home, yaw)
+
+    def getGpsData(self, gps_name: str, vehicle_name: str) -> dict[str, Any]:
+        self._sensor("gps", gps_name)
+        with self.world.lock:
+            m = self._slot(vehicle_name).model
+            pose, v = m.pose(), m.velocity_ned.copy()
+        return sensors.gps_msg(self._time_ns(), self._geo(pose), v)
+
+    def getDistanceSensorData(self, distance_sensor_name: str, vehicle_name: str) -> dict[str, Any]:
+        # AirSim's default multirotor has no distance sensor, and settings.json sensors are not read yet
+        self._slot(vehicle_name)
+        raise VehicleError(f"No distance sensor with name {distance_sensor_name} exist on vehicle")
+
+    def simGetWorldExtents(self) -> list[dict[str, float]]:
+        """[min, max] GeoPoints of the box around every object of the scene (AirSim: the level's bounds)."""
+        with self.world.lock:
+            boxes = [
+                (o.bbox_centre_ned(), _aabb_half(o.bbox_half_m, o.pose.yaw_deg))
+                for o in self.world.objects.values()
+            ]
+        if not boxes:
+            zero = self._geo(Pose(0.0, 0.0, 0.0, 0.0))
+            return [zero, zero]
+        lo = np.min([c - h for c, h in boxes], axis=0)
+        hi = np.max([c + h for c, h in boxes], axis=0)
+        # NED z is down: the lowest point (max z) is the minimum altitude
+        lowest = Pose(float(lo[0]), float(lo[1]), float(hi[2]), 0.0)
+        highest = Pose(float(hi[0]), float(hi[1]), float(lo[2]), 0.0)
+        return [self._geo(lowest), self._geo(highest)]
+
     def getHomeGeoPoint(self, vehicle_name: str) -> dict[str, float]:
         return self._geo(self._slot(vehicle_name).model.spawn)
+
+    # ---------------------------------------------------------------- wind, weather, trace lines
+    def simSetWind(self, wind: Any) -> None:
+        """The wind (world NED, m/s) for every vehicle: a drag force (see multirotor.DRAG_1_M)."""
+        w = np.array(parse_vec3(wind, "wind"), float)
+        if not np.isfinite(w).all():
+            raise ConfigError(f"wind must be finite, got {w.tolist()}")
+        with self.world.lock:
+            self._wind = w
+            for slot in self.world.vehicles.values():
+                slot.model.wind_ned = w.copy()
+
+    def _no_visible_effect(self, method: str) -> None:
+        if method not in self._warned:
+            self._warned.add(method)
+            log.warning("%s: stored, but the built-in simulator's renderers show no effect of it", method)
+
+    def simEnableWeather(self, enable: bool) -> None:
+        self._weather_enabled = bool(enable)
+        self._no_visible_effect("simEnableWeather")
+
+    def simSetWeatherParameter(self, param: int, val: float) -> None:
+        index, value = int(param), float(val)
+        if not 0 <= index < len(WEATHER_PARAMETERS) or not math.isfinite(value):
+            raise ConfigError(f"weather parameter {param} = {val}: expected 0-{len(WEATHER_PARAMETERS) - 1}")
+        self._weather[WEATHER_PARAMETERS[index]] = value
+        self._no_visible_effect("simSetWeatherParameter")
+
+    def simSetTraceLine(self, color_rgba: Any, thickness: float, vehicle_name: str) -> None:
+        m = self._slot(vehicle_name).model
+        try:
+            rgba = [float(c) for c in color_rgba]
+        except (TypeError, ValueError):
+            raise ConfigError(f"color_rgba must be 4 numbers, got {color_rgba!r:.80}") from None
+        if len(rgba) != 4 or not math.isfinite(float(thickness)):
+            raise ConfigError(f"color_rgba must be 4 numbers and thickness finite, got {rgba}, {thickness}")
+        self._trace_lines[m.name] = {"color_rgba": rgba, "thickness": float(thickness)}
+        self._no_visible_effect("simSetTraceLine")
+
+    def dcGetWorldEffects(self) -> dict[str, Any]:
+        return {
+            "wind": vec3(*self._wind),
+            "weather_enabled": self._weather_enabled,
+            "weather": dict(self._weather),
+            "trace_lines": dict(self._trace_lines),
+        }
 
     # ---------------------------------------------------------------- time
     def simPause(self, is_paused: bool) -> None:
@@ -610,10 +835,22 @@ class AirSimApi:
         return self._line_of_sight(np.asarray(eye, float), self._ned_from_geo(point))
 
     # ---------------------------------------------------------------- cameras & images
-    def _camera_pose_msg(self, vehicle_name: str) -> dict[str, Any]:
+    def _camera_pose_msg(self, vehicle_name: str, camera_name: str = "0") -> dict[str, Any]:
+        pose = self._camera_vehicle_pose(vehicle_name, camera_name)
         with self.world.lock:
-            eye, yaw = self.world.camera_pose(str(vehicle_name))
+            eye, yaw = self.world.camera_pose(str(vehicle_name), pose)
         return self._local_xyz(vehicle_name, eye[0], eye[1], eye[2], yaw)
+
+    def _camera_vehicle_pose(self, vehicle_name: str, camera_name: str) -> Pose | None:
+        """The vehicle pose at which the forward camera sits where this camera is (None: the forward
+        camera itself): a side camera's offset is applied to the vehicle, the back camera turns it."""
+        if str(camera_name) not in SIDE_CAMERAS:
+            return None
+        right_m, back = SIDE_CAMERAS[str(camera_name)]
+        with self.world.lock:
+            p = self._slot(vehicle_name).model.pose()
+        off = yaw_rotation_ned(p.yaw_deg) @ np.array([0.0, right_m, 0.0])
+        return Pose(p.x_m + off[0], p.y_m + off[1], p.z_m, wrap_deg(p.yaw_deg + (180.0 if back else 0.0)))
 
     def simGetImages(self, requests: Any, vehicle_name: str, external: Any = False) -> list[dict[str, Any]]:
         if not isinstance(requests, list | tuple):
@@ -622,20 +859,31 @@ class AirSimApi:
         for req in requests:
             if not isinstance(req, dict):
                 raise ConfigError(f"ImageRequest must be a map, got {type(req).__name__}")
-            self._camera(req.get("camera_name", "0"))
+            self._camera(req.get("camera_name", "0"), side_cameras=True)
             image_type = int(req.get("image_type", SCENE))
-            if image_type not in (SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, SEGMENTATION):
+            if image_type not in RENDERED_TYPES:
                 raise ConfigError(
-                    f"image_type {image_type} is not rendered by the built-in simulator "
-                    "(Scene 0, DepthPlanar 1, DepthPerspective 2, Segmentation 5)"
+                    f"image_type {image_type} is not rendered by the built-in simulator ("
+                    + ", ".join(f"{n} {t}" for t, n in RENDERED_TYPES.items())
+                    + ")"
                 )
             parsed.append((req, image_type))
-        need_depth = any(t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE) for _, t in parsed)
-        render = self.world.render(str(vehicle_name), segmentation=True, depth=need_depth)
-        self._keep_frame(render)
-        cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
+        renders: dict[str, Render] = {}  # one render per camera
+        for key in dict.fromkeys(_camera_key(r) for r, _ in parsed):
+            need_depth = any(
+                t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS) for r, t in parsed if _camera_key(r) == key
+            )
+            pose = self._camera_vehicle_pose(vehicle_name, key)
+            renders[key] = self.world.render(
+                str(vehicle_name), segmentation=True, depth=need_depth, vehicle_pose=pose
+            )
+            if pose is None:
+                self._keep_frame(renders[key])  # the ring holds the forward camera's frames
         out = []
         for req, image_type in parsed:
+            camera = str(req.get("camera_name", "0"))
+            render = renders[_camera_key(req)]
+            cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
             as_float = bool(req.get("pixels_as_float", False))
             compress = bool(req.get("compress", True))
             data_u8: bytes = b""
@@ -654,10 +902,12 @@ class AirSimApi:
                     v = (np.arange(h) - cam.cy_px) / cam.fy_px
                     depth = depth * np.sqrt(1 + u[None, :] ** 2 + v[:, None] ** 2)
                 img = None
-                if as_float:
+                if as_float and image_type == DEPTH_VIS:
+                    data_f = np.clip(depth / DEPTH_VIS_WHITE_M, 0.0, 1.0).astype(np.float32).ravel().tolist()
+                elif as_float:
                     data_f = depth.astype(np.float32).ravel().tolist()
                 else:
-                    img = np.clip(depth * 255.0 / 100.0, 0, 255).astype(np.uint8)
+                    img = np.clip(depth * 255.0 / DEPTH_VIS_WHITE_M, 0, 255).astype(np.uint8)
                     img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
             if img is not None:
                 if as_float:
@@ -675,7 +925,7 @@ class AirSimApi:
                 {
                     "image_data_uint8": data_u8,
                     "image_data_float": data_f,
-                    "camera_name": str(req.get("camera_name", "0")),
+                    "camera_name": camera,
                     "camera_position": cam_pose["position"],
                     "camera_orientation": cam_pose["orientation"],
                     "time_stamp": round(render.time_s * 1e9),
@@ -688,6 +938,48 @@ class AirSimApi:
                 }
             )
         return out
+
+    def simSetCameraFov(
+        self, camera_name: str, fov_degrees: float, vehicle_name: str, external: Any = False
+    ) -> None:
+        """The forward camera's horizontal FOV (its resolution kept). The side cameras are that camera
+        moved, so they share its lens and refuse a FOV of their own."""
+        name = str(camera_name)
+        if name in SIDE_CAMERAS:
+            raise ConfigError(f"camera '{name}' shares the forward camera's lens: set the FOV of camera '0'")
+        self._camera(name)
+        fov = float(fov_degrees)
+        if self.world.render_pool is not None:
+            raise ConfigError(
+                "simSetCameraFov: render workers hold copies of the cameras; use --render-workers 0"
+            )
+        from common.camera import CameraProfile
+
+        with self.world.lock:
+            slot = self._slot(vehicle_name)
+            cam = slot.camera
+            slot.camera = CameraProfile.from_hfov(cam.name, cam.width_px, cam.height_px, fov)
+
+    def simGetGroundTruthEnvironment(self, vehicle_name: str) -> dict[str, Any]:
+        """AirSim's EnvironmentState at the vehicle: local position, geo point, gravity (NED) and the
+        standard atmosphere's pressure (Pa), temperature (K) and density (kg/m^3) at its altitude."""
+        with self.world.lock:
+            pose = self._slot(vehicle_name).model.pose()
+        geo = self._geo(pose)
+        pressure, temperature = sensors.standard_atmosphere(geo["altitude"])
+        return {
+            "position": self._local(vehicle_name, pose)["position"],
+            "geo_point": geo,
+            "gravity": vec3(0.0, 0.0, sensors.GRAVITY_M_S2),
+            "air_pressure": pressure,
+            "temperature": temperature,
+            "air_density": pressure / (sensors.AIR_GAS_CONSTANT_J_KG_K * temperature),
+        }
+
+    def getLidarData(self, lidar_name: str, vehicle_name: str) -> dict[str, Any]:
+        # settings.json Sensors are not read yet: the vehicle has AirSim's default sensors, no lidar
+        self._slot(vehicle_name)
+        raise VehicleError(f"No lidar with name {lidar_name} exist on vehicle")
 
     def simGetImage(self, camera_name: str, image_type: int, vehicle_name: str, external: bool) -> bytes:
         resp = self.simGetImages(
@@ -705,13 +997,13 @@ class AirSimApi:
         return bytes(resp[0]["image_data_uint8"])
 
     def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: Any = False) -> dict[str, Any]:
-        self._camera(camera_name)
+        self._camera(camera_name, side_cameras=True)
         from sim_bridge.sim.world import projection_matrix
 
         cam = self._slot(vehicle_name).camera
         m = np.asarray(projection_matrix(cam)).reshape(4, 4).T
         return {
-            "pose": self._camera_pose_msg(vehicle_name),
+            "pose": self._camera_pose_msg(vehicle_name, str(camera_name)),
             "fov": cam.hfov_deg,
             "proj_mat": {"matrix": m.tolist()},
         }
@@ -921,6 +1213,19 @@ class AirSimApi:
             for name in dir(self)
             if not name.startswith("_") and name not in ("world", "table") and callable(getattr(self, name))
         }
+
+
+def _camera_key(request: dict[str, Any]) -> str:
+    """Which render serves an ImageRequest: a side camera's name, or "0" for the forward camera."""
+    camera = str(request.get("camera_name", "0"))
+    return camera if camera in SIDE_CAMERAS else "0"
+
+
+def _aabb_half(half_m: Any, yaw_deg: float) -> np.ndarray:
+    """Half extents along north/east/down of a box with these half extents along its own axes."""
+    hx, hy, hz = (float(h) for h in half_m)
+    c, s = abs(math.cos(math.radians(yaw_deg))), abs(math.sin(math.radians(yaw_deg)))
+    return np.array([c * hx + s * hy, s * hx + c * hy, hz])
 
 
 def _pose_list(values: Any) -> Pose:

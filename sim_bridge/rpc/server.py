@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import math
 import socket
 import threading
 from collections.abc import Callable
@@ -91,6 +92,7 @@ class RpcServer:
         self._stop = threading.Event()
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._error_counts: dict[str, int] = {}
 
     def serve_forever(self) -> None:
         self._sock.settimeout(0.5)
@@ -198,8 +200,20 @@ class RpcServer:
         finally:
             _current.turn = None
             order.release(seq)
+        if error is not None:
+            self._log_error(method, error)
         if send is not None and msgid is not None:
             send([RESPONSE, msgid, error, result])
+
+    def _log_error(self, method: str, error: str) -> None:
+        """Every call answered with an error is logged at INFO ("rpc error METHOD: ERROR"), so a
+        server's log says which calls a client's script got refused even when the client swallowed
+        the error (the airsim client's join() does). A client retrying in a loop would flood the log:
+        after the first 10 of one method, only each power of ten is logged, with the count."""
+        with self._lock:
+            n = self._error_counts[method] = self._error_counts.get(method, 0) + 1
+        if n <= 10 or math.log10(n).is_integer():
+            log.info("rpc error %s (#%d): %s", method, n, error)
 
     def _run(self, method: str, params: list[Any]) -> tuple[str | None, Any]:
         fn = self._handlers.get(method)
@@ -216,7 +230,7 @@ class RpcServer:
         try:
             return None, fn(*params)
         except Exception as exc:
-            log.info("%s(%d args) raised %s: %s", method, len(params), type(exc).__name__, exc)
+            log.debug("%s(%d args) raised %s: %s", method, len(params), type(exc).__name__, exc)
             return (
                 f"rpclib: function '{method}' (called with {len(params)} arg(s)) threw an exception. "
                 f"The exception contained this information: {exc}."

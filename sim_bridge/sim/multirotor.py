@@ -31,6 +31,14 @@ class MultirotorLimits:
     position_accuracy_m: float = 0.1
 
 
+# Wind: quadratic drag on the air-relative velocity, a = DRAG_1_M * |w - v| (w - v), from AirSim's
+# default quadrotor (1 kg, linear drag coefficient 1.3/4, about 0.05 m^2 of frontal area, air 1.225
+# kg/m^3): 0.5 * 1.225 * 0.325 * 0.05 / 1 kg. The velocity controller rejects it up to its
+# acceleration limit (a steady wind shows as a small lag); a gale beyond it blows the drone away.
+DRAG_1_M = 0.5 * 1.225 * 0.325 * 0.05
+PATH_PASS_M = 1.0  # moveOnPath: a waypoint within this distance counts as passed
+
+
 class Task:
     """One motion: finishes with True (completed) or False (cancelled, timed out or refused)."""
 
@@ -65,6 +73,8 @@ class _Goal:
     target_ned: np.ndarray = field(default_factory=lambda: np.zeros(3))
     speed_m_s: float = 1.0
     yaw_margin_deg: float = 5.0
+    hold_z_m: float = math.nan  # velocity mode: track this NED z instead of the z velocity (moveByVelocityZ)
+    path_ned: list[np.ndarray] = field(default_factory=list)  # position mode: waypoints after target_ned
 
 
 class Multirotor:
@@ -91,6 +101,7 @@ class Multirotor:
         self.api_control = False
         self.collision: dict | None = None
         self.battery = Battery(battery)
+        self.wind_ned = np.zeros(3)  # m/s, the world's wind (simSetWind)
         self._goal = _Goal("hold", target_ned=self.position_ned.copy(), yaw_value=self.yaw_deg)
         self._goal.yaw_is_rate = False
 
@@ -143,6 +154,38 @@ class Multirotor:
                 yaw_value=yaw_value,
             )
         )
+
+    def move_velocity_z(
+        self,
+        vx_m_s: float,
+        vy_m_s: float,
+        z_m: float,
+        duration_s: float,
+        now_s: float,
+        yaw_is_rate: bool = True,
+        yaw_value: float = 0.0,
+    ) -> Task:
+        """AirSim's moveByVelocityZ: world (vx, vy) while holding the NED height z (world frame)."""
+        task = self.move_velocity(np.array([vx_m_s, vy_m_s, 0.0]), duration_s, now_s, yaw_is_rate, yaw_value)
+        self._goal.hold_z_m = float(z_m)
+        return task
+
+    def move_on_path(
+        self,
+        path_ned: list[np.ndarray],
+        speed_m_s: float,
+        now_s: float,
+        timeout_s: float = math.inf,
+        yaw_is_rate: bool = True,
+        yaw_value: float = 0.0,
+    ) -> Task:
+        """AirSim's moveOnPath: through each waypoint at speed without stopping, stopping at the last.
+        A waypoint counts as passed once within PATH_PASS_M of it (AirSim's carrot follows the path
+        `lookahead` ahead instead; corners are cut by about the same)."""
+        points = [np.asarray(p, float) for p in path_ned]
+        task = self.move_to(points[0], speed_m_s, now_s, timeout_s, yaw_is_rate, yaw_value, kind="path")
+        self._goal.path_ned = points[1:]
+        return task
 
     def move_velocity_body(
         self,
@@ -241,16 +284,32 @@ class Multirotor:
         desired_yaw_rate = 0.0
         if g.mode == "velocity":
             desired_v = g.velocity_ned.copy()
+            if not math.isnan(g.hold_z_m):
+                dz = g.hold_z_m - self.position_ned[2]
+                speed = min(lim.hold_max_speed_m_s, lim.hold_gain_1_s * abs(dz))
+                speed = min(speed, math.sqrt(2 * lim.max_accel_m_s2 * abs(dz)))
+                desired_v[2] = math.copysign(speed, dz)
         elif g.mode == "land":
             desired_v = np.array([0.0, 0.0, lim.land_speed_m_s])
         else:  # hold, yaw, position: track a point
             error = g.target_ned - self.position_ned
             dist = float(np.linalg.norm(error))
+            while g.path_ned and dist <= PATH_PASS_M:  # a waypoint passed: on to the next
+                g.target_ned = g.path_ned.pop(0)
+                error = g.target_ned - self.position_ned
+                dist = float(np.linalg.norm(error))
             max_speed = lim.hold_max_speed_m_s if g.mode != "position" else g.speed_m_s
             # braking-distance limited speed so that the vehicle arrives without overshoot
             speed = min(max_speed, lim.hold_gain_1_s * dist, math.sqrt(2 * lim.max_accel_m_s2 * dist))
+            if g.path_ned:  # more waypoints follow: no braking towards this one
+                speed = max_speed
             desired_v = error / dist * speed if dist > 1e-9 else np.zeros(3)
-            if g.mode == "position" and g.task is not None and dist <= lim.position_accuracy_m:
+            if (
+                g.mode == "position"
+                and g.task is not None
+                and not g.path_ned
+                and dist <= lim.position_accuracy_m
+            ):
                 g.task.finish(True)
                 self._goal = _Goal(
                     "hold", target_ned=g.target_ned.copy(), yaw_is_rate=False, yaw_value=self.yaw_deg
@@ -274,6 +333,9 @@ class Multirotor:
         norm = float(np.linalg.norm(dv))
         if norm > max_dv:
             dv *= max_dv / norm
+        if not self.landed and self.wind_ned.any():
+            rel = self.wind_ned - self.velocity_ned
+            dv = dv + DRAG_1_M * float(np.linalg.norm(rel)) * rel * dt_s
         self.accel_ned = dv / dt_s
         self.velocity_ned = self.velocity_ned + dv
         desired_yaw_rate = max(-lim.max_yaw_rate_deg_s, min(lim.max_yaw_rate_deg_s, desired_yaw_rate))

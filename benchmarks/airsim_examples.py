@@ -1,0 +1,254 @@
+"""Run AirSim's own example scripts, unmodified, against `dronecats sim`; print a pass/fail table.
+
+    .venv/bin/python benchmarks/airsim_examples.py PATH/TO/AirSim/PythonClient/multirotor \
+        [PATH/TO/.../computer_vision ...] [--timeout-s 60] [--only hello_drone,orbit] [--jobs 1]
+
+The scripts are third-party code: point this at a checkout of microsoft/AirSim (nothing of it lives
+in this repository). Each script gets:
+- one fresh `dronecats sim --port 0` (with the settings.json the script's own comments give: the
+  JSON block in its leading comments or docstring, or SimMode ComputerVision where the comment says
+  to activate computer vision mode; SETTINGS_NEEDED where a script relies on settings its comments
+  do not give), logging at INFO to a file;
+- a temp dir as its working directory and first sys.path entry, holding a `setup_path.py` that only
+  imports airsim (AirSim's adds its repo to sys.path) and a `sitecustomize.py` that maps
+  np.fromstring to np.frombuffer and np.trapz to np.trapezoid (removed in numpy 2, the airsim client
+  and the scripts use them) and
+  makes airsim.wait_key return at once (it reads a raw tty key); stdin is a stream of newlines;
+- a time limit.
+A script passes when it exits 0, printed no traceback, and the server's log shows that the server
+answered none of its calls with an error ("rpc error METHOD (#N): ..." lines, see
+sim_bridge.rpc.server). The table gives the first failing RPC method and its error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Scripts that cannot run headless here, with the reason (they need a display, ROS or audio).
+SKIP = {
+    "opencv_show.py": "display (cv2.imshow loop)",
+    "navigate.py": "display (cv2.imshow of each frame)",
+    "point_cloud.py": "display (cv2.waitKey loop on a window)",
+    "kinect_publisher.py": "ROS (rospy)",
+    "speaker.py": "audio (pyaudio)",
+    "wav_reader.py": "audio (pyaudio)",
+    "image_benchmarker.py": "display (cv2.imshow) and an endless benchmark loop",
+    "stability_test.py": "audio (plays a wav through speaker.py) and runs 20 minutes",
+    "drone_stress_test.py": "a 3000-iteration takeoff/reset stress loop (hours)",
+    "clock_speed.py": "runs forever (a while True loop of moves)",
+    "ground_truth.py": "display (prints until a key press in a cv2 window)",
+    "setup_path.py": "helper, not an example",
+}
+
+# Settings a script needs that its comments do not spell out, with the reason.
+SETTINGS_NEEDED = {
+    # it poses a vehicle named "PX4": an AirSim user defines that vehicle in settings.json
+    "teleport.py": {"SettingsVersion": 1.2, "Vehicles": {"PX4": {"VehicleType": "PX4Multirotor"}}},
+}
+
+SETUP_PATH = "import airsim  # noqa: F401 -- AirSim's setup_path only makes airsim importable\n"
+SITECUSTOMIZE = """\
+import numpy as _np
+
+_fromstring = getattr(_np, "fromstring", None)
+
+
+def _frombuffer(data, dtype=float, count=-1, sep=""):
+    if sep:
+        return _fromstring(data, dtype=dtype, count=count, sep=sep)
+    return _np.frombuffer(data, dtype=dtype, count=count).copy()
+
+
+_np.fromstring = _frombuffer
+if not hasattr(_np, "trapz"):  # numpy 2 renamed it
+    _np.trapz = _np.trapezoid
+try:
+    import airsim as _airsim
+    import airsim.utils as _utils
+
+    def _wait_key(message=""):
+        if message:
+            print(message, flush=True)
+        return b"\\n"
+
+    _airsim.wait_key = _wait_key
+    _utils.wait_key = _wait_key
+except ImportError:
+    pass
+"""
+
+RPC_ERROR = re.compile(r"rpc error (\w+) \(#\d+\): (.*)")
+LISTENING = re.compile(r"listening on [\d.]+:(\d+)")
+CV_MODE = re.compile(r"computer vision mode", re.IGNORECASE)
+
+
+@dataclass
+class Result:
+    script: str
+    status: str  # pass, FAIL, skip
+    detail: str
+    seconds: float
+
+
+def script_settings(text: str) -> dict | None:
+    """The settings.json the script's leading comments give, if any."""
+    lines = []
+    for line in text.splitlines():
+        lines.append(line.lstrip()[1:] if line.lstrip().startswith("#") else line)
+    body = "\n".join(lines)
+    for match in re.finditer(r"\{", body):
+        depth = 0
+        for i in range(match.start(), len(body)):
+            depth += {"{": 1, "}": -1}.get(body[i], 0)
+            if depth == 0:
+                block = body[match.start() : i + 1]
+                break
+        else:
+            continue
+        if '"SettingsVersion"' not in block and '"SimMode"' not in block:
+            continue
+        try:
+            data = json.loads(re.sub(r",(\s*[}\]])", r"\1", block))
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            return data
+    if CV_MODE.search("\n".join(text.splitlines()[:5])):
+        return {"SettingsVersion": 1.2, "SimMode": "ComputerVision"}
+    return None
+
+
+def run_script(path: Path, timeout_s: float, python: str) -> Result:
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="airsim-example-") as tmp:
+        work = Path(tmp)
+        (work / "setup_path.py").write_text(SETUP_PATH)
+        for extra in path.parent.glob("*.txt"):  # data files some scripts read (params.txt)
+            shutil.copy(extra, work / extra.name)
+        log_path = work / "sim.log"
+        cmd = [python, "-m", "dronecats", "--log-level", "INFO", "--log-file", str(log_path), "sim"]
+        cmd += ["--port", "0"]
+        settings = SETTINGS_NEEDED.get(path.name) or script_settings(path.read_text(errors="replace"))
+        if settings is not None:
+            (work / "settings.json").write_text(json.dumps(settings))
+            cmd += ["--settings", str(work / "settings.json")]
+        err_path = work / "sim.err"
+        with err_path.open("w") as err:
+            sim = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            port = None
+            assert sim.stdout is not None
+            for line in sim.stdout:
+                if m := LISTENING.search(line):
+                    port = int(m.group(1))
+                    break
+            if port is None:
+                sim.wait(10)
+                tail = err_path.read_text().strip().splitlines()[-1:]
+                return Result(path.name, "FAIL", f"sim did not start: {' '.join(tail)}", 0.0)
+            env = dict(os.environ, PYTHONPATH=str(work))
+            # The scripts connect to the default port; a wrapper would modify them, so the port goes
+            # into the client constructors' default, patched in sitecustomize.
+            (work / "sitecustomize.py").write_text(SITECUSTOMIZE + PORT_PATCH.format(port=port))
+            try:
+                proc = subprocess.run(
+                    [python, str(path.resolve())],
+                    cwd=work,
+                    env=env,
+                    input="\n" * 1000,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout_s,
+                )
+                rc: int | None = proc.returncode
+                output = proc.stdout + proc.stderr
+            except subprocess.TimeoutExpired as exc:
+                rc = None
+                output = _text(exc.stdout) + _text(exc.stderr)
+        finally:
+            sim.terminate()
+            try:
+                sim.wait(10)
+            except subprocess.TimeoutExpired:
+                sim.kill()
+                sim.wait()
+        seconds = time.monotonic() - t0
+        errors = [m.groups() for m in map(RPC_ERROR.search, log_path.read_text().splitlines()) if m]
+    first = f"{errors[0][0]}: {errors[0][1]}" if errors else ""
+    if rc is None:
+        return Result(path.name, "FAIL", f"timeout {timeout_s:g} s; {first}".rstrip("; "), seconds)
+    if "Traceback (most recent call last)" in output:
+        last = [ln for ln in output.strip().splitlines() if ln and not ln.startswith(" ")][-1:]
+        return Result(path.name, "FAIL", first or f"traceback: {' '.join(last)[:150]}", seconds)
+    if rc != 0:
+        return Result(path.name, "FAIL", first or f"exit {rc}", seconds)
+    if errors:
+        return Result(path.name, "FAIL", f"server error(s), exit 0: {first}", seconds)
+    return Result(path.name, "pass", "", seconds)
+
+
+PORT_PATCH = """
+try:
+    import airsim.client as _client
+
+    for _cls in (_client.VehicleClient, _client.MultirotorClient, _client.CarClient):
+        _init = _cls.__init__
+        _defaults = list(_init.__defaults__ or ())
+        if len(_defaults) >= 2:
+            _defaults[1] = {port}
+            _init.__defaults__ = tuple(_defaults)
+except ImportError:
+    pass
+"""
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path, help="folders of AirSim example scripts")
+    parser.add_argument("--timeout-s", type=float, default=60.0, help="time limit per script (default 60)")
+    parser.add_argument("--only", default="", help="comma-separated script names (without .py) to run")
+    parser.add_argument("--jobs", type=int, default=1, help="scripts run at once (default 1)")
+    args = parser.parse_args()
+    if args.timeout_s <= 0 or args.jobs < 1:
+        parser.error("--timeout-s must be > 0 and --jobs >= 1")
+    scripts: list[Path] = []
+    for folder in args.folders:
+        if not folder.is_dir():
+            parser.error(f"{folder} is not a folder")
+        scripts += sorted(folder.glob("*.py"))
+    if args.only:
+        wanted = {n.strip().removesuffix(".py") for n in args.only.split(",")}
+        scripts = [s for s in scripts if s.stem in wanted]
+    skipped = [Result(s.name, "skip", SKIP[s.name], 0.0) for s in scripts if s.name in SKIP]
+    todo = [s for s in scripts if s.name not in SKIP]
+    with ThreadPoolExecutor(args.jobs) as pool:
+        ran = list(pool.map(lambda s: run_script(s, args.timeout_s, sys.executable), todo))
+    width = max((len(r.script) for r in ran + skipped), default=10)
+    for r in ran + [r for r in skipped if r.script != "setup_path.py"]:
+        print(f"{r.script:<{width}}  {r.status:<4}  {r.seconds:5.1f} s  {r.detail}")
+    passed = sum(r.status == "pass" for r in ran)
+    print(f"\n{passed} of {len(ran)} pass ({len(skipped)} skipped)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
