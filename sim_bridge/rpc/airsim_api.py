@@ -331,22 +331,9 @@ class AirSimApi:
         yaw_mode: Any,
         vehicle_name: str,
     ) -> bool:
-        if float(duration) <= 0:
-            return True
-        if not self._need_control(vehicle_name):
-            return False
-        is_rate, value = _yaw_mode(yaw_mode)
-        task = self.world.command(
-            str(vehicle_name),
-            "move_velocity_body",
-            float(vx),
-            float(vy),
-            float(vz),
-            float(duration),
-            yaw_is_rate=is_rate,
-            yaw_value=value,
+        return self._timed_move(
+            vehicle_name, duration, yaw_mode, "move_velocity_body", float(vx), float(vy), float(vz)
         )
-        return self._wait(task)
 
     def moveByVelocity(
         self,
@@ -358,20 +345,9 @@ class AirSimApi:
         yaw_mode: Any,
         vehicle_name: str,
     ) -> bool:
-        if float(duration) <= 0:
-            return True
-        if not self._need_control(vehicle_name):
-            return False
-        is_rate, value = _yaw_mode(yaw_mode)
-        task = self.world.command(
-            str(vehicle_name),
-            "move_velocity",
-            np.array([vx, vy, vz], float),
-            float(duration),
-            yaw_is_rate=is_rate,
-            yaw_value=value,
+        return self._timed_move(
+            vehicle_name, duration, yaw_mode, "move_velocity", np.array([vx, vy, vz], float)
         )
-        return self._wait(task)
 
     def moveByVelocityZ(
         self,
@@ -384,21 +360,21 @@ class AirSimApi:
         vehicle_name: str,
     ) -> bool:
         """World-frame (vx, vy) at the height z of the vehicle's local NED frame."""
+        z_world = float(self._to_world(vehicle_name, 0.0, 0.0, float(z))[2])
+        return self._timed_move(
+            vehicle_name, duration, yaw_mode, "move_velocity_z", float(vx), float(vy), z_world
+        )
+
+    def _timed_move(self, vehicle_name: str, duration: float, yaw_mode: Any, motion: str, *args: Any) -> bool:
+        """A motion held for `duration` (AirSim: a duration <= 0 returns at once; none without API
+        control), with its yaw mode."""
         if float(duration) <= 0:
             return True
         if not self._need_control(vehicle_name):
             return False
         is_rate, value = _yaw_mode(yaw_mode)
-        z_world = float(self._to_world(vehicle_name, 0.0, 0.0, float(z))[2])
         task = self.world.command(
-            str(vehicle_name),
-            "move_velocity_z",
-            float(vx),
-            float(vy),
-            z_world,
-            float(duration),
-            yaw_is_rate=is_rate,
-            yaw_value=value,
+            str(vehicle_name), motion, *args, float(duration), yaw_is_rate=is_rate, yaw_value=value
         )
         return self._wait(task)
 
