@@ -247,7 +247,7 @@ def test_end_states_and_relaunch_from_the_tile(qtbot, declaring_fleet, window) -
     row = log.model.pending_for("Drone2")[-1]
     qtbot.waitUntil(lambda: log.table.cellWidget(row.row, 6).isEnabled(), timeout=5_000)
     qtbot.mouseClick(log.button(row.row, True), Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: row.verdict == "accept", timeout=15_000)
+    qtbot.waitUntil(lambda: row.verdict == "accept", timeout=30_000)  # the ack, on a loaded machine
     qtbot.waitUntil(lambda: window.life["Drone2"].name == "done", timeout=30_000)
     assert "link lost" not in tile.header.text() and tile.view.stale_text == "DONE"
     window.grab().save(str(sim.log_dir / "operator.png"))
