@@ -26,7 +26,6 @@ import re
 import socket
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -229,7 +228,7 @@ def fly_on_ray(
         version = source_hash()
         task = ray.remote(num_cpus=1, max_retries=0)(fly_task)
         queue: list[tuple[SuiteEntry, str, int]] = [(entry, name, 0) for entry, name in todo]
-        running: dict[Any, tuple[SuiteEntry, str, int, str | None, str | None, float]] = {}
+        running: dict[Any, tuple[SuiteEntry, str, int, str | None, str | None]] = {}
         say(f"ray: {len(ray.nodes())} node(s), {slots} episode(s) at a time")
         try:
             while queue or running:
@@ -238,10 +237,10 @@ def fly_on_ray(
                     sim, pilot = sims.take(), pilots.take()
                     flown = replace(options, sim_url=sim or options.sim_url, pilot=pilot or options.pilot)
                     ref = task.remote(record_to_json(entry.record), flown, run_name, version)
-                    running[ref] = (entry, run_name, attempt, sim, pilot, time.monotonic())
+                    running[ref] = (entry, run_name, attempt, sim, pilot)
                 ready, _ = ray.wait(list(running), num_returns=1)
                 ref = ready[0]
-                entry, run_name, attempt, sim, pilot, _started = running.pop(ref)
+                entry, run_name, attempt, sim, pilot = running.pop(ref)
                 sims.give_back(sim)
                 pilots.give_back(pilot)
                 try:
