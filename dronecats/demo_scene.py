@@ -117,7 +117,9 @@ def _refuse_ambiguous(
     from sim_bridge.sim.assets import COLOURS
     from sim_bridge.sim.world import World
 
-    world = World(scene, vehicles=1, seed=seed)
+    # Only the scene's objects are read: no OpenGL context (which would also load Mesa before an
+    # in-process model's triton, and triton after Mesa crashes the process).
+    world = World(scene, vehicles=1, seed=seed, renderer="tiny")
     try:
         same_class = [o for o in world.objects.values() if o.cls == cls]
     finally:
