@@ -314,17 +314,25 @@ def _headless(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, flo
         args.structure, fleet, args.model, args.commander, args.expires_after_steps, marks
     )
 
+    lock = threading.Lock()
+
     def show(event: Any) -> None:
         if event.kind in ("declaration", "order", "commander", "instruction", "judgement", "note"):
             line = {"event": event.kind, "drone": event.drone, **_brief(event)}
-            print(json.dumps(line, allow_nan=False), flush=True)  # standard JSON: never NaN or Infinity
+            text = json.dumps(line, allow_nan=False) + "\n"  # standard JSON: never NaN or Infinity
+            # Events come from the link's thread and the session's: one write each, or print's text and
+            # newline from two threads interleave into two objects on one line (seen in CI).
+            with lock:
+                sys.stdout.write(text)
+                sys.stdout.flush()
 
     summary = HeadlessSession(fleet, structure).run(
         args.instruction, args.duration_s, args.until, on_event=show
     )
     # The link's counters too: what was received, accepted, rejected (and why), refused, dropped.
     out = {**summary.__dict__, "link": fleet.link.stats.snapshot()}
-    print(json.dumps(out, default=str, allow_nan=False), flush=True)
+    with lock:
+        print(json.dumps(out, default=str, allow_nan=False), flush=True)
     return 0 if summary.declarations else 1
 
 
