@@ -366,15 +366,18 @@ class AirSimApi:
         )
 
     def _timed_move(self, vehicle_name: str, duration: float, yaw_mode: Any, motion: str, *args: Any) -> bool:
-        """A motion held for `duration` (AirSim: a duration <= 0 returns at once; none without API
-        control), with its yaw mode."""
+        """A motion held for `duration` (AirSim: a duration <= 0 returns at once)."""
         if float(duration) <= 0:
             return True
+        return self._move(vehicle_name, yaw_mode, motion, *args, float(duration))
+
+    def _move(self, vehicle_name: str, yaw_mode: Any, motion: str, *args: Any, **kwargs: Any) -> bool:
+        """World.command(motion, ...) with the yaw mode, and its outcome (none without API control)."""
         if not self._need_control(vehicle_name):
             return False
         is_rate, value = _yaw_mode(yaw_mode)
         task = self.world.command(
-            str(vehicle_name), motion, *args, float(duration), yaw_is_rate=is_rate, yaw_value=value
+            str(vehicle_name), motion, *args, yaw_is_rate=is_rate, yaw_value=value, **kwargs
         )
         return self._wait(task)
 
@@ -393,19 +396,14 @@ class AirSimApi:
         if not isinstance(path, list | tuple) or not path:
             raise VehicleError("moveOnPath: the path must be a non-empty list of Vector3r")
         points = [self._to_world(vehicle_name, *parse_vec3(p, f"path[{i}]")) for i, p in enumerate(path)]
-        if not self._need_control(vehicle_name):
-            return False
-        is_rate, value = _yaw_mode(yaw_mode)
-        task = self.world.command(
-            str(vehicle_name),
+        return self._move(
+            vehicle_name,
+            yaw_mode,
             "move_on_path",
             points,
             float(velocity),
             timeout_s=min(float(timeout_sec), 1e9),
-            yaw_is_rate=is_rate,
-            yaw_value=value,
         )
-        return self._wait(task)
 
     def moveToPosition(
         self,
@@ -420,20 +418,10 @@ class AirSimApi:
         adaptive_lookahead: float,
         vehicle_name: str,
     ) -> bool:
-        if not self._need_control(vehicle_name):
-            return False
-        is_rate, value = _yaw_mode(yaw_mode)
         target = self._to_world(vehicle_name, float(x), float(y), float(z))
-        task = self.world.command(
-            str(vehicle_name),
-            "move_to",
-            target,
-            float(velocity),
-            timeout_s=min(float(timeout_sec), 1e9),
-            yaw_is_rate=is_rate,
-            yaw_value=value,
+        return self._move(
+            vehicle_name, yaw_mode, "move_to", target, float(velocity), timeout_s=min(float(timeout_sec), 1e9)
         )
-        return self._wait(task)
 
     def moveToZ(
         self,
@@ -445,22 +433,12 @@ class AirSimApi:
         adaptive_lookahead: float,
         vehicle_name: str,
     ) -> bool:
-        if not self._need_control(vehicle_name):
-            return False
-        is_rate, value = _yaw_mode(yaw_mode)
         with self.world.lock:
             here = self._slot(vehicle_name).model.position_ned.copy()
         target = np.array([here[0], here[1], self._to_world(vehicle_name, 0.0, 0.0, float(z))[2]])
-        task = self.world.command(
-            str(vehicle_name),
-            "move_to",
-            target,
-            float(velocity),
-            timeout_s=min(float(timeout_sec), 1e9),
-            yaw_is_rate=is_rate,
-            yaw_value=value,
+        return self._move(
+            vehicle_name, yaw_mode, "move_to", target, float(velocity), timeout_s=min(float(timeout_sec), 1e9)
         )
-        return self._wait(task)
 
     def rotateByYawRate(self, yaw_rate: float, duration: float, vehicle_name: str) -> bool:
         if float(duration) <= 0:
