@@ -18,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 
+from common.config import file_errors
 from common.errors import RecordError
 from common.pose import wrap_deg
 from episodes.preflight import Expectation, check, expectation_for
@@ -56,12 +57,8 @@ class Suite(msgspec.Struct, frozen=True):
 def load_suite(path: str | Path) -> Suite:
     """A suite file, or a single episode record file (a one-episode suite)."""
     path = Path(path)
-    try:
+    with file_errors("suite", path, "JSON", msgspec.DecodeError, RecordError):
         data = msgspec.json.decode(path.read_bytes())
-    except OSError as exc:
-        raise RecordError(f"cannot read suite {path}: {exc.strerror}") from None
-    except msgspec.DecodeError as exc:
-        raise RecordError(f"suite {path} is not valid JSON: {exc}") from None
     if isinstance(data, dict) and "episodes" in data:
         entries = []
         for i, item in enumerate(data["episodes"]):
