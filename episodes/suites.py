@@ -274,8 +274,20 @@ def _accepted(
     taken: dict[str, set[str]],
     on_reject: Callable[[EpisodeRecord, list[str]], None] | None,
 ) -> SuiteEntry:
-    for _ in range(MAX_TRIES):
-        record = sample_record(scene, task, index, rng, taken)
+    return first_accepted(
+        lambda: sample_record(scene, task, index, rng, taken), MAX_TRIES, f"{scene} {task}", on_reject
+    )
+
+
+def first_accepted(
+    sample: Callable[[], EpisodeRecord],
+    tries: int,
+    what: str,
+    on_reject: Callable[[EpisodeRecord, list[str]], None] | None,
+) -> SuiteEntry:
+    """The first of up to `tries` sampled records whose world passes the pre-flight checks."""
+    for _ in range(tries):
+        record = sample()
         expect = expectation_for(record)
         world = build_world(record)
         try:
@@ -286,7 +298,7 @@ def _accepted(
             return SuiteEntry(record, expect)
         if on_reject is not None:
             on_reject(record, report.problems)
-    raise RecordError(f"no {scene} {task} layout passed the pre-flight checks in {MAX_TRIES} tries")
+    raise RecordError(f"no {what} layout passed the pre-flight checks in {tries} tries")
 
 
 def single_plan(per_type: int = 10, indoor_per_type: int = 5) -> list[tuple[str, str, int]]:
