@@ -54,6 +54,24 @@ def sample_reads(camera, seconds: float) -> list[float]:
     return ages
 
 
+def report(
+    name: str,
+    args: argparse.Namespace,
+    vehicle,
+    emu,
+    figures: list[tuple[str, list[float]]],
+    ages: list[float],
+) -> None:
+    """One vehicle's block: its own figures, then the video's (render to decoded, age at read)."""
+    print(
+        f"{name} ({args.width}x{args.height} H.264 at {args.fps} fps, {vehicle.video.frames} frames decoded)"
+    )
+    for label, values_s in figures:
+        stats(label, values_s)
+    stats("  video render -> decoded", video_latency(list(emu.video.sent), vehicle.video))
+    stats("  video frame age at Camera.read()", ages)
+
+
 def bench_tello(args: argparse.Namespace) -> None:
     from onboard.vehicles.tello import TelloVehicle, parse_tello_url
     from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
@@ -82,11 +100,11 @@ def bench_tello(args: argparse.Namespace) -> None:
                 wire.append(time.monotonic() - t0)
         v.takeoff(1.5)
         ages = sample_reads(v.camera(), args.seconds)
-        print(f"Tello ({args.width}x{args.height} H.264 at {args.fps} fps, {v.video.frames} frames decoded)")
-        stats("  command round trip, djitellopy battery?", rtt)
-        stats("  command round trip, bare UDP socket", wire)
-        stats("  video render -> decoded", video_latency(list(emu.video.sent), v.video))
-        stats("  video frame age at Camera.read()", ages)
+        figures = [
+            ("  command round trip, djitellopy battery?", rtt),
+            ("  command round trip, bare UDP socket", wire),
+        ]
+        report("Tello", args, v, emu, figures, ages)
         v.land()
     finally:
         v.close()
@@ -133,11 +151,11 @@ def bench_mavlink(args: argparse.Namespace) -> None:
         v.takeoff(2.0)
         ages = sample_reads(v.camera(), args.seconds)
         gaps = list(emu.setpoint_intervals_s)
-        print(f"PX4 ({args.width}x{args.height} H.264 at {args.fps} fps, {v.video.frames} frames decoded)")
-        stats("  command round trip, COMMAND_LONG -> ACK", rtt)
-        stats("  setpoint interval at the autopilot (own 20 Hz)", gaps)
-        stats("  video render -> decoded", video_latency(list(emu.video.sent), v.video))
-        stats("  video frame age at Camera.read()", ages)
+        figures = [
+            ("  command round trip, COMMAND_LONG -> ACK", rtt),
+            ("  setpoint interval at the autopilot (own 20 Hz)", gaps),
+        ]
+        report("PX4", args, v, emu, figures, ages)
         v.land()
     finally:
         v.close()
