@@ -18,6 +18,7 @@ import socket
 import statistics
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -80,7 +81,7 @@ def bench_tello(args: argparse.Namespace) -> None:
     world.start()
     emu = TelloEmulator(world, "Drone1", TelloEmulatorConfig(ip="127.0.0.2", video_fps=args.fps)).start()
     v = TelloVehicle(parse_tello_url(f"tello://127.0.0.2:{emu.command_port}"))
-    try:
+    with closing(world), closing(emu), closing(v):  # closed in reverse: vehicle, emulator, world
         v.connect()
         assert v.video is not None
         v.video.record_arrivals = True
@@ -106,10 +107,6 @@ def bench_tello(args: argparse.Namespace) -> None:
         ]
         report("Tello", args, v, emu, figures, ages)
         v.land()
-    finally:
-        v.close()
-        emu.close()
-        world.close()
 
 
 def bench_mavlink(args: argparse.Namespace) -> None:
@@ -135,7 +132,7 @@ def bench_mavlink(args: argparse.Namespace) -> None:
     v = MavlinkVehicle(
         parse_mavlink_url(f"mavlink://udpin:127.0.0.1:{ports[0]}?camera=h264udp://127.0.0.1:{ports[1]}")
     )
-    try:
+    with closing(world), closing(emu), closing(v):  # closed in reverse: vehicle, emulator, world
         v.connect()
         assert v.video is not None
         v.video.record_arrivals = True
@@ -157,10 +154,6 @@ def bench_mavlink(args: argparse.Namespace) -> None:
         ]
         report("PX4", args, v, emu, figures, ages)
         v.land()
-    finally:
-        v.close()
-        emu.close()
-        world.close()
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 
-def stop_process(proc: subprocess.Popen, timeout_s: float) -> None:
+def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
     """Ask `proc` to stop; kill it if it has not exited within `timeout_s`. Reaped either way."""
     proc.terminate()
     try:
