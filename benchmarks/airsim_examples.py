@@ -36,6 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from common.procs import stop_process  # noqa: E402
 
 # Scripts that cannot run headless here, with the reason (they need a display, ROS or audio).
 SKIP = {
@@ -179,12 +182,7 @@ def run_script(path: Path, timeout_s: float, python: str) -> Result:
                 rc = None
                 output = _text(exc.stdout) + _text(exc.stderr)
         finally:
-            sim.terminate()
-            try:
-                sim.wait(10)
-            except subprocess.TimeoutExpired:
-                sim.kill()
-                sim.wait()
+            stop_process(sim, 10)
         seconds = time.monotonic() - t0
         errors = [m.groups() for m in map(RPC_ERROR.search, log_path.read_text().splitlines()) if m]
     first = f"{errors[0][0]}: {errors[0][1]}" if errors else ""

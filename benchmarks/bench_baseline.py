@@ -20,10 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from common.stats import nearest_rank  # noqa: E402
+
 
 def summary(label: str, seconds: list[float]) -> None:
     ms = sorted(s * 1000 for s in seconds)
-    p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+    p95 = nearest_rank(ms, 0.95)
     print(
         f"{label:<44} n={len(ms):<4} median {statistics.median(ms):7.2f} ms"
         f"  p95 {p95:7.2f} ms  max {ms[-1]:7.2f} ms"

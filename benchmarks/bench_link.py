@@ -39,6 +39,7 @@ from common.link import (
 from common.link.budget import FrameBudgetConfig
 from common.messages import Instruction, Telemetry
 from common.pose import Pose
+from common.stats import nearest_rank
 
 
 def scene(i: int, width: int = 640, height: int = 360) -> np.ndarray:
@@ -101,7 +102,7 @@ def quantiles(values: list[float]) -> str:
     if not values:
         return "no samples"
     ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    p99 = nearest_rank(ordered, 0.99)
     return (
         f"median {statistics.median(ordered) * 1e3:7.2f} ms   p99 {p99 * 1e3:7.2f} ms   "
         f"max {ordered[-1] * 1e3:7.2f} ms   (n={len(ordered)})"

@@ -34,6 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common.procs import stop_process  # noqa: E402
+
 CONFIGS = {"old": (0, 0), "fifo": (10, 0), "new": (10, -5)}  # name -> (actuation_rt_priority, nice)
 
 
@@ -53,12 +55,7 @@ def start(cmd: list[str], marker: str) -> tuple[subprocess.Popen, str]:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    stop_process(proc, 10)
 
 
 def pct(values: list[float], q: float) -> float:

@@ -19,6 +19,7 @@ import cv2
 import msgspec
 import numpy as np
 
+from common.stats import nearest_rank
 from models.frames import encode_frame, encode_frame_and_view
 from models.pilot_prompt import Conversation, PilotPrompt
 from models.profile import load_profile
@@ -53,8 +54,7 @@ def synthetic_frames(count: int) -> list[np.ndarray]:
 
 
 def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+    return nearest_rank(sorted(values), q)
 
 
 def main() -> int:

@@ -18,6 +18,7 @@ import socket
 import statistics
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -54,6 +55,24 @@ def sample_reads(camera, seconds: float) -> list[float]:
     return ages
 
 
+def report(
+    name: str,
+    args: argparse.Namespace,
+    vehicle,
+    emu,
+    figures: list[tuple[str, list[float]]],
+    ages: list[float],
+) -> None:
+    """One vehicle's block: its own figures, then the video's (render to decoded, age at read)."""
+    print(
+        f"{name} ({args.width}x{args.height} H.264 at {args.fps} fps, {vehicle.video.frames} frames decoded)"
+    )
+    for label, values_s in figures:
+        stats(label, values_s)
+    stats("  video render -> decoded", video_latency(list(emu.video.sent), vehicle.video))
+    stats("  video frame age at Camera.read()", ages)
+
+
 def bench_tello(args: argparse.Namespace) -> None:
     from onboard.vehicles.tello import TelloVehicle, parse_tello_url
     from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
@@ -62,7 +81,7 @@ def bench_tello(args: argparse.Namespace) -> None:
     world.start()
     emu = TelloEmulator(world, "Drone1", TelloEmulatorConfig(ip="127.0.0.2", video_fps=args.fps)).start()
     v = TelloVehicle(parse_tello_url(f"tello://127.0.0.2:{emu.command_port}"))
-    try:
+    with closing(world), closing(emu), closing(v):  # closed in reverse: vehicle, emulator, world
         v.connect()
         assert v.video is not None
         v.video.record_arrivals = True
@@ -82,16 +101,12 @@ def bench_tello(args: argparse.Namespace) -> None:
                 wire.append(time.monotonic() - t0)
         v.takeoff(1.5)
         ages = sample_reads(v.camera(), args.seconds)
-        print(f"Tello ({args.width}x{args.height} H.264 at {args.fps} fps, {v.video.frames} frames decoded)")
-        stats("  command round trip, djitellopy battery?", rtt)
-        stats("  command round trip, bare UDP socket", wire)
-        stats("  video render -> decoded", video_latency(list(emu.video.sent), v.video))
-        stats("  video frame age at Camera.read()", ages)
+        figures = [
+            ("  command round trip, djitellopy battery?", rtt),
+            ("  command round trip, bare UDP socket", wire),
+        ]
+        report("Tello", args, v, emu, figures, ages)
         v.land()
-    finally:
-        v.close()
-        emu.close()
-        world.close()
 
 
 def bench_mavlink(args: argparse.Namespace) -> None:
@@ -117,7 +132,7 @@ def bench_mavlink(args: argparse.Namespace) -> None:
     v = MavlinkVehicle(
         parse_mavlink_url(f"mavlink://udpin:127.0.0.1:{ports[0]}?camera=h264udp://127.0.0.1:{ports[1]}")
     )
-    try:
+    with closing(world), closing(emu), closing(v):  # closed in reverse: vehicle, emulator, world
         v.connect()
         assert v.video is not None
         v.video.record_arrivals = True
@@ -133,16 +148,12 @@ def bench_mavlink(args: argparse.Namespace) -> None:
         v.takeoff(2.0)
         ages = sample_reads(v.camera(), args.seconds)
         gaps = list(emu.setpoint_intervals_s)
-        print(f"PX4 ({args.width}x{args.height} H.264 at {args.fps} fps, {v.video.frames} frames decoded)")
-        stats("  command round trip, COMMAND_LONG -> ACK", rtt)
-        stats("  setpoint interval at the autopilot (own 20 Hz)", gaps)
-        stats("  video render -> decoded", video_latency(list(emu.video.sent), v.video))
-        stats("  video frame age at Camera.read()", ages)
+        figures = [
+            ("  command round trip, COMMAND_LONG -> ACK", rtt),
+            ("  setpoint interval at the autopilot (own 20 Hz)", gaps),
+        ]
+        report("PX4", args, v, emu, figures, ages)
         v.land()
-    finally:
-        v.close()
-        emu.close()
-        world.close()
 
 
 def main() -> None:

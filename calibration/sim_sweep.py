@@ -23,6 +23,7 @@ from calibration.airsim_source import AirSimTarget, connect_client, grab_scene
 from calibration.detect import find_corners, to_gray
 from calibration.errors import CalibrationError
 from calibration.pattern import BoardPattern
+from common.camera import focal_px
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +73,6 @@ def _yaw_rot(yaw_deg: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def _focal_px(width_px: int, hfov_deg: float) -> float:
-    return (width_px / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
-
-
 def _board_width_m(pattern: BoardPattern) -> float:
     return (pattern.cols + 1) * pattern.square_mm / 1000.0
 
@@ -94,7 +91,7 @@ def place_board(
     camera_offset_frd_m: tuple[float, float, float] = CAMERA_OFFSET_FRD_M,
 ) -> NedPose:
     """Where the board goes: ahead of the camera at `start`, at its height, facing it."""
-    distance_m = _focal_px(width_px, plan_hfov_deg) * _board_width_m(pattern) / (board_fraction * width_px)
+    distance_m = focal_px(width_px, plan_hfov_deg) * _board_width_m(pattern) / (board_fraction * width_px)
     start_rot = _yaw_rot(start.yaw_deg)
     start_cam = np.array([start.x_m, start.y_m, start.z_m]) + start_rot @ np.asarray(camera_offset_frd_m)
     board = start_cam + start_rot @ np.array([1.0, 0.0, 0.0]) * (distance_m + 1.0)
@@ -141,7 +138,7 @@ def plan_sweep(
     """
     if board is None:
         board = place_board(pattern, start, width_px, board_fraction, plan_hfov_deg, camera_offset_frd_m)
-    f_px = _focal_px(width_px, plan_hfov_deg)
+    f_px = focal_px(width_px, plan_hfov_deg)
     cx, cy = width_px / 2.0, height_px / 2.0
     base_distance_m = f_px * _board_width_m(pattern) / (board_fraction * width_px)
     centre = np.array([board.x_m, board.y_m, board.z_m])
@@ -285,7 +282,7 @@ class SimSweepSource:
         log.info("spawned %s as %r at %s", asset, self._board_name, board)
         # A square-on look from twice the planned distance (so a narrower lens than guessed still sees
         # the whole board) measures the lens roughly, so that the sweep puts the board where planned.
-        f_guess = _focal_px(width, self.plan_hfov_deg)
+        f_guess = focal_px(width, self.plan_hfov_deg)
         probe_distance_m = 2.0 * f_guess * _board_width_m(self.pattern) / (self.board_fraction * width)
         c.simSetVehiclePose(_airsim_pose(probe_view(board, probe_distance_m)), True, vehicle_name=vehicle)
         probe = grab_scene(c, self.target)

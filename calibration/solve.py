@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,7 +13,7 @@ import numpy as np
 from calibration.errors import CalibrationError
 from calibration.pattern import BoardPattern
 from calibration.views import CornerView
-from common.camera import CameraProfile
+from common.camera import CameraProfile, FieldOfView
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +27,7 @@ class ViewError:
 
 
 @dataclass(frozen=True)
-class CalibrationResult:
+class CalibrationResult(FieldOfView):
     pattern: BoardPattern
     width_px: int
     height_px: int
@@ -53,14 +52,6 @@ class CalibrationResult:
     @property
     def cy_px(self) -> float:
         return float(self.camera_matrix[1, 2])
-
-    @property
-    def hfov_deg(self) -> float:
-        return math.degrees(2.0 * math.atan2(self.width_px / 2.0, self.fx_px))
-
-    @property
-    def vfov_deg(self) -> float:
-        return math.degrees(2.0 * math.atan2(self.height_px / 2.0, self.fy_px))
 
     def to_profile(self, name: str, source: str = "", **extra: str | int | float) -> CameraProfile:
         provenance: dict[str, str | int | float] = {

@@ -16,11 +16,11 @@ import cv2
 import numpy as np
 
 from calibration.pattern import BoardPattern
-from common.camera import undistort_points_converged
+from common.camera import FieldOfView, focal_px, undistort_points_converged
 
 
 @dataclass(frozen=True)
-class SyntheticCamera:
+class SyntheticCamera(FieldOfView):
     width_px: int
     height_px: int
     fx_px: float
@@ -34,17 +34,13 @@ class SyntheticCamera:
     def from_hfov(
         cls, width_px: int, height_px: int, hfov_deg: float, distortion: tuple[float, ...] = (0.0,) * 5
     ) -> SyntheticCamera:
-        f_px = (width_px / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
+        f_px = focal_px(width_px, hfov_deg)
         dist = tuple(float(k) for k in distortion) + (0.0,) * (5 - len(distortion))
         return cls(width_px, height_px, f_px, f_px, width_px / 2.0, height_px / 2.0, dist[:5])  # type: ignore[arg-type]
 
     @property
     def camera_matrix(self) -> np.ndarray:
         return np.array([[self.fx_px, 0, self.cx_px], [0, self.fy_px, self.cy_px], [0, 0, 1]], np.float64)
-
-    @property
-    def hfov_deg(self) -> float:
-        return math.degrees(2.0 * math.atan2(self.width_px / 2.0, self.fx_px))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 import yaml
@@ -19,7 +19,37 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
 
-class CameraProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+def focal_px(size_px: float, fov_deg: float) -> float:
+    """The focal length (px) of a pinhole camera whose image, `size_px` across, spans `fov_deg`."""
+    return (size_px / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
+
+
+class _Pinhole(Protocol):
+    @property
+    def width_px(self) -> int: ...
+    @property
+    def height_px(self) -> int: ...
+    @property
+    def fx_px(self) -> float: ...
+    @property
+    def fy_px(self) -> float: ...
+
+
+class FieldOfView:
+    """The fields of view of anything with an image size and focal lengths in pixels (a mixin)."""
+
+    __slots__ = ()
+
+    @property
+    def hfov_deg(self: _Pinhole) -> float:
+        return math.degrees(2.0 * math.atan2(self.width_px / 2.0, self.fx_px))
+
+    @property
+    def vfov_deg(self: _Pinhole) -> float:
+        return math.degrees(2.0 * math.atan2(self.height_px / 2.0, self.fy_px))
+
+
+class CameraProfile(msgspec.Struct, FieldOfView, frozen=True, forbid_unknown_fields=True):
     name: str
     width_px: int
     height_px: int
@@ -44,16 +74,8 @@ class CameraProfile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         """Square pixels, principal point at the centre: fx = fy = (W/2) / tan(HFOV/2)."""
         if not 0 < hfov_deg < 180:
             raise ConfigError(f"camera {name}: hfov_deg={hfov_deg} must be in (0, 180)")
-        f_px = (width_px / 2.0) / math.tan(math.radians(hfov_deg) / 2.0)
+        f_px = focal_px(width_px, hfov_deg)
         return cls(name, width_px, height_px, f_px, f_px, width_px / 2.0, height_px / 2.0)
-
-    @property
-    def hfov_deg(self) -> float:
-        return math.degrees(2.0 * math.atan2(self.width_px / 2.0, self.fx_px))
-
-    @property
-    def vfov_deg(self) -> float:
-        return math.degrees(2.0 * math.atan2(self.height_px / 2.0, self.fy_px))
 
     @property
     def has_distortion(self) -> bool:

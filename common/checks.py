@@ -14,9 +14,12 @@ import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import SplitResult, urlsplit
 
 from common.errors import ConfigError
+
+_N = TypeVar("_N", int, float)
 
 MAX_PORT = 65535
 # One DNS label: letters, digits and inner hyphens, at most 63 characters (and underscores, which
@@ -116,15 +119,23 @@ def url_host_port(url: str, parts: SplitResult, default_host: str, default_port:
     return host, check_port(port or default_port, repr(url), allow_zero=False)
 
 
+def optional_number(text: str | None, convert: Callable[[str], _N], what: str, kind: str) -> _N | None:
+    """None for a value not given, else `convert(text)`; one line "{what}={text!r} is not {kind}"
+    when it does not convert."""
+    if text is None:
+        return None
+    try:
+        return convert(text)
+    except ValueError:
+        raise ConfigError(f"{what}={text!r} is not {kind}") from None
+
+
 def query_float(url: str, query: dict[str, str], key: str, default: float, low: float, high: float) -> float:
     """A finite number `key=` from a URL's query (popped), within [low, high]."""
     text = query.pop(key, None)
-    if text is None:
+    value = optional_number(text, float, f"{url!r}: {key}", "a number")
+    if value is None:
         return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{url!r}: {key}={text!r} is not a number") from None
     if not (math.isfinite(value) and low <= value <= high):
         raise ConfigError(f"{url!r}: {key}={text} outside {low:g}-{high:g}")
     return value
@@ -132,14 +143,8 @@ def query_float(url: str, query: dict[str, str], key: str, default: float, low: 
 
 def query_port(url: str, query: dict[str, str], key: str, default: int) -> int:
     """A port number `key=` from a URL's query (popped), 1-65535."""
-    text = query.pop(key, None)
-    if text is None:
-        return default
-    try:
-        port = int(text)
-    except ValueError:
-        raise ConfigError(f"{url!r}: {key}={text!r} is not a port number") from None
-    return check_port(port, f"{url!r}: {key}", allow_zero=False)
+    port = optional_number(query.pop(key, None), int, f"{url!r}: {key}", "a port number")
+    return default if port is None else check_port(port, f"{url!r}: {key}", allow_zero=False)
 
 
 def tcp_address(address: str, what: str, *, span: int = 1) -> tuple[str, int]:

@@ -8,15 +8,16 @@ field path, e.g. "Expected `float`, got `str` - at `$.safety.geofence_radius_m`"
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 import yaml
 
-from common.errors import ConfigError
+from common.errors import ConfigError, DroneCatsError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,6 +25,25 @@ else:  # pragma: no cover - Python 3.10 (JetPack 6)
     import tomli as tomllib
 
 T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def file_errors(
+    what: str,
+    path: str | Path,
+    language: str,
+    parse_errors: type[Exception] | tuple[type[Exception], ...],
+    error: type[DroneCatsError] = ConfigError,
+    shown: str | None = None,
+) -> Iterator[None]:
+    """Reading and parsing a `what` file inside this block fails as one line: "cannot read {what} ..."
+    or "{what} {path} is not valid {language}: ..." (`shown` names the file in the first, e.g. as given)."""
+    try:
+        yield
+    except OSError as exc:
+        raise error(f"cannot read {what} {path if shown is None else shown}: {exc.strerror}") from None
+    except parse_errors as exc:
+        raise error(f"{what} {path} is not valid {language}: {exc}") from None
 
 
 def read_mapping(path: str | Path) -> dict[str, Any]:

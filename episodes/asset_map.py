@@ -25,6 +25,7 @@ from pathlib import Path
 import msgspec
 import yaml
 
+from common.config import file_errors
 from common.errors import ConfigError
 from episodes.records import SceneObject
 from episodes.scenario import asset_string
@@ -63,12 +64,8 @@ def load_asset_map(spec: str) -> AssetMap:
     path = Path(spec)
     if not path.is_file() and (ASSET_MAP_DIR / f"{spec}.yaml").is_file():
         path = ASSET_MAP_DIR / f"{spec}.yaml"
-    try:
+    with file_errors("asset map", path, "YAML", yaml.YAMLError, shown=repr(spec)):
         data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read asset map {spec!r}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"asset map {path} is not valid YAML: {exc}") from None
     try:
         return msgspec.convert(data or {}, AssetMap)
     except msgspec.ValidationError as exc:

@@ -15,12 +15,13 @@ Every look-alike is a same-colour, same-class distractor. Flying these needs a m
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 
 from common.pose import wrap_deg
 from episodes.records import DEFAULT_DELTA_M, DEFAULT_T_MAX_S, DroneStart, EpisodeRecord, SceneObject
-from episodes.suites import TARGET_COLOURS, Suite, SuiteEntry, _scene_colours, _xy
+from episodes.suites import TARGET_COLOURS, Suite, SuiteEntry, _scene_colours, _xy, first_accepted
 
 GRID_SPACING_M = 2.0
 N_DRONES = 4
@@ -163,39 +164,25 @@ def sample_sign_sum(index: int, rng: random.Random) -> EpisodeRecord:
     )
 
 
+def _sample(task: str, index: int, rng: random.Random, taken: dict[str, set[str]]) -> EpisodeRecord:
+    if task == "plate":
+        return sample_plate(index, rng, taken)
+    if task == "sign":
+        return sample_sign(index, rng)
+    return sample_sign_sum(index, rng)
+
+
 def generate_commanding(
     seed: int = 0,
     per_type: int = 10,
     on_reject: Callable[[EpisodeRecord, list[str]], None] | None = None,
 ) -> Suite:
-    from common.errors import RecordError
-    from episodes.preflight import check, expectation_for
-    from episodes.scenario import build_world
-
     taken = _scene_colours("residential", 0)
     entries: list[SuiteEntry] = []
     for task in COMMANDING_TASKS:
         for index in range(1, per_type + 1):
             rng = random.Random(f"{seed}/commanding/{task}/{index}")
-            for _ in range(200):
-                if task == "plate":
-                    record = sample_plate(index, rng, taken)
-                elif task == "sign":
-                    record = sample_sign(index, rng)
-                else:
-                    record = sample_sign_sum(index, rng)
-                expect = expectation_for(record)
-                world = build_world(record)
-                try:
-                    report = check(world, record, expect)
-                finally:
-                    world.close()
-                if report.ok:
-                    entries.append(SuiteEntry(record, expect))
-                    break
-                if on_reject is not None:
-                    on_reject(record, report.problems)
-            else:
-                raise RecordError(f"no {task} layout passed the pre-flight checks in 200 tries")
+            sample = functools.partial(_sample, task, index, rng, taken)
+            entries.append(first_accepted(sample, 200, task, on_reject))
     description = "plate, sign and sign_sum with four drones (commander and sub-agents)"
     return Suite("commanding", entries, seed, description)

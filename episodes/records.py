@@ -17,6 +17,7 @@ from typing import Literal
 
 import msgspec
 
+from common.config import file_errors
 from common.errors import RecordError
 
 TaskType = Literal["approach", "search", "track", "search+track", "plate", "sign", "sign_sum"]
@@ -153,12 +154,8 @@ def record_from_dict(data: object, source: str = "<record>") -> EpisodeRecord:
 def load_record(path: str | Path) -> EpisodeRecord:
     """Read and validate an episode record (a spec file or a run's episode.json)."""
     path = Path(path)
-    try:
+    with file_errors("episode record", path, "JSON", msgspec.DecodeError, RecordError):
         data = msgspec.json.decode(path.read_bytes())
-    except OSError as exc:
-        raise RecordError(f"cannot read episode record {path}: {exc.strerror}") from None
-    except msgspec.DecodeError as exc:
-        raise RecordError(f"episode record {path} is not valid JSON: {exc}") from None
     return record_from_dict(data, str(path))
 
 

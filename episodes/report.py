@@ -289,12 +289,18 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_csv(stats: Sequence[GroupStats]) -> str:
+def _csv(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(SUMMARY_COLUMNS)
-    for g in stats:
-        w.writerow(
+    w.writerow(columns)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def summary_csv(stats: Sequence[GroupStats]) -> str:
+    return _csv(
+        SUMMARY_COLUMNS,
+        (
             [
                 g.task_type,
                 g.pilot,
@@ -310,8 +316,9 @@ def summary_csv(stats: Sequence[GroupStats]) -> str:
                 "" if g.latency_p50_s is None else f"{g.latency_p50_s:.4f}",
                 "" if g.coordinate_copying_rate is None else f"{g.coordinate_copying_rate:.4f}",
             ]
-        )
-    return buf.getvalue()
+            for g in stats
+        ),
+    )
 
 
 EPISODE_COLUMNS = (
@@ -335,17 +342,12 @@ EPISODE_COLUMNS = (
 )
 
 
+def _cell(value: Any) -> Any:
+    return f"{value:.3f}" if isinstance(value, float) else ("" if value is None else value)
+
+
 def episodes_csv(rows: Sequence[EpisodeRow]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(EPISODE_COLUMNS)
-    for r in rows:
-        values = []
-        for c in EPISODE_COLUMNS:
-            v = getattr(r, c)
-            values.append(f"{v:.3f}" if isinstance(v, float) else ("" if v is None else v))
-        w.writerow(values)
-    return buf.getvalue()
+    return _csv(EPISODE_COLUMNS, ([_cell(getattr(r, c)) for c in EPISODE_COLUMNS] for r in rows))
 
 
 def summary_markdown(stats: Sequence[GroupStats]) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 
+from common.config import file_errors
 from common.errors import RecordError
 from common.pose import wrap_deg
 from episodes.preflight import Expectation, check, expectation_for
@@ -56,12 +57,8 @@ class Suite(msgspec.Struct, frozen=True):
 def load_suite(path: str | Path) -> Suite:
     """A suite file, or a single episode record file (a one-episode suite)."""
     path = Path(path)
-    try:
+    with file_errors("suite", path, "JSON", msgspec.DecodeError, RecordError):
         data = msgspec.json.decode(path.read_bytes())
-    except OSError as exc:
-        raise RecordError(f"cannot read suite {path}: {exc.strerror}") from None
-    except msgspec.DecodeError as exc:
-        raise RecordError(f"suite {path} is not valid JSON: {exc}") from None
     if isinstance(data, dict) and "episodes" in data:
         entries = []
         for i, item in enumerate(data["episodes"]):
@@ -277,8 +274,20 @@ def _accepted(
     taken: dict[str, set[str]],
     on_reject: Callable[[EpisodeRecord, list[str]], None] | None,
 ) -> SuiteEntry:
-    for _ in range(MAX_TRIES):
-        record = sample_record(scene, task, index, rng, taken)
+    return first_accepted(
+        lambda: sample_record(scene, task, index, rng, taken), MAX_TRIES, f"{scene} {task}", on_reject
+    )
+
+
+def first_accepted(
+    sample: Callable[[], EpisodeRecord],
+    tries: int,
+    what: str,
+    on_reject: Callable[[EpisodeRecord, list[str]], None] | None,
+) -> SuiteEntry:
+    """The first of up to `tries` sampled records whose world passes the pre-flight checks."""
+    for _ in range(tries):
+        record = sample()
         expect = expectation_for(record)
         world = build_world(record)
         try:
@@ -289,7 +298,7 @@ def _accepted(
             return SuiteEntry(record, expect)
         if on_reject is not None:
             on_reject(record, report.problems)
-    raise RecordError(f"no {scene} {task} layout passed the pre-flight checks in {MAX_TRIES} tries")
+    raise RecordError(f"no {what} layout passed the pre-flight checks in {tries} tries")
 
 
 def single_plan(per_type: int = 10, indoor_per_type: int = 5) -> list[tuple[str, str, int]]:

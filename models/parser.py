@@ -16,11 +16,12 @@ Nothing but MalformedReply ever escapes `parse_*`, whatever the input.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import msgspec
 
@@ -46,6 +47,8 @@ from models.schemas import (
 )
 
 PointOrder = Literal["xy", "yx"]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 MAX_REPLY_CHARS = 200_000  # far beyond any output cap; bounds the work on garbage input
 
 # A '{' that opens a JSON object (next non-blank char is a quote or '}'), or a '[' that opens an
@@ -247,77 +250,75 @@ def action_from_object(
     return Finished(plan=the_plan)
 
 
+def _malformed_on_error(parse: Callable[Concatenate[str, _P], _R]) -> Callable[Concatenate[str, _P], _R]:
+    """A reply parser whose every failure is a MalformedReply: a bug here must still read as a hold,
+    never crash a drone."""
+
+    @functools.wraps(parse)
+    def parse_or_malformed(raw: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return parse(raw, *args, **kwargs)
+        except MalformedReply:
+            raise
+        except Exception as exc:
+            raise MalformedReply(
+                f"parser error {type(exc).__name__}: {exc}", raw if isinstance(raw, str) else ""
+            ) from exc
+
+    return parse_or_malformed
+
+
+def _array(obj: dict[str, Any], key: str, length: int, noun: str, raw: str) -> list[Any]:
+    """The list `key` of exactly `length` items (`noun` names them in the error)."""
+    items = obj.get(key)
+    if items is None:
+        raise MalformedReply(f"missing required field '{key}'", raw)
+    if not isinstance(items, list):
+        raise MalformedReply(f"{key} is {type(items).__name__}, not an array", raw)
+    if len(items) != length:
+        raise MalformedReply(f"{key} has {len(items)} {noun}; expected {length}", raw)
+    return items
+
+
+@_malformed_on_error
 def parse_action(raw: str, point_order: PointOrder = "xy", think: bool = True, plan: bool = False) -> Action:
     """One drone's reply. `plan=True` on the call after a think: the five plan fields are required."""
-    try:
-        obj = extract_json_object(raw)
-        return action_from_object(obj, raw, point_order, think, plan)
-    except MalformedReply:
-        raise
-    except Exception as exc:  # a bug here must still read as a hold, never crash a drone
-        raise MalformedReply(
-            f"parser error {type(exc).__name__}: {exc}", raw if isinstance(raw, str) else ""
-        ) from exc
+    obj = extract_json_object(raw)
+    return action_from_object(obj, raw, point_order, think, plan)
 
 
+@_malformed_on_error
 def parse_multi(
     raw: str, n_drones: int, point_order: PointOrder = "xy", think: bool = True
 ) -> tuple[Action, ...]:
     """{"drones": [...]}: exactly N actions in drone order; any bad entry makes the reply malformed."""
-    try:
-        obj = extract_json_object(raw)
-        drones = obj.get("drones")
-        if drones is None:
-            raise MalformedReply("missing required field 'drones'", raw)
-        if not isinstance(drones, list):
-            raise MalformedReply(f"drones is {type(drones).__name__}, not an array", raw)
-        if len(drones) != n_drones:
-            raise MalformedReply(f"drones has {len(drones)} actions; expected {n_drones}", raw)
-        return tuple(
-            action_from_object(item, raw, point_order, think, where=f"drones[{i}]: ")
-            for i, item in enumerate(drones)
-        )
-    except MalformedReply:
-        raise
-    except Exception as exc:
-        raise MalformedReply(
-            f"parser error {type(exc).__name__}: {exc}", raw if isinstance(raw, str) else ""
-        ) from exc
+    drones = _array(extract_json_object(raw), "drones", n_drones, "actions", raw)
+    return tuple(
+        action_from_object(item, raw, point_order, think, where=f"drones[{i}]: ")
+        for i, item in enumerate(drones)
+    )
 
 
+@_malformed_on_error
 def parse_commander(raw: str, n_drones: int) -> tuple[Order, ...]:
     """{"orders": [{"drone": i, "order": text}, ...]}: one order per drone 1..N, returned in drone order."""
-    try:
-        obj = extract_json_object(raw)
-        orders = obj.get("orders")
-        if orders is None:
-            raise MalformedReply("missing required field 'orders'", raw)
-        if not isinstance(orders, list):
-            raise MalformedReply(f"orders is {type(orders).__name__}, not an array", raw)
-        if len(orders) != n_drones:
-            raise MalformedReply(f"orders has {len(orders)} entries; expected {n_drones}", raw)
-        by_drone: dict[int, Order] = {}
-        for i, item in enumerate(orders):
-            where = f"orders[{i}]: "
-            if not isinstance(item, dict):
-                raise MalformedReply(f"{where}entry is {type(item).__name__}, not an object", raw)
-            drone = item.get("drone")
-            if drone is None:
-                raise MalformedReply(f"{where}missing required field 'drone'", raw)
-            if isinstance(drone, bool) or not isinstance(drone, int):
-                raise MalformedReply(f"{where}drone={_short(drone)} is not an integer", raw)
-            if not 1 <= drone <= n_drones:
-                raise MalformedReply(f"{where}drone={drone} is outside 1-{n_drones}", raw)
-            if drone in by_drone:
-                raise MalformedReply(f"{where}drone {drone} has two orders", raw)
-            text = _text(item, "order", ORDER_MAX_CHARS, where, raw).strip()
-            if not text:
-                raise MalformedReply(f"{where}order for drone {drone} is empty", raw)
-            by_drone[drone] = Order(drone=drone, order=text)
-        return tuple(by_drone[d] for d in range(1, n_drones + 1))
-    except MalformedReply:
-        raise
-    except Exception as exc:
-        raise MalformedReply(
-            f"parser error {type(exc).__name__}: {exc}", raw if isinstance(raw, str) else ""
-        ) from exc
+    orders = _array(extract_json_object(raw), "orders", n_drones, "entries", raw)
+    by_drone: dict[int, Order] = {}
+    for i, item in enumerate(orders):
+        where = f"orders[{i}]: "
+        if not isinstance(item, dict):
+            raise MalformedReply(f"{where}entry is {type(item).__name__}, not an object", raw)
+        drone = item.get("drone")
+        if drone is None:
+            raise MalformedReply(f"{where}missing required field 'drone'", raw)
+        if isinstance(drone, bool) or not isinstance(drone, int):
+            raise MalformedReply(f"{where}drone={_short(drone)} is not an integer", raw)
+        if not 1 <= drone <= n_drones:
+            raise MalformedReply(f"{where}drone={drone} is outside 1-{n_drones}", raw)
+        if drone in by_drone:
+            raise MalformedReply(f"{where}drone {drone} has two orders", raw)
+        text = _text(item, "order", ORDER_MAX_CHARS, where, raw).strip()
+        if not text:
+            raise MalformedReply(f"{where}order for drone {drone} is empty", raw)
+        by_drone[drone] = Order(drone=drone, order=text)
+    return tuple(by_drone[d] for d in range(1, n_drones + 1))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from common.camera import CameraProfile
+from common.config import file_errors
 from common.errors import ConfigError
 from common.pose import Pose
 
@@ -64,12 +65,8 @@ def _number(value: Any, where: str) -> float:
 def read_settings(path: str | Path) -> SimSettings:
     """Parse and check a settings.json; every error names the key."""
     path = Path(path)
-    try:
+    with file_errors("settings", path, "JSON", json.JSONDecodeError):
         data = json.loads(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"cannot read settings {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"settings {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"settings {path}: expected a JSON object")
     if set(data) - KNOWN_TOP:

@@ -23,7 +23,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -345,16 +345,24 @@ class GroundLink(IoThread):
             return None
         return message
 
-    def _on_sub(self, drone: _Drone, sock: Any) -> None:
+    def _received(self, drone: _Drone, sock: Any, topic: bool) -> Iterator[tuple[bytes, wire.Message]]:
+        """(topic, message) for each valid message waiting on `sock` (its first part is the topic when
+        `topic`); at most 256 a call, so that a flood on one socket cannot starve the others."""
         for _ in range(256):
             try:
                 raw = sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            topic, parts = (raw[0], raw[1:]) if raw else (b"", [])
+            if not topic:
+                head, parts = b"", raw
+            else:
+                head, parts = (raw[0], raw[1:]) if raw else (b"", [])
             message = self._decode(drone, parts)
-            if message is None:
-                continue
+            if message is not None:
+                yield head, message
+
+    def _on_sub(self, drone: _Drone, sock: Any) -> None:
+        for topic, message in self._received(drone, sock, topic=True):
             if wire.TOPIC_BY_TYPE.get(message.envelope.type) != topic:
                 self.stats.reject(
                     wire.ProtocolErrorKind.UNEXPECTED, f"a {message.envelope.type} under topic {topic[:16]!r}"
@@ -387,14 +395,7 @@ class GroundLink(IoThread):
             pass  # liveness already updated
 
     def _on_dealer(self, drone: _Drone, sock: Any) -> None:
-        for _ in range(256):
-            try:
-                parts = sock.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            message = self._decode(drone, parts)
-            if message is None:
-                continue
+        for _, message in self._received(drone, sock, topic=False):
             body = message.body
             if isinstance(body, (HeartbeatReply, Ack)):
                 self.stats.add("accepted")

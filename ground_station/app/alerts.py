@@ -23,10 +23,10 @@ from PyQt6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
-    QVBoxLayout,
 )
+
+from ground_station.app.widgets import boxed_table
 
 SEVERITIES = ("info", "warning", "error", "critical")
 COLOURS = {"info": "#455a64", "warning": "#e65100", "error": "#c62828", "critical": "#880e4f"}
@@ -159,12 +159,7 @@ class AlertPanel(QGroupBox):
     def __init__(self, model: AlertModel) -> None:
         super().__init__("Alerts")
         self.model = model
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        self.table = QTableWidget(0, len(self.COLUMNS))
-        self.table.setObjectName("alerts")
-        self.table.setHorizontalHeaderLabels(self.COLUMNS)
-        self.table.verticalHeader().setVisible(False)  # type: ignore[union-attr]
+        self.table = boxed_table(self, "alerts", self.COLUMNS)
         self.table.setWordWrap(False)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.table.horizontalHeader()
@@ -172,7 +167,6 @@ class AlertPanel(QGroupBox):
         for column in range(3):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        layout.addWidget(self.table)
         self._rows: dict[int, int] = {}  # id(alert) -> row
         model.raised.connect(self.show_alert)
         model.changed.connect(self._title)

@@ -8,13 +8,13 @@ from collections import deque
 
 from PyQt6.QtCore import QObject, QTimer
 
+from common.stats import nearest_rank
+
 
 def percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100.0 * (len(ordered) - 1))))
-    return ordered[index]
+    return nearest_rank(sorted(values), q / 100.0)
 
 
 class LoopMonitor(QObject):

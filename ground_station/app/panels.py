@@ -20,12 +20,12 @@ from PyQt6.QtWidgets import (
     QListWidget,
     QPushButton,
     QSizePolicy,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from ground_station.app.widgets import boxed_table, safety_buttons
 from ground_station.fleet.declarations import DeclarationRow, DeclarationRows
 from ground_station.fleet.state import AckRecord, DeclarationRecord, OrderRecord
 
@@ -114,12 +114,7 @@ class DeclarationLog(QGroupBox):
         super().__init__("Declarations")
         self.on_judge = on_judge
         self.model = DeclarationRows()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        self.table = QTableWidget(0, len(self.COLUMNS))
-        self.table.setObjectName("declarations")
-        self.table.setHorizontalHeaderLabels(self.COLUMNS)
-        self.table.verticalHeader().setVisible(False)  # type: ignore[union-attr]
+        self.table = boxed_table(self, "declarations", self.COLUMNS)
         self.table.setSortingEnabled(False)
         header = self.table.horizontalHeader()
         assert header is not None
@@ -129,7 +124,6 @@ class DeclarationLog(QGroupBox):
         header.setSectionResizeMode(len(self.COLUMNS) - 1, QHeaderView.ResizeMode.Fixed)
         header.resizeSection(len(self.COLUMNS) - 1, self.JUDGEMENT_WIDTH_PX)
         header.setStretchLastSection(False)
-        layout.addWidget(self.table)
         self.rows: dict[str, int] = {}  # declaration id -> row (every id of a grouped row)
         self.gone: set[str] = set()
 
@@ -266,16 +260,14 @@ class SafetyBar(QFrame):
         self.setObjectName("safety-bar")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         layout = QHBoxLayout(self)
-        self.buttons: dict[str, QPushButton] = {}
-        for kind, text, _ in self.ACTIONS:
-            button = QPushButton(text)
-            button.setObjectName(f"fleet-{kind}")
-            button.setMinimumHeight(34)
-            if kind == "estop":
-                button.setStyleSheet("background:#b71c1c;color:white;font-weight:bold;font-size:14px")
-            button.clicked.connect(lambda _=False, k=kind: on_safety(k, None))
-            layout.addWidget(button)
-            self.buttons[kind] = button
+        self.buttons = safety_buttons(
+            layout,
+            ((kind, text) for kind, text, _ in self.ACTIONS),
+            lambda kind: f"fleet-{kind}",
+            "background:#b71c1c;color:white;font-weight:bold;font-size:14px",
+            lambda kind: on_safety(kind, None),
+            min_height_px=34,
+        )
         self.acks = QLabel("no safety command sent")
         self.acks.setObjectName("fleet-acks")
         self.acks.setTextFormat(Qt.TextFormat.RichText)

@@ -18,6 +18,7 @@ from common.actions import Go, action_name
 from common.messages import JetsonHealth
 from ground_station.app.metrics import Metrics
 from ground_station.app.recording import ViewRecorder
+from ground_station.app.widgets import safety_buttons
 from ground_station.fleet.lifecycle import LifeState, life_state
 from ground_station.fleet.state import DroneState, FrameRecord, StepRecord
 
@@ -188,15 +189,13 @@ class DroneTile(QFrame):
         self.problem.hide()
         layout.addWidget(self.problem)
         row = QHBoxLayout()
-        self.buttons: dict[str, QPushButton] = {}
-        for kind, text in (("estop", "E-STOP"), ("hold", "Hold"), ("land", "Land"), ("return_home", "Home")):
-            button = QPushButton(text)
-            button.setObjectName(f"{kind}-{drone_id}")
-            if kind == "estop":
-                button.setStyleSheet("background:#c62828;color:white;font-weight:bold")
-            button.clicked.connect(lambda _=False, k=kind: on_safety(k, drone_id))
-            row.addWidget(button)
-            self.buttons[kind] = button
+        self.buttons = safety_buttons(
+            row,
+            (("estop", "E-STOP"), ("hold", "Hold"), ("land", "Land"), ("return_home", "Home")),
+            lambda kind: f"{kind}-{drone_id}",
+            "background:#c62828;color:white;font-weight:bold",
+            lambda kind: on_safety(kind, drone_id),
+        )
         self.relaunch = QPushButton("Re-launch")
         self.relaunch.setObjectName(f"relaunch-{drone_id}")
         self.relaunch.setToolTip("start this drone's onboard process again (the ground station launched it)")

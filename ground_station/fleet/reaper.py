@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from common.procs import stop_process
 from ground_station.fleet.pdeathsig import die_with_parent
 
 
@@ -78,12 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         while time.monotonic() < deadline and fleet_processes(args.watch, mine):
             time.sleep(0.2)
     if child.poll() is None:
-        child.terminate()
-        try:
-            child.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+        stop_process(child, 5.0)
     return child.returncode
 
 

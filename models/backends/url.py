@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import msgspec
 
+from common.checks import optional_number
 from common.errors import ConfigError
+
+_N = TypeVar("_N", int, float)
 
 
 class BackendURL(msgspec.Struct, frozen=True):
@@ -19,27 +24,20 @@ class BackendURL(msgspec.Struct, frozen=True):
         return self.params.get(key, default)
 
     def get_float(self, key: str, default: float, minimum: float = 0.0) -> float:
-        raw = self.params.get(key)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigError(f"backend URL parameter {key}={raw!r} is not a number") from None
-        if not math.isfinite(value) or value < minimum:
-            raise ConfigError(f"backend URL parameter {key}={raw!r} must be a finite number >= {minimum}")
-        return value
+        return self._number(key, default, float, minimum, "a number", "a finite number ")
 
     def get_int(self, key: str, default: int, minimum: int = 0) -> int:
+        return self._number(key, default, int, minimum, "an integer", "")
+
+    def _number(
+        self, key: str, default: _N, convert: Callable[[str], _N], minimum: _N, kind: str, bound: str
+    ) -> _N:
         raw = self.params.get(key)
-        if raw is None:
+        value = optional_number(raw, convert, f"backend URL parameter {key}", kind)
+        if value is None:
             return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigError(f"backend URL parameter {key}={raw!r} is not an integer") from None
-        if value < minimum:
-            raise ConfigError(f"backend URL parameter {key}={raw!r} must be >= {minimum}")
+        if (isinstance(value, float) and not math.isfinite(value)) or value < minimum:
+            raise ConfigError(f"backend URL parameter {key}={raw!r} must be {bound}>= {minimum}")
         return value
 
 

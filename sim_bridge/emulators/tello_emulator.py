@@ -57,6 +57,13 @@ SDK3_ONLY += ("throwfly", "keepalive", "reboot")
 EDU_ONLY = ("mon", "moff", "mdirection", "ap", "jump")
 VIDEO_SIZE = (960, 720)
 SETFPS = {"low": 5.0, "middle": 15.0, "high": 30.0}
+# Commands that only switch a flag on or off: word -> (attribute, value).
+_SWITCHES = {
+    "streamon": ("streaming", True),
+    "streamoff": ("streaming", False),
+    "mon": ("mission_pads", True),
+    "moff": ("mission_pads", False),
+}
 ROTATE_STEP_DEG = 90.0  # a turn is flown in steps shorter than 180 degrees: always the commanded way
 FLIP_S = 1.2
 
@@ -367,17 +374,14 @@ class TelloEmulator:
         """Commands answered at once (no manoeuvre); None for the others."""
         if word == "keepalive":
             return "ok"
-        if word in ("streamon", "streamoff"):
-            self.streaming = word == "streamon"
+        if word in _SWITCHES:
+            setattr(self, *_SWITCHES[word])
             return "ok"
         if word == "speed":
             v = _ints(args, 1)
             if v is None or not 10 <= v[0] <= 100:
                 return "error out of range"
             self.speed_cm_s = v[0]
-            return "ok"
-        if word in ("mon", "moff"):
-            self.mission_pads = word == "mon"
             return "ok"
         if word == "mdirection":
             v = _ints(args, 1)
