@@ -23,6 +23,8 @@ from episodes.report import EpisodeRow, GroupStats
 
 # The simulator's colour names in matplotlib's (white and silver keep a dark edge to be seen).
 _COLOURS = {"grey": "grey", "silver": "silver", "white": "white", "pink": "hotpink"}
+# drones' paths: blues and dark hues, apart from the named colours targets and look-alikes wear
+DRONE_COLOURS = ("tab:blue", "navy", "tab:cyan", "slategrey", "teal", "midnightblue")
 PANEL_IN = 3.4  # one trace panel, inches (at 100 dpi: 340 px)
 DPI = 100
 
@@ -57,7 +59,10 @@ def draw_trace(ax: Any, row: EpisodeRow, delta_m: float | None = None, compact: 
     logs = read_episode(Path(row.directory))
     record = logs.record
     delta = delta_m or (record.delta_m if record else 5.0)
-    poses = [t.pose for t in logs.trace if t.pose is not None]
+    poses_by_drone: dict[str, list[list[float]]] = {}
+    for line in logs.trace:
+        if line.pose is not None:
+            poses_by_drone.setdefault(line.drone, []).append(line.pose)
     targets = [t.target_pose for t in logs.trace if t.target_pose is not None]
     target = record.targets[0] if record and record.targets else None
     target_colour = _colour(target.colour if target else None, "tab:red")
@@ -79,9 +84,14 @@ def draw_trace(ax: Any, row: EpisodeRow, delta_m: float | None = None, compact: 
             ax.annotate(
                 obj.class_, (obj.pose[1], obj.pose[0]), fontsize=7, xytext=(4, 4), textcoords="offset points"
             )
-    if poses:
-        ax.plot([p[1] for p in poses], [p[0] for p in poses], "-", color="tab:blue", lw=1.2, label="drone")
-        ax.plot(poses[0][1], poses[0][0], "o", color="tab:blue", ms=5, label="start")
+    # One line a drone: the trace interleaves a fleet's samples, and one polyline through all of
+    # them would draw a fan between the drones instead of their paths.
+    fleet = len(poses_by_drone) > 1
+    for i, (drone, poses) in enumerate(sorted(poses_by_drone.items())):
+        colour = DRONE_COLOURS[i % len(DRONE_COLOURS)]
+        label = drone if fleet else "drone"
+        ax.plot([p[1] for p in poses], [p[0] for p in poses], "-", color=colour, lw=1.2, label=label)
+        ax.plot(poses[0][1], poses[0][0], "o", color=colour, ms=5, label="start")
     if len(targets) > 1 and targets[0][:2] != targets[-1][:2]:
         ax.plot(
             [p[1] for p in targets], [p[0] for p in targets], ":", color="black", lw=1.0, label="target track"

@@ -54,6 +54,37 @@ def test_a_trace_panel_draws_target_distractors_look_alikes_ring_and_declaration
         plt.close(fig)
 
 
+def test_a_fleet_trace_draws_one_path_a_drone(two_runs, tmp_path) -> None:
+    """A fleet's trace.jsonl interleaves its drones' samples; each drone gets its own line."""
+    import shutil
+
+    from common.logformat import TraceLine
+    from episodes.plots import _pyplot, draw_trace
+
+    episode = tmp_path / "fleet"
+    shutil.copytree(Path(load_rows(two_runs[0])[0].directory), episode)
+    trace = episode / "trace.jsonl"
+    lines = [msgspec.json.decode(raw, type=TraceLine) for raw in trace.read_bytes().splitlines()]
+    fleet = []
+    for line in lines:  # Drone2 flies Drone1's path 6 m east, sampled at the same instants
+        assert line.pose is not None
+        moved = [line.pose[0], line.pose[1] + 6.0, *line.pose[2:]]
+        fleet += [line, msgspec.structs.replace(line, drone="Drone2", pose=moved)]
+    trace.write_bytes(b"".join(msgspec.json.encode(line) + b"\n" for line in fleet))
+    row = load_rows(episode)[0]
+    plt = _pyplot()
+    fig, ax = plt.subplots()
+    try:
+        draw_trace(ax, row)
+        paths = {line.get_label(): line for line in ax.lines if line.get_label().startswith("Drone")}
+        assert set(paths) == {"Drone1", "Drone2"}, [line.get_label() for line in ax.lines]
+        east = {name: set(line.get_xdata()) for name, line in paths.items()}
+        assert len(east["Drone1"]) > 1 and not east["Drone1"] & east["Drone2"]  # no segment joins them
+        assert paths["Drone1"].get_color() != paths["Drone2"].get_color()
+    finally:
+        plt.close(fig)
+
+
 def test_report_writes_png_and_pdf_at_a_readable_size_and_vs_bars_side_by_side(two_runs, tmp_path) -> None:
     from episodes.plots import bar_series
 
