@@ -81,8 +81,12 @@ class LockstepCommander:
         runtimes: Sequence[Any],
         instruction: str,
         expires_after_steps: int = ORDER_EXPIRES_AFTER_STEPS,
+        latency: Any = None,
     ) -> None:
         self.commander = commander
+        # an injected-latency model, or None: the call's measured time (which makes the episode
+        # depend on the machine's load: an injected latency keeps lock-step deterministic)
+        self.latency = latency
         self.runtimes = list(runtimes)
         self.instruction = instruction
         self.expires_after_steps = expires_after_steps
@@ -126,7 +130,8 @@ class LockstepCommander:
         situation = self._situation()
         started = time.perf_counter()
         orders = self.commander.plan(situation)
-        latency_s = time.perf_counter() - started
+        measured_s = time.perf_counter() - started
+        latency_s = measured_s if self.latency is None else max(0.0, self.latency(None))
         self.calls += 1
         self.latencies_s.append(latency_s)
         self.replans.append(why)
@@ -142,6 +147,7 @@ class LockstepCommander:
             error=orders.error,
             detail=orders.detail,
             latency_s=latency_s,
+            measured_s=measured_s,
         )
         if orders.orders is None:
             self.errors.append(orders.error or "commander gave no orders")
@@ -308,7 +314,10 @@ def fly_fleet_local(
             joint = JointModel(options.pilot, runtimes, latency)
         else:
             commander = LockstepCommander(
-                _commander(options.commander, len(names), record.camera), runtimes, record.instruction
+                _commander(options.commander, len(names), record.camera),
+                runtimes,
+                record.instruction,
+                latency=latency,
             )
             on_round = commander
         driver = MultiLockstepDriver(

@@ -16,7 +16,7 @@ from episodes.logs import read_episode
 from episodes.preflight import expectation_for
 from episodes.records import DroneStart, EpisodeRecord, SceneObject
 from episodes.report import groups, load_rows
-from episodes.runner import RESULT_FILE, RunOptions, run_episode, run_suite
+from episodes.runner import RESULT_FILE, LatencySpec, RunOptions, run_episode, run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 
 pytest.importorskip("pybullet")
@@ -107,6 +107,31 @@ def test_commander_orders_expire_and_are_replanned(tmp_path: Path) -> None:
     assert replans[0] == "start" and any("expired:" in why for why in replans[1:]), replans
     events = lines(out / "events.jsonl")
     assert any(e["event"] == "order_expired" for e in events)
+
+
+def test_a_commanded_fleet_with_injected_latency_flies_the_same_twice(tmp_path: Path) -> None:
+    """The commander's call costs the injected latency, not its measured compute time (which varies
+    with the machine's load and made two flights of one record differ)."""
+    record = fleet_record("fleet-twice", target_x_m=60.0, task_type="plate")
+    options = RunOptions(
+        pilot="baseline",
+        structure="commander",
+        save_frames=False,
+        t_max_s=6.0,
+        latency=LatencySpec.parse("fixed:0.3"),
+    )
+    flights = []
+    for name in ("first", "second"):
+        result = run_episode(record, tmp_path / name, options)
+        measured = {"latency_s", "stages"}  # the pilot's own compute time, logged as measured
+        steps = [
+            {k: v for k, v in step.items() if k not in measured}
+            for step in lines(tmp_path / name / "steps.jsonl")
+        ]
+        commander = [e for e in lines(tmp_path / name / "events.jsonl") if e["event"] == "commander"]
+        assert len(commander) >= 2 and {e["latency_s"] for e in commander} == {0.3}, commander
+        flights.append((result["sim_time_s"], result["steps"], steps, lines(tmp_path / name / "trace.jsonl")))
+    assert flights[0] == flights[1]
 
 
 def test_one_context_model_flies_all_drones_with_shared_call_ids(tmp_path: Path) -> None:
