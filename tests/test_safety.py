@@ -109,11 +109,11 @@ class SimFlight:
         return self.world.clock.now()
 
     def fly_forward(self, speed_m_s: float = 2.0, duration_s: float = 60.0) -> None:
-        from onboard.controller import ControlPlan
+        from onboard.controller import ControlPlan, PlanKind
         from onboard.setpoints import MotionSchedule
 
         plan = ControlPlan(
-            action="go",
+            kind=PlanKind.GO,
             yaw_deg=0.0,
             yaw_rate_deg_s=0.0,
             yaw_duration_s=0.0,
