@@ -10,7 +10,6 @@ imports them only when a URL of that scheme is opened, so `common` stays free of
 
 from __future__ import annotations
 
-import importlib
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -18,6 +17,7 @@ import msgspec
 
 from common.errors import ConfigError
 from common.pose import Frame, Pose
+from common.schemes import SchemeRegistry
 
 
 class Telemetry(msgspec.Struct, frozen=True):
@@ -71,30 +71,30 @@ class Vehicle(Protocol):
 
 
 # scheme -> "module:factory"; factory(url: str) -> Vehicle
-_VEHICLE_SCHEMES: dict[str, str] = {
-    "airsim": "sim_bridge.airsim_vehicle:open_airsim_vehicle",
-    "mavlink": "onboard.vehicles.px4:open_mavlink_vehicle",
-    "tello": "onboard.vehicles.tello:open_tello_vehicle",
-}
+_VEHICLES = SchemeRegistry(
+    "vehicle",
+    {
+        "airsim": "sim_bridge.airsim_vehicle:open_airsim_vehicle",
+        "mavlink": "onboard.vehicles.px4:open_mavlink_vehicle",
+        "tello": "onboard.vehicles.tello:open_tello_vehicle",
+    },
+)
 
 
 def register_vehicle_scheme(scheme: str, factory_path: str) -> None:
     """Register `scheme://...` URLs as opened by the function at "package.module:function"."""
-    if ":" not in factory_path:
-        raise ConfigError(f"vehicle factory {factory_path!r} must look like 'package.module:function'")
-    _VEHICLE_SCHEMES[scheme] = factory_path
+    _VEHICLES.register(scheme, factory_path)
 
 
 def vehicle_schemes() -> list[str]:
-    return sorted(_VEHICLE_SCHEMES)
+    return _VEHICLES.schemes()
 
 
 def open_vehicle(url: str) -> Vehicle:
     """A Vehicle (not yet connected) for a URL such as airsim://127.0.0.1:41451/Drone1."""
-    scheme = urlsplit(url).scheme
-    if scheme not in _VEHICLE_SCHEMES:
+    factory = _VEHICLES.factory(url)
+    if factory is None:
+        scheme = urlsplit(url).scheme
         raise ConfigError(f"vehicle URL {url!r}: unknown scheme {scheme!r}, known: {vehicle_schemes()}")
-    module_name, func_name = _VEHICLE_SCHEMES[scheme].split(":", 1)
-    factory = getattr(importlib.import_module(module_name), func_name)
     vehicle: Vehicle = factory(url)
     return vehicle

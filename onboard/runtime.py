@@ -29,6 +29,7 @@ from common.errors import SafetyError, VehicleError
 from common.interfaces import Camera, Telemetry, Vehicle
 from common.logformat import DeclarationLine, StepLine, TraceLine, pose_list
 from common.pose import Frame, Pose
+from common.truth import GroundTruth, TruthSample
 from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
 from onboard.config_limits import check_limits
@@ -47,7 +48,6 @@ from onboard.realtime import restore_thread_nice, set_thread_nice
 from onboard.recorder import FlightRecorder, RecorderConfig
 from onboard.safety import VIDEO, Clamp, Mode, SafetyConfig, SafetyGovernor, Transition
 from onboard.setpoints import MotionSchedule, Setpoint
-from onboard.truth import GroundTruth, TruthSample
 from onboard.vehicles.video import FrameFreshness
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import numpy as np
 
 from common.interfaces import Telemetry
 from common.pose import Frame, Pose
-from onboard.truth import TruthSample
+from common.truth import TruthSample
 from sim_bridge.sim.world import Render, World
 
 # A streamed setpoint keeps the vehicle moving this long; then it brakes to a hold (SimpleFlight-like).

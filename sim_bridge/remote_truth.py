@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from common.pose import Frame
-from onboard.truth import TruthSample
+from common.truth import TruthSample
 from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url, quat_yaw_deg
 
 log = logging.getLogger(__name__)
@@ -270,3 +270,8 @@ class RemoteTruth:
             except Exception:
                 log.debug("closing the truth client failed", exc_info=True)
             self._local.client = None
+
+
+def open_remote_truth(vehicle_url: str, target: str) -> RemoteTruth:
+    """Registered in common.truth for the airsim:// scheme."""
+    return RemoteTruth(vehicle_url, target)
