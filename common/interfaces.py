@@ -10,7 +10,7 @@ imports them only when a URL of that scheme is opened, so `common` stays free of
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 import msgspec
@@ -43,9 +43,21 @@ class Camera(Protocol):
         ...
 
 
+_V = TypeVar("_V", bound="Vehicle")
+
+
 @runtime_checkable
 class Vehicle(Protocol):
+    """A vehicle adapter. Adapters subclass this protocol for its `with` support: `with
+    open_vehicle(url) as vehicle:` connects on entry and closes on exit, however the block ends."""
+
     def connect(self) -> None: ...
+
+    @property
+    def is_connected(self) -> bool:
+        """connect() succeeded and close() has not been called since (the link's health is
+        Telemetry.link_ok)."""
+        ...
 
     def arm(self) -> None: ...
 
@@ -65,9 +77,20 @@ class Vehicle(Protocol):
         """A streaming setpoint: keeps the vehicle moving for a short watchdog time, then it holds."""
         ...
 
+    def emergency_stop(self) -> None:
+        """Motors off now, wherever the vehicle is (it falls): the e-stop's `kill` action."""
+        ...
+
     def telemetry(self) -> Telemetry: ...
 
     def close(self) -> None: ...
+
+    def __enter__(self: _V) -> _V:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # scheme -> "module:factory"; factory(url: str) -> Vehicle

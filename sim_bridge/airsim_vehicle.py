@@ -13,6 +13,7 @@ URL: ``airsim://HOST:PORT/VEHICLE[?spawn=x,y,z][&camera=0][&watchdog_s=0.25][&ap
 - Lock-step (`lockstep = True`, set by episodes.hil): the server is paused and a driver advances it
   with simContinueForTime (`continue_for_time`, on this thread's connection, so that the commands sent
   before it are applied before the time runs); take-off then only starts the climb.
+- E-stop: `emergency_stop()` disarms (armDisarm(False)), the stock RPC's only way to stop the motors.
 
 The airsim clients (msgpackrpc) are not thread-safe and cannot run inside a running asyncio loop, so
 every thread gets its own client (threading.local).
@@ -33,7 +34,7 @@ import numpy as np
 
 from common.checks import query_float, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
-from common.interfaces import Telemetry
+from common.interfaces import Telemetry, Vehicle
 from common.pose import Frame, Pose, wrap_deg
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ class _Clients(threading.local):
     client: Any = None
 
 
-class AirSimVehicle:
+class AirSimVehicle(Vehicle):
     """Vehicle over airsim.MultirotorClient; `camera()` gives the matching Camera."""
 
     def __init__(self, target: AirSimTarget, timeout_s: float = 3600.0) -> None:
@@ -220,10 +221,21 @@ class AirSimVehicle:
         _ = self.spawn
         self._connected = True
 
+    @property
+    def is_connected(self) -> bool:
+        return self._connected
+
     def arm(self) -> None:
         if not self._client().armDisarm(True, self.name):
             raise VehicleError(f"{self.name}: arming refused (is API control enabled?)")
         self._armed = True
+
+    def emergency_stop(self) -> None:
+        """Motors off: AirSim's RPC has no kill command; disarming is its closest equivalent (the
+        flight controller stops driving the rotors wherever the vehicle is)."""
+        if not self._client().armDisarm(False, self.name):
+            raise VehicleError(f"{self.name}: disarming refused (is API control enabled?)")
+        self._armed = False
 
     def takeoff(self, altitude_m: float) -> None:
         c = self._client()
@@ -328,6 +340,7 @@ class AirSimVehicle:
 
     def close(self) -> None:
         # Each thread's client closes with its socket; dropping ours is enough (msgpackrpc has no close()).
+        self._connected = False
         c = self._local.client
         if c is not None:
             try:

@@ -178,6 +178,33 @@ def test_link_loss_holds_then_lands_through_the_actuation_loop(flight) -> None:
     assert f.pose().z_m == pytest.approx(0.0, abs=0.3)
 
 
+def test_estop_kill_stops_the_motors_of_the_simulated_drone(flight) -> None:
+    """estop_action=kill through the real actuation loop: the vehicle's emergency_stop (the protocol's,
+    no probing) puts the drone on its floor, disarmed, and it stays there while the loop ticks on."""
+    f = flight(estop_action="kill")
+    f.fly_forward()
+    f.run(1.0)
+    assert f.pose().z_m < -2.0  # flying, 3 m up
+    assert f.governor.estop("test")
+    f.run(0.1)
+    model = f.world.vehicle("Drone1").model
+    stopped = f.pose()
+    assert model.landed and not model.armed and stopped.z_m == pytest.approx(model.floor_z_m, abs=1e-6)
+    f.fly_forward()  # a plan after the e-stop moves nothing
+    f.run(2.0)
+    assert f.pose().x_m == pytest.approx(stopped.x_m, abs=1e-6) and model.landed
+
+
+def test_estop_land_lands_the_simulated_drone(flight) -> None:
+    f = flight(estop_action="land")
+    f.fly_forward()
+    f.run(1.0)
+    assert f.governor.estop("test")
+    f.run(8.0)
+    model = f.world.vehicle("Drone1").model
+    assert model.landed and model.armed  # landed by the landing, not by killing the motors
+
+
 def test_a_link_that_never_comes_up_holds_and_lands_from_when_it_was_bound(flight) -> None:
     f = flight(link_lost_hold_s=1.0, link_lost_land_s=4.0)
     bound_s = f.now()

@@ -1,4 +1,5 @@
-"""Ground truth opened by the vehicle URL's scheme (common.truth), as vehicles are (common.interfaces)."""
+"""Ground truth opened by the vehicle URL's scheme (common.truth), as vehicles are (common.interfaces);
+and the in-process vehicle as a context manager."""
 
 from __future__ import annotations
 
@@ -22,3 +23,21 @@ def test_a_scheme_without_truth_is_one_clear_error() -> None:
     with pytest.raises(ConfigError, match=r"must look like 'package\.module:function'"):
         register_truth_scheme("bogus", "no_colon_here")
     assert "bogus" not in truth_schemes()
+
+
+def test_local_vehicle_with_block_connects_and_closes() -> None:
+    pytest.importorskip("pybullet")
+    from sim_bridge.local import LocalVehicle
+    from sim_bridge.sim.world import World
+
+    world = World("blocks", vehicles=1, seed=0)
+    try:
+        vehicle = LocalVehicle(world, "Drone1")
+        assert not vehicle.is_connected
+        with vehicle as v:
+            assert v is vehicle and v.is_connected
+        assert not vehicle.is_connected
+        with pytest.raises(Exception, match="Nobody"), LocalVehicle(world, "Nobody"):
+            pass  # an unknown vehicle fails on entry
+    finally:
+        world.close()
