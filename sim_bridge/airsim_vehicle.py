@@ -136,8 +136,20 @@ def parse_airsim_url(url: str) -> AirSimTarget:
     )
 
 
-class _Clients(threading.local):
+class ThreadClients(threading.local):
+    """One airsim client per thread: msgpackrpc clients are not thread-safe."""
+
     client: Any = None
+
+    def close(self) -> None:
+        """Close this thread's client, if it has one; each other thread's closes with its socket."""
+        c = self.client
+        if c is not None:
+            try:
+                c.client.close()
+            except Exception:
+                log.debug("closing an airsim client failed", exc_info=True)
+            self.client = None
 
 
 class AirSimVehicle(Vehicle):
@@ -147,7 +159,7 @@ class AirSimVehicle(Vehicle):
         self.target = target
         self.name = target.vehicle
         self._timeout_s = timeout_s
-        self._local = _Clients()
+        self._local = ThreadClients()
         self._spawn: Pose | None = target.spawn
         self._armed = False
         self._connected = False
@@ -339,15 +351,8 @@ class AirSimVehicle(Vehicle):
         return AirSimCamera(self)
 
     def close(self) -> None:
-        # Each thread's client closes with its socket; dropping ours is enough (msgpackrpc has no close()).
         self._connected = False
-        c = self._local.client
-        if c is not None:
-            try:
-                c.client.close()
-            except Exception:
-                log.debug("closing the airsim client failed", exc_info=True)
-            self._local.client = None
+        self._local.close()
 
 
 def spawn_offset(client: Any, vehicle: str) -> Pose:
