@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ FORBIDDEN = {
 QT = ("PyQt6", "PyQt5", "PySide6")
 
 
-def imported_modules(path: Path) -> set[str]:
+@functools.cache  # every test reads the same files
+def imported_modules(path: Path) -> frozenset[str]:
     """Every module a file imports, at the top or inside a function; relative imports resolved."""
     tree = ast.parse(path.read_text(), filename=str(path))
     package = path.relative_to(ROOT).parent.parts
@@ -37,7 +39,7 @@ def imported_modules(path: Path) -> set[str]:
             else:
                 base = package[: len(package) - (node.level - 1)]
                 names.add(".".join((*base, node.module) if node.module else base))
-    return names
+    return frozenset(names)
 
 
 def source_files(package: str) -> list[Path]:
