@@ -52,10 +52,6 @@ def register_source(scheme: str, factory: SourceFactory | str) -> None:
     _REGISTRY[scheme.lower()] = factory
 
 
-def registered_schemes() -> list[str]:
-    return sorted(_REGISTRY)
-
-
 def open_source(src: str) -> FrameSource:
     src = src.strip()
     if re.fullmatch(r"\d+", src):

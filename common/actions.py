@@ -96,8 +96,3 @@ def action_to_dict(action: Action) -> dict:
 
 def action_from_dict(data: dict) -> Action:
     return msgspec.convert(data, Action)
-
-
-def is_hold(action: Action | None) -> bool:
-    """True for the actions that keep the drone in place (a missing action holds too)."""
-    return action is None or isinstance(action, (Think, Finished))

@@ -10,14 +10,14 @@ imports them only when a URL of that scheme is opened, so `common` stays free of
 
 from __future__ import annotations
 
-import importlib
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 import msgspec
 
 from common.errors import ConfigError
 from common.pose import Frame, Pose
+from common.schemes import SchemeRegistry
 
 
 class Telemetry(msgspec.Struct, frozen=True):
@@ -43,9 +43,21 @@ class Camera(Protocol):
         ...
 
 
+_V = TypeVar("_V", bound="Vehicle")
+
+
 @runtime_checkable
 class Vehicle(Protocol):
+    """A vehicle adapter. Adapters subclass this protocol for its `with` support: `with
+    open_vehicle(url) as vehicle:` connects on entry and closes on exit, however the block ends."""
+
     def connect(self) -> None: ...
+
+    @property
+    def is_connected(self) -> bool:
+        """connect() succeeded and close() has not been called since (the link's health is
+        Telemetry.link_ok)."""
+        ...
 
     def arm(self) -> None: ...
 
@@ -65,36 +77,47 @@ class Vehicle(Protocol):
         """A streaming setpoint: keeps the vehicle moving for a short watchdog time, then it holds."""
         ...
 
+    def emergency_stop(self) -> None:
+        """Motors off now, wherever the vehicle is (it falls): the e-stop's `kill` action."""
+        ...
+
     def telemetry(self) -> Telemetry: ...
 
     def close(self) -> None: ...
 
+    def __enter__(self: _V) -> _V:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 # scheme -> "module:factory"; factory(url: str) -> Vehicle
-_VEHICLE_SCHEMES: dict[str, str] = {
-    "airsim": "sim_bridge.airsim_vehicle:open_airsim_vehicle",
-    "mavlink": "onboard.vehicles.px4:open_mavlink_vehicle",
-    "tello": "onboard.vehicles.tello:open_tello_vehicle",
-}
+_VEHICLES = SchemeRegistry(
+    "vehicle",
+    {
+        "airsim": "sim_bridge.airsim_vehicle:open_airsim_vehicle",
+        "mavlink": "onboard.vehicles.px4:open_mavlink_vehicle",
+        "tello": "onboard.vehicles.tello:open_tello_vehicle",
+    },
+)
 
 
 def register_vehicle_scheme(scheme: str, factory_path: str) -> None:
     """Register `scheme://...` URLs as opened by the function at "package.module:function"."""
-    if ":" not in factory_path:
-        raise ConfigError(f"vehicle factory {factory_path!r} must look like 'package.module:function'")
-    _VEHICLE_SCHEMES[scheme] = factory_path
+    _VEHICLES.register(scheme, factory_path)
 
 
 def vehicle_schemes() -> list[str]:
-    return sorted(_VEHICLE_SCHEMES)
+    return _VEHICLES.schemes()
 
 
 def open_vehicle(url: str) -> Vehicle:
     """A Vehicle (not yet connected) for a URL such as airsim://127.0.0.1:41451/Drone1."""
-    scheme = urlsplit(url).scheme
-    if scheme not in _VEHICLE_SCHEMES:
+    factory = _VEHICLES.factory(url)
+    if factory is None:
+        scheme = urlsplit(url).scheme
         raise ConfigError(f"vehicle URL {url!r}: unknown scheme {scheme!r}, known: {vehicle_schemes()}")
-    module_name, func_name = _VEHICLE_SCHEMES[scheme].split(":", 1)
-    factory = getattr(importlib.import_module(module_name), func_name)
     vehicle: Vehicle = factory(url)
     return vehicle

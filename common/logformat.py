@@ -34,12 +34,6 @@ def pose_list(values: Pose | list[float] | tuple[float, ...]) -> PoseList:
     return (x, y, z, yaw)
 
 
-EPISODE_FILE = "episode.json"
-STEPS_FILE = "steps.jsonl"
-DECLARATIONS_FILE = "declarations.jsonl"
-TRACE_FILE = "trace.jsonl"
-
-
 class StepLine(msgspec.Struct):
     """One decision of one drone."""
 

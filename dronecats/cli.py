@@ -52,7 +52,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "models.cli_serve_model",
         "start a model engine (serving profile), wait, warm it up",
     ),
-    "sim": ("sim_bridge.cli", "the built-in simulator with an AirSim-compatible RPC server"),
+    "sim": ("dronecats.cli_sim", "the built-in simulator with an AirSim-compatible RPC server"),
 }
 
 

@@ -226,14 +226,13 @@ class Actuator:
         if self._landing_started:
             return
         self._landing_started = True
-        kill = mode == Mode.ESTOP and self.governor.config.estop_action == "kill"
-        emergency = getattr(self.vehicle, "emergency_stop", None)
-        if kill and callable(emergency):
+        if mode == Mode.ESTOP and self.governor.config.estop_action == "kill":
             log.warning("e-stop: killing motors")
-            emergency()
-            return
-        if kill:
-            log.warning("e-stop: this vehicle cannot kill motors; landing instead")
+            try:
+                self.vehicle.emergency_stop()
+                return
+            except Exception:
+                log.exception("e-stop: the vehicle refused to stop its motors; landing instead")
         # Landing blocks on some vehicles (AirSim's landAsync().join()): never inside the tick.
         threading.Thread(target=self._land, name="land", daemon=True).start()
 

@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from common.config import load_config
     from common.errors import DroneCatsError, LinkError
     from common.interfaces import open_vehicle
+    from common.truth import open_truth
     from models.serve import make_pilot
     from onboard.recorder import FlightRecorder
     from onboard.runtime import OnboardRuntime, RuntimeConfig
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         )
         truth = None
         if args.truth_target:
-            truth = _remote_truth(args.vehicle, args.truth_target, config.drone)
+            truth = open_truth(args.vehicle, args.truth_target)
         recorder = FlightRecorder(log_dir, config.recorder)
         runtime = OnboardRuntime(config, vehicle, camera, pilot, WallClock(), recorder, truth=truth)
         from onboard.vehicles.faults import attach_vehicle_faults
@@ -234,9 +235,3 @@ class GroundStationPilot:
 
     def close(self) -> None:
         pass
-
-
-def _remote_truth(vehicle_url: str, target: str, drone: str) -> Any:
-    from sim_bridge.remote_truth import RemoteTruth
-
-    return RemoteTruth(vehicle_url, target)

@@ -13,6 +13,7 @@ at capture would end, and `plan_toward` re-plans toward that end.
 
 from __future__ import annotations
 
+import enum
 import math
 
 import msgspec
@@ -23,10 +24,25 @@ from common.pose import Pose, wrap_deg
 from onboard.profiles import FlightProfile
 
 
-class ControlPlan(msgspec.Struct, frozen=True):
-    """One turn, then one move. `hold` is true when nothing moves (no turn and no move)."""
+class PlanKind(enum.Enum):
+    """What a plan is for: the action it executes, or why the drone holds without one."""
 
-    action: str  # the action this plan executes: go, rotate, think, finished, or "replan"
+    GO = "go"
+    ROTATE = "rotate"
+    THINK = "think"  # holds
+    FINISHED = "finished"  # holds
+    NO_ACTION = "none"  # holds: the reply was discarded (no action to execute)
+    REPLAN = "replan"  # a late `go` re-planned from the current pose (latency compensation)
+    MISSED = "miss"  # holds: the pilot's reply was malformed, stale or a backend error
+    NO_FRAME = "no frame"  # holds: the camera gave no (fresh) frame this step
+
+
+class ControlPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """One turn, then one move. `hold` is true when nothing moves (no turn and no move).
+
+    Keyword-only: ten floats in a row are too easy to pass in the wrong order."""
+
+    kind: PlanKind
     yaw_deg: float  # turn in place first (positive = clockwise)
     yaw_rate_deg_s: float  # signed, so that yaw_rate_deg_s * yaw_duration_s == yaw_deg
     yaw_duration_s: float
@@ -57,8 +73,27 @@ class ControlPlan(msgspec.Struct, frozen=True):
         }
 
 
-def hold_plan(action: str) -> ControlPlan:
-    return ControlPlan(action, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, True)
+def hold_plan(kind: PlanKind) -> ControlPlan:
+    """Nothing moves: no turn, no move."""
+    return turn_plan(kind, 0.0, 0.0, 0.0, hold=True)
+
+
+def turn_plan(
+    kind: PlanKind, yaw_deg: float, yaw_rate_deg_s: float, yaw_duration_s: float, hold: bool
+) -> ControlPlan:
+    """A turn in place and no move."""
+    return ControlPlan(
+        kind=kind,
+        yaw_deg=yaw_deg,
+        yaw_rate_deg_s=yaw_rate_deg_s,
+        yaw_duration_s=yaw_duration_s,
+        forward_m_s=0.0,
+        right_m_s=0.0,
+        up_m_s=0.0,
+        duration_s=0.0,
+        step_m=0.0,
+        hold=hold,
+    )
 
 
 def undistort_pixel(px: float, py: float, camera: CameraProfile) -> tuple[float, float]:
@@ -113,7 +148,7 @@ def _shape_move(
 
 
 def _assemble(
-    action: str,
+    kind: PlanKind,
     yaw_deg: float,
     right: float,
     forward: float,
@@ -124,14 +159,14 @@ def _assemble(
     yaw, rate, yaw_duration_s = _turn(yaw_deg, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
     if step_m <= 0 or dist == 0:
-        return ControlPlan(action, yaw, rate, yaw_duration_s, 0.0, 0.0, 0.0, 0.0, 0.0, hold=yaw == 0)
+        return turn_plan(kind, yaw, rate, yaw_duration_s, hold=yaw == 0)
     speed = profile.speed_m_s
     unit = (forward / dist, right / dist, up / dist)
     return ControlPlan(
-        action,
-        yaw,
-        rate,
-        yaw_duration_s,
+        kind=kind,
+        yaw_deg=yaw,
+        yaw_rate_deg_s=rate,
+        yaw_duration_s=yaw_duration_s,
         forward_m_s=speed * unit[0],
         right_m_s=speed * unit[1],
         up_m_s=speed * unit[2],
@@ -161,7 +196,9 @@ def plan_go(
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
     # Cap first, then the bands, on the model's depth (not on dist).
-    return _assemble("go", yaw_deg, right, forward, up, _banded_step_m(dist, depth_m, profile), profile)
+    return _assemble(
+        PlanKind.GO, yaw_deg, right, forward, up, _banded_step_m(dist, depth_m, profile), profile
+    )
 
 
 def _banded_step_m(dist_m: float, band_depth_m: float, profile: FlightProfile) -> float:
@@ -176,7 +213,7 @@ def plan_rotate(rotate: Rotate, profile: FlightProfile) -> ControlPlan:
     limit = profile.rotate_limit_deg
     angle = max(-limit, min(limit, rotate.angle_deg))
     yaw, rate, duration = _turn(angle, profile)
-    return ControlPlan("rotate", yaw, rate, duration, 0.0, 0.0, 0.0, 0.0, 0.0, hold=yaw == 0)
+    return turn_plan(PlanKind.ROTATE, yaw, rate, duration, hold=yaw == 0)
 
 
 def plan_action(
@@ -191,10 +228,10 @@ def plan_action(
     if isinstance(action, Rotate):
         return plan_rotate(action, profile)
     if isinstance(action, Think):
-        return hold_plan("think")
+        return hold_plan(PlanKind.THINK)
     if isinstance(action, Finished):
-        return hold_plan("finished")
-    return hold_plan("none")
+        return hold_plan(PlanKind.FINISHED)
+    return hold_plan(PlanKind.NO_ACTION)
 
 
 def body_to_world(
@@ -236,11 +273,11 @@ def plan_toward(
     """
     dn, de, dd = goal.x_m - pose.x_m, goal.y_m - pose.y_m, goal.z_m - pose.z_m
     if math.sqrt(dn * dn + de * de + dd * dd) < arrive_tolerance_m:
-        return hold_plan("replan")
+        return hold_plan(PlanKind.REPLAN)
     forward, right, up = world_to_body(dn, de, dd, pose.yaw_deg)
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
-    return _assemble("replan", yaw_deg, right, forward, up, min(dist, profile.cap_m), profile)
+    return _assemble(PlanKind.REPLAN, yaw_deg, right, forward, up, min(dist, profile.cap_m), profile)
 
 
 def go_world_point(
@@ -271,4 +308,6 @@ def plan_toward_point(
     forward, right, up = world_to_body(dn, dd_e, dd, pose.yaw_deg)
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
-    return _assemble("replan", yaw_deg, right, forward, up, _banded_step_m(dist, forward, profile), profile)
+    return _assemble(
+        PlanKind.REPLAN, yaw_deg, right, forward, up, _banded_step_m(dist, forward, profile), profile
+    )

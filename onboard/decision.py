@@ -14,17 +14,19 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from common.actions import Action, Finished, Go, Rotate, action_name, action_to_dict
+from common.actions import Action, Go, Rotate, action_name
 from common.camera import CameraProfile
-from common.pose import Frame, Pose, wrap_deg
+from common.pose import Pose, wrap_deg
 from onboard.controller import (
     ControlPlan,
+    PlanKind,
     go_world_goal,
     go_world_point,
     hold_plan,
     plan_action,
     plan_toward,
     plan_toward_point,
+    turn_plan,
 )
 from onboard.profiles import FlightProfile
 
@@ -95,21 +97,12 @@ def replan_from_current(
     if isinstance(action, Rotate):
         remaining_deg = wrap_deg(capture_pose.yaw_deg + plan.yaw_deg - current_pose.yaw_deg)
         if abs(remaining_deg) < 0.5:
-            return hold_plan("rotate")
+            return hold_plan(PlanKind.ROTATE)
         limit = profile.rotate_limit_deg
         remaining_deg = max(-limit, min(limit, remaining_deg))
         rate = profile.yaw_rate_deg_s if remaining_deg > 0 else -profile.yaw_rate_deg_s
-        return ControlPlan(
-            "rotate",
-            remaining_deg,
-            rate,
-            abs(remaining_deg) / profile.yaw_rate_deg_s,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            False,
+        return turn_plan(
+            PlanKind.ROTATE, remaining_deg, rate, abs(remaining_deg) / profile.yaw_rate_deg_s, hold=False
         )
     return plan
 
@@ -132,32 +125,9 @@ def make_plan(
     return plan
 
 
-def step_record(
-    t: float,
-    drone: str,
-    action: Action | None,
-    raw: str,
-    latency_s: float,
-    frame: Frame | None,
-) -> dict:
-    """Fields of a steps.jsonl line that the decision itself knows."""
-    return {
-        "t": t,
-        "drone": drone,
-        "action": None if action is None else action_to_dict(action),
-        "raw": raw,
-        "latency_s": latency_s,
-        "capture_t": None if frame is None else frame.capture_time_s,
-    }
-
-
 def count_action(counters: DecisionCounters, action: Action) -> None:
     name = action_name(action)
     counters.by_action[name] = counters.by_action.get(name, 0) + 1
-
-
-def is_declaration(action: Action | None) -> bool:
-    return isinstance(action, Finished)
 
 
 def wall_timer() -> float:

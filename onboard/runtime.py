@@ -29,10 +29,11 @@ from common.errors import SafetyError, VehicleError
 from common.interfaces import Camera, Telemetry, Vehicle
 from common.logformat import DeclarationLine, StepLine, TraceLine, pose_list
 from common.pose import Frame, Pose
+from common.truth import GroundTruth, TruthSample
 from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
 from onboard.config_limits import check_limits
-from onboard.controller import ControlPlan, hold_plan
+from onboard.controller import ControlPlan, PlanKind, hold_plan
 from onboard.decision import (
     LATENCY_GOALS,
     DecisionCounters,
@@ -47,7 +48,6 @@ from onboard.realtime import restore_thread_nice, set_thread_nice
 from onboard.recorder import FlightRecorder, RecorderConfig
 from onboard.safety import VIDEO, Clamp, Mode, SafetyConfig, SafetyGovernor, Transition
 from onboard.setpoints import MotionSchedule, Setpoint
-from onboard.truth import GroundTruth, TruthSample
 from onboard.vehicles.video import FrameFreshness
 
 log = logging.getLogger(__name__)
@@ -508,7 +508,7 @@ class OnboardRuntime:
             self.event("discarded", why=discarded, raw=decision.raw[:500], age_s=age_s)
         elif discarded is not None:
             # A missed decision holds: never keep flying a plan the pilot has not confirmed.
-            self.actuator.set_schedule(MotionSchedule(hold_plan("miss"), self.clock.now()))
+            self.actuator.set_schedule(MotionSchedule(hold_plan(PlanKind.MISSED), self.clock.now()))
             self.event("discarded", why=discarded, error=decision.error, raw=decision.raw[:500], age_s=age_s)
         else:
             assert action is not None
@@ -557,7 +557,7 @@ class OnboardRuntime:
         """No (fresh) frame: hold this step (never keep flying a plan made on an older one), count it,
         say why. The video failsafe holds the drone frame_stale_hold_s after the last fresh frame."""
         self.counters.capture_errors += 1
-        self.actuator.set_schedule(MotionSchedule(hold_plan("no frame"), self.clock.now()))
+        self.actuator.set_schedule(MotionSchedule(hold_plan(PlanKind.NO_FRAME), self.clock.now()))
         self.governor.video_stale(self.clock.now())
         self.event("capture_failed", error=f"{type(exc).__name__}: {exc}")
         log.warning("camera read failed (%s): holding", exc)

@@ -13,6 +13,7 @@ URL: ``airsim://HOST:PORT/VEHICLE[?spawn=x,y,z][&camera=0][&watchdog_s=0.25][&ap
 - Lock-step (`lockstep = True`, set by episodes.hil): the server is paused and a driver advances it
   with simContinueForTime (`continue_for_time`, on this thread's connection, so that the commands sent
   before it are applied before the time runs); take-off then only starts the climb.
+- E-stop: `emergency_stop()` disarms (armDisarm(False)), the stock RPC's only way to stop the motors.
 
 The airsim clients (msgpackrpc) are not thread-safe and cannot run inside a running asyncio loop, so
 every thread gets its own client (threading.local).
@@ -33,7 +34,7 @@ import numpy as np
 
 from common.checks import query_float, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
-from common.interfaces import Telemetry
+from common.interfaces import Telemetry, Vehicle
 from common.pose import Frame, Pose, wrap_deg
 
 log = logging.getLogger(__name__)
@@ -135,18 +136,30 @@ def parse_airsim_url(url: str) -> AirSimTarget:
     )
 
 
-class _Clients(threading.local):
+class ThreadClients(threading.local):
+    """One airsim client per thread: msgpackrpc clients are not thread-safe."""
+
     client: Any = None
 
+    def close(self) -> None:
+        """Close this thread's client, if it has one; each other thread's closes with its socket."""
+        c = self.client
+        if c is not None:
+            try:
+                c.client.close()
+            except Exception:
+                log.debug("closing an airsim client failed", exc_info=True)
+            self.client = None
 
-class AirSimVehicle:
+
+class AirSimVehicle(Vehicle):
     """Vehicle over airsim.MultirotorClient; `camera()` gives the matching Camera."""
 
     def __init__(self, target: AirSimTarget, timeout_s: float = 3600.0) -> None:
         self.target = target
         self.name = target.vehicle
         self._timeout_s = timeout_s
-        self._local = _Clients()
+        self._local = ThreadClients()
         self._spawn: Pose | None = target.spawn
         self._armed = False
         self._connected = False
@@ -220,10 +233,21 @@ class AirSimVehicle:
         _ = self.spawn
         self._connected = True
 
+    @property
+    def is_connected(self) -> bool:
+        return self._connected
+
     def arm(self) -> None:
         if not self._client().armDisarm(True, self.name):
             raise VehicleError(f"{self.name}: arming refused (is API control enabled?)")
         self._armed = True
+
+    def emergency_stop(self) -> None:
+        """Motors off: AirSim's RPC has no kill command; disarming is its closest equivalent (the
+        flight controller stops driving the rotors wherever the vehicle is)."""
+        if not self._client().armDisarm(False, self.name):
+            raise VehicleError(f"{self.name}: disarming refused (is API control enabled?)")
+        self._armed = False
 
     def takeoff(self, altitude_m: float) -> None:
         c = self._client()
@@ -327,14 +351,8 @@ class AirSimVehicle:
         return AirSimCamera(self)
 
     def close(self) -> None:
-        # Each thread's client closes with its socket; dropping ours is enough (msgpackrpc has no close()).
-        c = self._local.client
-        if c is not None:
-            try:
-                c.client.close()
-            except Exception:
-                log.debug("closing the airsim client failed", exc_info=True)
-            self._local.client = None
+        self._connected = False
+        self._local.close()
 
 
 def spawn_offset(client: Any, vehicle: str) -> Pose:

@@ -2,6 +2,9 @@
 
 dronecats sim --scene residential --spawn 'target=car@red:25,0' --port 41451
 dronecats sim --episode ep.json          # an episode record's scene, drones and objects
+
+This package reads no episode records: `--episode` is answered by the caller's `EpisodeScene`
+reader (`dronecats sim` passes the episodes package's, see dronecats/cli_sim.py).
 """
 
 from __future__ import annotations
@@ -12,9 +15,30 @@ import os
 import signal
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from common.pose import Pose
+
+if TYPE_CHECKING:
+    from sim_bridge.sim.world import World
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EpisodeScene:
+    """The world an `--episode` asks for, as its reader found it in an episode record."""
+
+    label: str  # the episode's id, for messages
+    scene: str
+    seed: int
+    vehicles: list[tuple[str, Pose]]  # (name, start pose in the world NED frame), in the record's order
+    populate: Callable[[World], list[str]]  # spawns the objects in the built World; returns their names
+
+
+EpisodeReader = Callable[[str], EpisodeScene]  # the `--episode` text (EP.json[#ID]) -> its scene
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -143,12 +167,12 @@ def _battery_config(args: argparse.Namespace) -> Any:
     return BatteryConfig(**{k: v for k, v in given.items() if v is not None}, enforced=readable)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, read_episode: EpisodeReader | None = None) -> int:
     from common.errors import DroneCatsError, LinkError
     from sim_bridge.rpc.server import RpcServer
 
     try:
-        world, api = _world_and_api(args)
+        world, api = _world_and_api(args, read_episode)
     except DroneCatsError as exc:
         print(f"dronecats sim: {exc}", file=sys.stderr)
         return 2
@@ -176,13 +200,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _world_and_api(args: argparse.Namespace) -> tuple[Any, Any]:
+def _world_and_api(args: argparse.Namespace, read_episode: EpisodeReader | None) -> tuple[Any, Any]:
     """The World (--settings, --episode or the flags, plus --spawn) and its method table
     (--strict-airsim or not), started."""
     from common.camera import camera_profile
     from sim_bridge.rpc.airsim_api import AirSimApi
 
-    world = _build_world(args, camera_profile(args.camera))
+    world = _build_world(args, camera_profile(args.camera), read_episode)
     try:
         log.info("rendering with %s (%s)", world.renderer, world.render_device)
         world.pause(args.paused)
@@ -199,7 +223,7 @@ def _world_and_api(args: argparse.Namespace) -> tuple[Any, Any]:
     return world, api
 
 
-def _build_world(args: argparse.Namespace, camera: Any) -> Any:
+def _build_world(args: argparse.Namespace, camera: Any, read_episode: EpisodeReader | None) -> Any:
     """The World of --scene/--vehicles, of --settings' vehicles and camera, or of --episode's record,
     with the --spawn objects added."""
     from common.errors import ConfigError
@@ -207,13 +231,17 @@ def _build_world(args: argparse.Namespace, camera: Any) -> Any:
     from sim_bridge.spawn_spec import parse_spawn
 
     spawns = [parse_spawn(text) for text in args.spawn]  # all validated before the world is built
-    record = _episode_record(args.episode) if args.episode else None
-    if record is not None and args.settings:
+    if args.episode and read_episode is None:
+        raise ConfigError("--episode: this caller reads no episode records (run `dronecats sim --episode`)")
+    episode = read_episode(args.episode) if args.episode and read_episode is not None else None
+    if episode is not None and args.settings:
         raise ConfigError("--settings and --episode both place the vehicles: give one of them")
-    if record is not None and args.scene not in (None, record.scene):
-        raise ConfigError(f"--scene {args.scene} but the episode {record.id} is in {record.scene}")
-    if record is not None and args.vehicles not in (None, len(record.drones)):
-        raise ConfigError(f"--vehicles {args.vehicles} but the episode {record.id} has {len(record.drones)}")
+    if episode is not None and args.scene not in (None, episode.scene):
+        raise ConfigError(f"--scene {args.scene} but the episode {episode.label} is in {episode.scene}")
+    if episode is not None and args.vehicles not in (None, len(episode.vehicles)):
+        raise ConfigError(
+            f"--vehicles {args.vehicles} but the episode {episode.label} has {len(episode.vehicles)}"
+        )
     if args.vehicles is not None and args.vehicles < 1:
         raise ConfigError(f"--vehicles {args.vehicles}: at least 1")
     common = {
@@ -221,14 +249,12 @@ def _build_world(args: argparse.Namespace, camera: Any) -> Any:
         "renderer": args.renderer,
         "battery": _battery_config(args),
     }
-    if record is not None:
-        from episodes.scenario import spawn_objects, start_pose
-
+    if episode is not None:
         world = World(
-            record.scene,
-            vehicles=[d.name for d in record.drones],
-            seed=record.seed,
-            spawns=[start_pose(record, i) for i in range(len(record.drones))],
+            episode.scene,
+            vehicles=[name for name, _ in episode.vehicles],
+            seed=episode.seed,
+            spawns=[pose for _, pose in episode.vehicles],
             camera=camera,
             clock_speed=args.clock_speed,
             **common,
@@ -260,10 +286,9 @@ def _build_world(args: argparse.Namespace, camera: Any) -> Any:
             **common,
         )
     try:
-        if record is not None:
-            spawn_objects(world, record)
-            names = [o.id for o in (*record.targets, *record.distractors)]
-            print(f"episode {record.id}: {record.scene}, objects {', '.join(names)}", flush=True)
+        if episode is not None:
+            names = episode.populate(world)
+            print(f"episode {episode.label}: {episode.scene}, objects {', '.join(names)}", flush=True)
         for spec in spawns:
             spawned = world.spawn(spec.name, spec.asset, spec.pose())
             if spawned.name != spec.name:
@@ -273,21 +298,3 @@ def _build_world(args: argparse.Namespace, camera: Any) -> Any:
         world.close()
         raise
     return world
-
-
-def _episode_record(text: str) -> Any:
-    from common.errors import ConfigError
-    from episodes.suites import load_suite
-
-    path, _, wanted = text.partition("#")
-    suite = load_suite(path)
-    ids = [e.record.id for e in suite.episodes]
-    if wanted:
-        for entry in suite.episodes:
-            if entry.record.id == wanted:
-                return entry.record
-        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
-        raise ConfigError(f"--episode {text}: no episode {wanted!r} in {path} ({shown})")
-    if len(ids) != 1:
-        raise ConfigError(f"--episode {path} holds {len(ids)} episodes: pick one with {path}#{ids[0]} ...")
-    return suite.episodes[0].record

@@ -11,9 +11,9 @@ import threading
 
 import numpy as np
 
-from common.interfaces import Telemetry
+from common.interfaces import Telemetry, Vehicle
 from common.pose import Frame, Pose
-from onboard.truth import TruthSample
+from common.truth import TruthSample
 from sim_bridge.sim.world import Render, World
 
 # A streamed setpoint keeps the vehicle moving this long; then it brakes to a hold (SimpleFlight-like).
@@ -21,18 +21,37 @@ SETPOINT_WATCHDOG_S = 0.25
 LAND_TIMEOUT_S = 30.0
 
 
-class LocalVehicle:
+class LocalVehicle(Vehicle):
     def __init__(self, world: World, name: str, watchdog_s: float = SETPOINT_WATCHDOG_S) -> None:
         self.world = world
         self.name = name
         self.watchdog_s = watchdog_s
+        self._connected = False
+        self._motors_off = False  # after emergency_stop: setpoints are ignored until arm()
 
     def connect(self) -> None:
         self.world.vehicle(self.name)  # raises for an unknown vehicle
+        self._connected = True
+
+    @property
+    def is_connected(self) -> bool:
+        return self._connected
 
     def arm(self) -> None:
         with self.world.lock:
             self.world.vehicle(self.name).model.armed = True
+        self._motors_off = False
+
+    def emergency_stop(self) -> None:
+        """Motors off: disarmed, and down on its floor where it is (the simulator has no free fall, so
+        it is put there, as the MAVLink and Tello emulators do)."""
+        self._motors_off = True
+        with self.world.lock:
+            model = self.world.vehicle(self.name).model
+            x_m, y_m = float(model.position_ned[0]), float(model.position_ned[1])
+            pose = Pose(x_m, y_m, float(model.floor_z_m), model.yaw_deg)
+            model.armed = False
+        self.world.set_vehicle_pose(self.name, pose)
 
     def takeoff(self, altitude_m: float) -> None:
         """Starts the climb; in lock-step the caller advances time until telemetry says it is up."""
@@ -48,6 +67,8 @@ class LocalVehicle:
     def send_velocity_body(
         self, forward_m_s: float, right_m_s: float, up_m_s: float, yaw_rate_deg_s: float
     ) -> None:
+        if self._motors_off:
+            return
         self.world.command(
             self.name,
             "move_velocity_body",
@@ -78,7 +99,7 @@ class LocalVehicle:
             )
 
     def close(self) -> None:
-        pass
+        self._connected = False  # the world is the caller's: it outlives its vehicles
 
 
 class LocalCamera:

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from common.pose import Frame
-from onboard.truth import TruthSample
-from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url, quat_yaw_deg
+from common.truth import TruthSample
+from sim_bridge.airsim_vehicle import AirSimVehicle, ThreadClients, parse_airsim_url, quat_yaw_deg
 
 log = logging.getLogger(__name__)
 
@@ -128,13 +127,13 @@ class RemoteTruth:
         self.extent = extent
         self.colour = colour  # BGR of the target in Segmentation images
         self._timeout_s = timeout_s
-        self._local = threading.local()  # the airsim clients are not thread-safe: one per thread
+        self._local = ThreadClients()
         self.point_source: str | None = None  # "segmentation" or "box2D" once asked
         self._warned: set[str] = set()
 
     # ---- plumbing
     def client(self) -> Any:
-        c = getattr(self._local, "client", None)
+        c = self._local.client
         if c is None:
             t = self.vehicle.target
             c = self.vehicle.module.MultirotorClient(ip=t.host, port=t.port, timeout_value=self._timeout_s)
@@ -263,10 +262,9 @@ class RemoteTruth:
         return bool(b.min.x_val <= col <= b.max.x_val and b.min.y_val <= row <= b.max.y_val)
 
     def close(self) -> None:
-        c = getattr(self._local, "client", None)
-        if c is not None:
-            try:
-                c.client.close()
-            except Exception:
-                log.debug("closing the truth client failed", exc_info=True)
-            self._local.client = None
+        self._local.close()
+
+
+def open_remote_truth(vehicle_url: str, target: str) -> RemoteTruth:
+    """Registered in common.truth for the airsim:// scheme."""
+    return RemoteTruth(vehicle_url, target)

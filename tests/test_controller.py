@@ -20,9 +20,12 @@ from common.camera import BUILTIN_CAMERAS, CameraProfile
 from common.errors import ConfigError
 from common.pose import Pose
 from onboard.controller import (
+    ControlPlan,
+    PlanKind,
     back_project,
     body_to_world,
     go_world_goal,
+    hold_plan,
     plan_action,
     plan_go,
     plan_rotate,
@@ -137,6 +140,28 @@ def test_worked_example_rotate_120():
 def test_think_finished_and_discarded_replies_hold(action):
     plan = plan_action(action, OUTDOOR.camera_profile(), OUTDOOR)
     assert plan.hold and plan.step_m == 0 and plan.duration_s == 0 and plan.yaw_deg == 0
+
+
+@pytest.mark.parametrize(
+    ("action", "kind"),
+    [
+        (Go(point=(500, 500), depth_m=10.0), PlanKind.GO),
+        (Rotate(angle_deg=30.0), PlanKind.ROTATE),
+        (Think(), PlanKind.THINK),
+        (Finished(), PlanKind.FINISHED),
+        (None, PlanKind.NO_ACTION),
+    ],
+)
+def test_plans_say_what_they_are_for(action, kind):
+    assert plan_action(action, OUTDOOR.camera_profile(), OUTDOOR).kind is kind
+
+
+def test_plans_are_built_with_keywords_and_holds_say_why():
+    with pytest.raises(TypeError):
+        ControlPlan(PlanKind.GO, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, False)  # type: ignore[misc]
+    for why in (PlanKind.MISSED, PlanKind.NO_FRAME):
+        plan = hold_plan(why)
+        assert plan.kind is why and plan.hold and plan.step_m == 0 and plan.duration_s == 0
 
 
 def _edge_camera(bearing_deg: float) -> CameraProfile:

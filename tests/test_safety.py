@@ -109,11 +109,11 @@ class SimFlight:
         return self.world.clock.now()
 
     def fly_forward(self, speed_m_s: float = 2.0, duration_s: float = 60.0) -> None:
-        from onboard.controller import ControlPlan
+        from onboard.controller import ControlPlan, PlanKind
         from onboard.setpoints import MotionSchedule
 
         plan = ControlPlan(
-            action="go",
+            kind=PlanKind.GO,
             yaw_deg=0.0,
             yaw_rate_deg_s=0.0,
             yaw_duration_s=0.0,
@@ -176,6 +176,33 @@ def test_link_loss_holds_then_lands_through_the_actuation_loop(flight) -> None:
     # what the vehicle did: moving north until the hold, stopped by the landing, on the ground at the end
     assert f.pose().x_m > 2.0 and f.world.vehicle("Drone1").model.landed
     assert f.pose().z_m == pytest.approx(0.0, abs=0.3)
+
+
+def test_estop_kill_stops_the_motors_of_the_simulated_drone(flight) -> None:
+    """estop_action=kill through the real actuation loop: the vehicle's emergency_stop (the protocol's,
+    no probing) puts the drone on its floor, disarmed, and it stays there while the loop ticks on."""
+    f = flight(estop_action="kill")
+    f.fly_forward()
+    f.run(1.0)
+    assert f.pose().z_m < -2.0  # flying, 3 m up
+    assert f.governor.estop("test")
+    f.run(0.1)
+    model = f.world.vehicle("Drone1").model
+    stopped = f.pose()
+    assert model.landed and not model.armed and stopped.z_m == pytest.approx(model.floor_z_m, abs=1e-6)
+    f.fly_forward()  # a plan after the e-stop moves nothing
+    f.run(2.0)
+    assert f.pose().x_m == pytest.approx(stopped.x_m, abs=1e-6) and model.landed
+
+
+def test_estop_land_lands_the_simulated_drone(flight) -> None:
+    f = flight(estop_action="land")
+    f.fly_forward()
+    f.run(1.0)
+    assert f.governor.estop("test")
+    f.run(8.0)
+    model = f.world.vehicle("Drone1").model
+    assert model.landed and model.armed  # landed by the landing, not by killing the motors
 
 
 def test_a_link_that_never_comes_up_holds_and_lands_from_when_it_was_bound(flight) -> None:

@@ -241,6 +241,29 @@ def test_vehicle_adapter_over_the_real_client(sim_port) -> None:
         vehicle.close()
 
 
+def test_vehicle_adapter_with_block_and_emergency_stop(sim_port) -> None:
+    """`with` connects and closes; emergency_stop is a disarm over the stock RPC (refused, and said so,
+    without API control). The built-in simulator only records the disarm: it does not drop the drone."""
+    from common.errors import VehicleError
+    from common.interfaces import open_vehicle
+
+    other = airsim.MultirotorClient(ip="127.0.0.1", port=sim_port, timeout_value=60)
+    with open_vehicle(f"airsim://127.0.0.1:{sim_port}/Drone2") as vehicle:
+        assert vehicle.is_connected
+        vehicle.arm()
+        assert vehicle.telemetry().armed
+        vehicle.emergency_stop()
+        assert not vehicle.telemetry().armed
+        other.enableApiControl(False, "Drone2")
+        try:
+            with pytest.raises(VehicleError, match="disarming refused"):
+                vehicle.emergency_stop()
+        finally:
+            other.enableApiControl(True, "Drone2")
+        vehicle.arm()  # as the other tests expect it
+    assert not vehicle.is_connected
+
+
 def test_remote_truth_over_stock_calls(client, sim_port) -> None:
     """RemoteTruth with stock calls only: distances from simGetObjectPose and the box3D extent,
     visibility from simGetDetections, point on target from the frame's own Segmentation image."""

@@ -147,6 +147,31 @@ def test_ardupilot_guided_takeoff_velocity_and_land(rig) -> None:
     assert vehicle.telemetry().landed and emulator.mode_name == "LAND"
 
 
+@pytest.mark.parametrize(
+    "rig", [{}, {"dialect": "ardupilot", "params": APM_TIMEOUT_1S}], indirect=True, ids=["px4", "ardupilot"]
+)
+def test_emergency_stop_is_a_forced_disarm_in_the_air(rig) -> None:
+    """The e-stop's kill on a flying vehicle: COMPONENT_ARM_DISARM 0 with the force magic, accepted in
+    the air; the motors stop (the drone is on its floor, disarmed) and nothing commands it after."""
+    world, emulator, vehicle = rig
+    with vehicle as v:
+        assert v.is_connected
+        v.arm()
+        v.takeoff(1.5)
+        assert world.vehicle_pose("Drone1").altitude_m == pytest.approx(1.5, abs=0.3)
+        v.emergency_stop()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (v.armed or emulator.armed):
+            time.sleep(0.05)
+        assert not emulator.armed and not v.armed
+        model = world.vehicle("Drone1").model
+        assert world.vehicle_pose("Drone1").z_m == pytest.approx(model.floor_z_m, abs=0.01)
+        sent = v.setpoints_sent
+        v.send_velocity_body(1.0, 0.0, 0.0, 0.0)
+        assert v.setpoints_sent == sent  # not in control any more
+    assert not vehicle.is_connected
+
+
 def test_px4_refuses_offboard_without_a_recent_setpoint(rig) -> None:
     _world, _emulator, vehicle = rig
     vehicle.connect()

@@ -236,7 +236,9 @@ def test_low_battery_lands_and_is_logged(rig, tmp_path) -> None:
 def test_estop_kill_sends_emergency(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
     v = vehicle("video=0")
+    assert not v.is_connected
     v.connect()
+    assert v.is_connected
     v.takeoff(1.0)
     from common.pose import Pose
     from onboard.actuation import Actuator
@@ -254,6 +256,8 @@ def test_estop_kill_sends_emergency(rig, tmp_path) -> None:
     assert not emulator.flying and world.vehicle_pose("Drone1").z_m == pytest.approx(
         world.vehicle("Drone1").model.floor_z_m, abs=0.01
     )
+    v.close()
+    assert not v.is_connected
 
 
 def test_two_tellos_in_one_process(tmp_path) -> None:

@@ -36,6 +36,7 @@ number, an RTSP URL or a GStreamer pipeline (onboard.vehicles.video).
   a GCS must be heard on the link, or `gcs_heartbeat=1` sends GCS heartbeats (system 255, component
   190) on the ground station's behalf while `set_ground_link(True)` says its link is up; when that link
   drops they stop, and the autopilot's own data-link failsafe (NAV_DLL_ACT / FS_GCS_ENABLE) follows it.
+- E-stop: `emergency_stop()` is a forced disarm (motors off wherever the vehicle is).
 - Before arming, the parameters the runtime relies on are read and checked (onboard.vehicles.
   mavlink_checks): a value outside its range refuses the arming with the parameter, value and range.
 """
@@ -55,7 +56,7 @@ from urllib.parse import parse_qs
 
 from common.checks import query_float
 from common.errors import ConfigError, LinkError, VehicleError
-from common.interfaces import Telemetry
+from common.interfaces import Telemetry, Vehicle
 from common.pose import Pose, wrap_deg
 from onboard.vehicles.faults import FaultReporter
 from onboard.vehicles.mavlink_checks import APM_READ, PX4_READ, check_params, nav_dll_refusal
@@ -70,6 +71,7 @@ PX4_OFFBOARD, PX4_POSCTL, PX4_AUTO, PX4_AUTO_LAND = 6, 3, 4, 6
 APM_GUIDED, APM_LAND = 4, 9
 AUTOPILOT_PX4, AUTOPILOT_ARDUPILOT = 12, 3
 ACK_TIMEOUT_S = 3.0
+FORCE_DISARM_MAGIC = 21196  # COMPONENT_ARM_DISARM param2: disarm even in the air (MAVLink common.xml)
 PARAM_TIMEOUT_S = 2.0
 STREAM_HZ = 20.0
 COMPANION_SYSID, COMPANION_COMPID = 1, 191  # MAV_COMP_ID_ONBOARD_COMPUTER on the vehicle's system
@@ -136,7 +138,7 @@ def parse_mavlink_url(url: str) -> MavlinkTarget:
     return target
 
 
-class MavlinkVehicle:
+class MavlinkVehicle(Vehicle):
     def __init__(self, target: MavlinkTarget, name: str = "MAV") -> None:
         self.target = target
         self.name = name
@@ -178,6 +180,7 @@ class MavlinkVehicle:
         self._bridge_setpoint = (0.0, 0.0, 0.0, 0.0)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._connected = False
 
     # ---- plumbing
     def connect(self) -> None:
@@ -225,7 +228,12 @@ class MavlinkVehicle:
             raise LinkError(f"{self.name}: no LOCAL_POSITION_NED within 3 s (no position estimate?)")
         if self.target.camera:
             self.video = open_frame_source(self.target.camera)
+        self._connected = True
         log.info("%s: connected (%s, mode %s)", self.name, self.target.dialect, self.mode_name)
+
+    @property
+    def is_connected(self) -> bool:
+        return self._connected
 
     def _send(self, fn_name: str, *args: Any) -> None:
         with self._send_lock:
@@ -553,6 +561,13 @@ class MavlinkVehicle:
     def hold(self) -> None:
         self.send_velocity_body(0.0, 0.0, 0.0, 0.0)
 
+    def emergency_stop(self) -> None:
+        """Motors off in the air: a forced disarm (COMPONENT_ARM_DISARM 0 with the 21196 magic, which
+        both autopilots honour even when not landed). Our setpoints stop first: nothing re-arms it."""
+        self._bridge_stream.clear()
+        self.in_control = False  # the disarm below is ours; no more setpoints
+        self._command_long(self.mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 0, FORCE_DISARM_MAGIC)
+
     def send_velocity_body(
         self, forward_m_s: float, right_m_s: float, up_m_s: float, yaw_rate_deg_s: float
     ) -> None:
@@ -597,6 +612,7 @@ class MavlinkVehicle:
         )
 
     def close(self) -> None:
+        self._connected = False
         self._stop.set()
         self._bridge_stream.clear()
         for t in self._threads:

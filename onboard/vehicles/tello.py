@@ -36,7 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from common.checks import query_float, query_port, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
-from common.interfaces import Telemetry
+from common.interfaces import Telemetry, Vehicle
 from common.pose import Pose, wrap_deg
 from onboard.vehicles.deadreckon import DeadReckoner
 from onboard.vehicles.faults import FaultReporter
@@ -113,7 +113,7 @@ def _stick(value: float, full_scale: float) -> int:
     return max(-100, min(100, round(100.0 * value / full_scale)))
 
 
-class TelloVehicle:
+class TelloVehicle(Vehicle):
     def __init__(self, target: TelloTarget, name: str = "Tello") -> None:
         self.target = target
         self.name = name
@@ -130,6 +130,7 @@ class TelloVehicle:
         self._last_state_s = time.monotonic()
         self._link_ok = True
         self._video_ok = True
+        self._connected = False
         self._stop = threading.Event()
         self._monitor: threading.Thread | None = None
         self._go_lock = threading.Lock()
@@ -181,6 +182,7 @@ class TelloVehicle:
             self._command("streamon")
         self._monitor = threading.Thread(target=self._watch, name=f"{self.name}-watch", daemon=True)
         self._monitor.start()
+        self._connected = True
         log.info(
             "%s: connected to %s:%d, battery %s%%",
             self.name,
@@ -188,6 +190,10 @@ class TelloVehicle:
             self.target.port,
             tello.get_current_state().get("bat"),
         )
+
+    @property
+    def is_connected(self) -> bool:
+        return self._connected
 
     def arm(self) -> None:
         """A Tello arms as it takes off; nothing to do."""
@@ -297,6 +303,7 @@ class TelloVehicle:
         return TelloCamera(self)
 
     def close(self) -> None:
+        self._connected = False
         self._stop.set()
         if self._monitor is not None:
             self._monitor.join(2.0)
