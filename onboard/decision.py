@@ -17,6 +17,7 @@ import msgspec
 from common.actions import Action, Finished, Go, Rotate, action_name, action_to_dict
 from common.camera import CameraProfile
 from common.pose import Frame, Pose, wrap_deg
+from models.pilot import Decision, Observation
 from onboard.controller import (
     ControlPlan,
     go_world_goal,
@@ -60,6 +61,31 @@ class DecisionCounters:
     backend_errors: int = 0
     capture_errors: int = 0
     by_action: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class PendingDecision:
+    """A pilot's reply with what it was asked on, not applied yet (lock-step charges its latency first)."""
+
+    frame: Frame
+    observation: Observation
+    decision: Decision
+    capture_clock_s: float
+    stages: StageLatencies
+    wall_start: float
+
+
+@dataclass
+class RunResult:
+    """How a run ended (OnboardRuntime.result)."""
+
+    reason: str  # why the run ended
+    steps: int
+    declarations: int
+    qualifying_declaration_t: float | None
+    counters: DecisionCounters
+    served_rate_hz: float
+    mode: str
 
 
 LATENCY_GOALS = ("point", "step")

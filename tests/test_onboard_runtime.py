@@ -151,7 +151,7 @@ def test_estop_mid_move_lands_and_logs(world, tmp_path) -> None:
 
     def estop_at_step_5(runtime: OnboardRuntime) -> None:
         if runtime.steps == 5:
-            runtime.estop("test e-stop")
+            runtime.operator.estop("test e-stop")
 
     driver = LockstepDriver(rt, world, on_step=estop_at_step_5)
     result = driver.run()
