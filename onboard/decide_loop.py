@@ -94,19 +94,19 @@ def run_loop(
     return reason
 
 
-def capture(rt: OnboardRuntime) -> PendingDecision | None:
+def ask_pilot(rt: OnboardRuntime) -> PendingDecision | None:
     """Capture and ask the pilot; None when the camera failed (the drone holds, counted, said why)."""
     try:
         return rt.capture_and_decide()
     except Exception as exc:  # the camera failed (video lost, stale frame refused)
-        rt.capture_failed(exc)
+        rt.capture.failed(exc)
         return None
 
 
 def decide_step(rt: OnboardRuntime, pacer: Pacer) -> ControlPlan | None:
     """One decision: capture -> decide -> latency -> apply -> wait."""
     started_s = rt.clock.now()
-    pending = capture(rt)
+    pending = ask_pilot(rt)
     if pending is None:
         pacer.after_capture_failure(started_s)
         return None
@@ -121,9 +121,9 @@ def loop_step(rt: OnboardRuntime, pacer: Pacer) -> None:
     if rt.config.remote and rt.governor.mode == Mode.FLYING:
         started_s = rt.clock.now()
         try:
-            rt.stream_once()
+            rt.capture.stream()
         except Exception as exc:  # video lost: nothing to send, and no motion on old frames
-            rt.capture_failed(exc)
+            rt.capture.failed(exc)
         pacer.after_stream(started_s)
     elif not rt.can_decide():
         pacer.idle()

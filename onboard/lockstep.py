@@ -22,7 +22,7 @@ from onboard.decide_loop import (
     CAPTURE_RETRY_S,
     IDLE_S,
     STREAM_PERIOD_S,
-    capture,
+    ask_pilot,
     loop_step,
     plan_duration_s,
     run_loop,
@@ -265,7 +265,7 @@ class MultiLockstepDriver:
     def _round_local(self, deciders: list[OnboardRuntime]) -> None:
         pendings: list[tuple[float, int, OnboardRuntime, PendingDecision]] = []
         for index, rt in enumerate(deciders):
-            pending = capture(rt)
+            pending = ask_pilot(rt)
             if pending is None:  # the camera failed: that drone holds
                 continue
             latency_s = max(0.0, self.latency(pending))
@@ -283,10 +283,10 @@ class MultiLockstepDriver:
         for rt in deciders:
             index = self.runtimes.index(rt)
             try:
-                frames[index] = rt.stream_once()
+                frames[index] = rt.capture.stream()
                 captured[index] = self.clock.now()
             except Exception as exc:
-                rt.capture_failed(exc)
+                rt.capture.failed(exc)
         if not captured:
             return
         decision = self.joint(frames)

@@ -26,8 +26,7 @@ from common.logformat import DeclarationLine, StepLine, TraceLine, pose_list
 from common.messages import JetsonHealth
 from common.pose import Frame, Pose
 from models.pilot import Decision, Pilot
-from onboard.actuation import ActuationThread
-from onboard.decision import DecisionCounters, StageLatencies
+from onboard.decision import RunResult, StageLatencies
 from onboard.jetson import JetsonMonitor
 from onboard.profiles import FlightProfile
 from onboard.recorder import FlightRecorder
@@ -171,24 +170,17 @@ class StepReporter:
         )
 
     def run_finished(
-        self,
-        reason: str,
-        steps: int,
-        declarations: int,
-        counters: DecisionCounters,
-        stale_frames: int,
-        actuation: ActuationThread,
-        nice: str | None,
+        self, result: RunResult, stale_frames: int, scheduling: str | None, nice: str | None
     ) -> None:
         self.recorder.write_metadata(
             run={
-                "end_reason": reason,
-                "steps": steps,
-                "declarations": declarations,
-                "served_control_rate_hz": round(actuation.served_rate_hz(), 3) or None,
-                "actuation_scheduling": actuation.scheduling,  # None when a lock-step driver ticks
+                "end_reason": result.reason,
+                "steps": result.steps,
+                "declarations": result.declarations,
+                "served_control_rate_hz": round(result.served_rate_hz, 3) or None,
+                "actuation_scheduling": scheduling,  # None when a lock-step driver ticks
                 "nice": nice,  # of the decision loop's and helper threads; None in lock-step
-                "counters": counters.__dict__,
+                "counters": result.counters.__dict__,
                 "stale_frames": stale_frames,
                 "safety_events": self.governor.status().events,
             }

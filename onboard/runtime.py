@@ -24,11 +24,12 @@ from typing import Any
 from common.actions import Action, Finished, Think, action_to_dict
 from common.camera import camera_profile
 from common.clock import Clock
-from common.errors import SafetyError, VehicleError
+from common.errors import SafetyError
 from common.interfaces import Camera, Telemetry, Vehicle
 from common.pose import Frame, Pose
-from models.pilot import Decision, FailureKind, Observation, Pilot
+from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
+from onboard.capture import FrameCapture
 from onboard.controller import ControlPlan, hold_plan
 from onboard.decide_loop import RealTimePacer, loop_step, plan_duration_s, run_loop
 from onboard.decision import (
@@ -37,6 +38,7 @@ from onboard.decision import (
     RunResult,
     StageLatencies,
     count_action,
+    discard_reason,
     make_plan,
     wall_timer,
 )
@@ -46,10 +48,9 @@ from onboard.realtime import restore_thread_nice, set_thread_nice
 from onboard.recorder import FlightRecorder
 from onboard.reporter import Publisher, RuntimeState, StepReporter
 from onboard.runtime_config import RuntimeConfig
-from onboard.safety import VIDEO, Mode, SafetyGovernor
+from onboard.safety import Mode, SafetyGovernor
 from onboard.setpoints import MotionSchedule
 from onboard.truth import GroundTruth
-from onboard.vehicles.video import FrameFreshness
 
 __all__ = ["OnboardRuntime", "PendingDecision", "Publisher", "RunResult", "RuntimeConfig", "plan_duration_s"]
 
@@ -90,9 +91,6 @@ class OnboardRuntime:
             config.drone, clock, recorder, truth, publisher, self.governor, self._state, config.save_frames,
             config.rate_hz,
         )  # fmt: skip
-        # The one staleness rule for every camera, on this runtime's clock (simulated in lock-step);
-        # a camera that knows better (a stream's own max age) brings its own limit.
-        self.freshness = FrameFreshness(float(getattr(camera, "max_frame_age_s", config.max_frame_age_s)))
         self.operator = Operator(self, config.instruction)
         self.actuator = Actuator(vehicle, self.governor, self.reporter.on_clamp, self.reporter.on_telemetry)
         self.actuator.on_goto = self.operator.on_goto
@@ -100,10 +98,12 @@ class OnboardRuntime:
             self.actuator, clock, config.rate_hz, rt_priority=config.actuation_rt_priority
         )
         self.counters = DecisionCounters()
+        self.capture = FrameCapture(
+            camera, config.max_frame_age_s, clock, self.governor, self.actuator, self.counters, self.reporter
+        )
         self.history: list[Action] = []
         self.history_images: list[Any] = []
         self.steps = 0
-        self.stale_frames = 0  # frames refused as stale (never sent to the pilot)
         self.declarations = 0
         self.qualifying_t: float | None = None
         self._stop = threading.Event()
@@ -210,14 +210,9 @@ class OnboardRuntime:
         return mode_ok and bool(self.instruction)
 
     def result(self, reason: str) -> RunResult:
+        rate_hz, mode = self.actuation.served_rate_hz(), self.governor.mode.value
         return RunResult(
-            reason,
-            self.steps,
-            self.declarations,
-            self.qualifying_t,
-            self.counters,
-            self.actuation.served_rate_hz(),
-            self.governor.mode.value,
+            reason, self.steps, self.declarations, self.qualifying_t, self.counters, rate_hz, mode
         )
 
     def finish(self, reason: str, threaded: bool = True) -> None:
@@ -237,7 +232,7 @@ class OnboardRuntime:
                 self._nice_restore = None
         self.reporter.final_telemetry(self.actuator.last_telemetry, self.actuator.last_sent)
         self.reporter.run_finished(
-            reason, self.steps, self.declarations, self.counters, self.stale_frames, self.actuation, self.nice
+            self.result(reason), self.capture.stale_frames, self.actuation.scheduling, self.nice
         )
 
     # ---- the decision step --------------------------------------------------------------------
@@ -262,7 +257,7 @@ class OnboardRuntime:
         self.governor.pilot_asked(
             capture_clock_s, self.config.plan_deadline_s if plan_step else self.config.action_deadline_s
         )
-        frame = self._read_fresh_frame(capture_clock_s)
+        frame = self.capture.read(capture_clock_s)
         # Sent at once, so the operator sees what the pilot sees while it decides.
         self.reporter.frame(frame)
         w1 = wall_timer()
@@ -290,23 +285,13 @@ class OnboardRuntime:
             self.config.plan_deadline_s if pending.observation.plan_step else self.config.action_deadline_s
         )
         action = decision.action
-        discarded: str | None = None
         plan: ControlPlan | None = None
-        if action is None:
-            discarded = "backend" if decision.failure_kind is FailureKind.BACKEND else "malformed"
-            if discarded == "backend":
-                self.counters.backend_errors += 1
-            else:
-                self.counters.malformed += 1
-            self.governor.pilot_failed(f"{discarded}: {decision.error}")
-        elif pending.capture_clock_s < self.operator.goto_s:
-            # Asked before the operator's GoTo (a model call in flight when it came): not flown, or
-            # it would replace the GoTo the drone just acked. Not a pilot failure.
-            discarded = "superseded"
-        elif age_s > deadline_s:
-            discarded = "stale"
-            self.counters.stale += 1
-            self.governor.pilot_failed(f"stale reply ({age_s:.2f} s > {deadline_s:.2f} s)")
+        discarded = discard_reason(
+            decision, pending.capture_clock_s < self.operator.goto_s, age_s > deadline_s
+        )
+        if discarded is not None and self.counters.count_failure(discarded):
+            why = f"stale reply ({age_s:.2f} s > {deadline_s:.2f} s)" if discarded == "stale" else None
+            self.governor.pilot_failed(why or f"{discarded}: {decision.error}")
         if discarded == "superseded":
             self.event("discarded", why=discarded, raw=decision.raw[:500], age_s=age_s)
         elif discarded is not None:
@@ -326,38 +311,6 @@ class OnboardRuntime:
             frame, decision, discarded, stages, self.steps, self.config.loop, self.operator.step_order
         )
         return plan
-
-    def _read_fresh_frame(self, capture_clock_s: float) -> Frame:
-        """camera.read(), refused (VehicleError) when stale by the one rule (FrameFreshness) on this
-        runtime's clock; a fresh frame is the video failsafe's heartbeat."""
-        frame = self.camera.read()
-        frame.meta["capture_clock_s"] = capture_clock_s  # the camera may stamp on its own clock
-        now_s = self.clock.now()
-        age_s = self.freshness.age_s(float(frame.capture_time_s), now_s)
-        if age_s > self.freshness.max_frame_age_s:
-            self.stale_frames += 1
-            raise VehicleError(
-                f"video stale: the source's stamp ({frame.capture_time_s:.3f}) has not advanced in "
-                f"{age_s:.2f} s (max_frame_age_s={self.freshness.max_frame_age_s})"
-            )
-        self.governor.heard(VIDEO, now_s)
-        return frame
-
-    def capture_failed(self, exc: Exception) -> None:
-        """No (fresh) frame: hold this step (never keep flying a plan made on an older one), count it,
-        say why. The video failsafe holds the drone frame_stale_hold_s after the last fresh frame."""
-        self.counters.capture_errors += 1
-        self.actuator.set_schedule(MotionSchedule(hold_plan("no frame"), self.clock.now()))
-        self.governor.video_stale(self.clock.now())
-        self.event("capture_failed", error=f"{type(exc).__name__}: {exc}")
-        log.warning("camera read failed (%s): holding", exc)
-
-    def stream_once(self) -> Frame:
-        """Remote mode: capture a stamped frame and publish it for the ground station's model."""
-        capture_clock_s = self.clock.now()
-        frame = self._read_fresh_frame(capture_clock_s)
-        self.reporter.frame(frame)
-        return frame
 
     def execute(self, action: Action, frame: Frame) -> ControlPlan:
         """Plan `action` (re-expressed from the current pose when late), fly it, remember it."""

@@ -76,7 +76,7 @@ def test_remote_mode_streams_frames_and_logs_the_ground_stations_actions(world, 
     rt.start(threaded=False)  # no pre-arm pilot call: the model is at the ground station
     publisher = rt.reporter.publisher
     assert isinstance(publisher, Collector)
-    frame = rt.stream_once()
+    frame = rt.capture.stream()
     assert publisher.frames and publisher.frames[-1] is frame and frame.image is not None
     assert rt.operator.remote_action(
         Go(point=(500, 600), depth_m=12.0), frame.pose, 0.2, "call-1", '{"drones":[]}'
