@@ -3,9 +3,8 @@
 Two loops (docs/safety.md#two-loops): the actuation loop (onboard.actuation) streams the current
 setpoint at a fixed rate in its own thread and applies the safety governor on every tick; the
 decision loop here captures a stamped frame, asks the pilot, and hands the controller's plan over.
-The runtime keeps the life cycle and the decision step; what the operator commands is
-onboard.operator's, what becomes a log line or a message is onboard.reporter's, and the loop itself
-(shared with lock-step) is onboard.decide_loop's.
+The runtime keeps the life cycle and the decision step; onboard.operator obeys the commands,
+onboard.reporter logs and publishes, onboard.decide_loop runs the loop (shared with lock-step).
 
 Loop modes:
 - "tolerant" (default): the drone keeps executing the current plan while the model thinks; each
@@ -25,7 +24,7 @@ from common.actions import Action, Finished, Think, action_to_dict
 from common.camera import camera_profile
 from common.clock import Clock
 from common.errors import SafetyError
-from common.interfaces import Camera, Telemetry, Vehicle
+from common.interfaces import Camera, Vehicle
 from common.pose import Frame, Pose
 from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
@@ -78,7 +77,6 @@ class OnboardRuntime:
     ) -> None:
         self.config = config
         self.vehicle = vehicle
-        self.camera = camera
         self.pilot = pilot
         self.clock = clock
         self.recorder = recorder
@@ -111,6 +109,10 @@ class OnboardRuntime:
         self.nice: str | None = None  # what the runtime's own threads run with (set by start)
         self._nice_restore: int | None = None
         self._nice_thread: int | None = None
+
+    @property
+    def camera(self) -> Camera:
+        return self.capture.camera
 
     @property
     def instruction(self) -> str:
@@ -341,9 +343,7 @@ class OnboardRuntime:
     def _declare(self) -> None:
         """A `finished` was executed: measure the declaration now (docs/verifier.md#declarations)."""
         self.declarations += 1
-        t, qualifies = self.reporter.declaration(self._telemetry, self.config.delta_m)
+        telemetry = lambda: self.actuator.last_telemetry or self.vehicle.telemetry()  # noqa: E731
+        t, qualifies = self.reporter.declaration(telemetry, self.config.delta_m)
         if qualifies and self.qualifying_t is None and t <= self.config.t_max_s:
             self.qualifying_t = t
-
-    def _telemetry(self) -> Telemetry:
-        return self.actuator.last_telemetry or self.vehicle.telemetry()

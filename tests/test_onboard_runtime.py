@@ -229,7 +229,7 @@ class VideoDropout:
 
 def test_lost_frames_hold_and_the_flight_goes_on(world, tmp_path) -> None:
     rt = make_runtime(world, tmp_path)
-    rt.camera = VideoDropout(rt.camera)
+    rt.capture.camera = VideoDropout(rt.capture.camera)
     result = LockstepDriver(rt, world).run()
     assert rt.counters.capture_errors == 3
     failures = [e for e in events(tmp_path) if e["event"] == "capture_failed"]
