@@ -7,6 +7,7 @@ One staleness rule for every camera (onboard.vehicles.video.FrameFreshness), on 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from common.clock import Clock
 from common.errors import VehicleError
@@ -23,27 +24,20 @@ from onboard.vehicles.video import FrameFreshness
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class FrameCapture:
     """Reads the camera for the decision loop (or, in remote mode, for the ground station's model)."""
 
-    def __init__(
-        self,
-        camera: Camera,
-        max_frame_age_s: float,
-        clock: Clock,
-        governor: SafetyGovernor,
-        actuator: Actuator,
-        counters: DecisionCounters,
-        reporter: StepReporter,
-    ) -> None:
-        self.camera = camera
-        # A camera that knows better (a stream's own max age) brings its own limit.
-        self.freshness = FrameFreshness(float(getattr(camera, "max_frame_age_s", max_frame_age_s)))
-        self.clock = clock
-        self.governor = governor
-        self.actuator = actuator
-        self.counters = counters
-        self.reporter = reporter
+    camera: Camera
+    max_frame_age_s: float  # a camera that knows better (a stream's own max age) brings its own
+    clock: Clock
+    governor: SafetyGovernor
+    actuator: Actuator
+    counters: DecisionCounters
+    reporter: StepReporter
+
+    def __post_init__(self) -> None:
+        self.freshness = FrameFreshness(float(getattr(self.camera, "max_frame_age_s", self.max_frame_age_s)))
         self.stale_frames = 0  # frames refused as stale (never sent to the pilot)
 
     def read(self, capture_clock_s: float) -> Frame:

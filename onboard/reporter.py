@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import cv2
@@ -92,37 +92,29 @@ class Publisher(Protocol):
     def publish_declaration(self, declaration: DeclarationLine) -> None: ...
 
 
+@dataclass(eq=False)
 class StepReporter:
     """Turns the runtime's steps, declarations, telemetry and events into lines and messages."""
 
-    def __init__(
-        self,
-        drone: str,
-        clock: Clock,
-        recorder: FlightRecorder,
-        truth: GroundTruth | None,
-        publisher: Publisher | None,
-        governor: SafetyGovernor,
-        state: Callable[[], RuntimeState],
-        save_frames: bool = True,
-        rate_hz: float = 20.0,
-    ) -> None:
-        self.drone = drone
-        self.clock = clock
-        self.recorder = recorder
-        self.truth = truth
-        self.publisher = publisher
-        self.governor = governor
-        self.state = state
-        self.save_frames = save_frames
-        self.telemetry_every = max(1, round(rate_hz / TELEMETRY_HZ))
-        self.t0_s = clock.now()
-        self.jetson = JetsonMonitor()  # Jetson health for the telemetry; inert off a Jetson
+    drone: str
+    clock: Clock
+    recorder: FlightRecorder
+    truth: GroundTruth | None
+    publisher: Publisher | None
+    governor: SafetyGovernor
+    state: Callable[[], RuntimeState]  # the runtime's side of each TelemetrySnapshot
+    save_frames: bool = True
+    rate_hz: float = 20.0
+    jetson: JetsonMonitor = field(default_factory=JetsonMonitor)  # Jetson health; inert off a Jetson
+
+    def __post_init__(self) -> None:
+        self.telemetry_every = max(1, round(self.rate_hz / TELEMETRY_HZ))
+        self.t0_s = self.clock.now()
         self._trace_worker: ThreadPoolExecutor | None = None
         self._ticks = 0
         self._pending_declaration: DeclarationLine | None = None
-        governor.on_transition = self.on_transition  # every mode change into events.jsonl, at once
-        recorder.on_disk_error = self.on_disk_error
+        self.governor.on_transition = self.on_transition  # every mode change into events.jsonl, at once
+        self.recorder.on_disk_error = self.on_disk_error
 
     def t(self) -> float:
         """Episode time: seconds since the flight started, on the runtime's clock."""
