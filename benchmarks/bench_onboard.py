@@ -125,7 +125,7 @@ def worker(args: argparse.Namespace) -> int:
     record_s: list[float] = []
     truth_record_s: list[float] = []
     truth_s = [0.0]
-    record_step = runtime._record_step
+    record_step = runtime.reporter.step
     assert runtime.truth is not None
 
     recording = threading.local()  # the trace worker samples truth too: count the recording thread's only
@@ -154,7 +154,7 @@ def worker(args: argparse.Namespace) -> int:
 
     runtime.truth.sample = timed(runtime.truth.sample)  # type: ignore[method-assign]
     runtime.truth.point_on_target = timed(runtime.truth.point_on_target)  # type: ignore[method-assign]
-    runtime._record_step = timed_record_step  # type: ignore[method-assign]
+    runtime.reporter.step = timed_record_step  # type: ignore[method-assign]
     runtime.start()
     # The actuation thread's run-queue wait, sampled while it lives (it is gone after run()).
     act_tid = runtime.actuation._thread.native_id

@@ -104,12 +104,12 @@ class LockstepCommander:
             order = self.active[drone]
             declared = rt.declarations > self._declarations[drone]
             self._declarations[drone] = rt.declarations
-            if order is None or rt.order_id != order:
+            if order is None or rt.operator.order_id != order:
                 continue
             if declared:  # a `finished` executed under this order (its last step included)
                 whys.append(f"finished:{drone}")
                 self.active[drone] = None
-            elif rt.order_steps_left is None:  # the order ran out of steps: the drone holds
+            elif rt.operator.order_steps_left is None:  # the order ran out of steps: the drone holds
                 whys.append(f"expired:{drone}")
                 self.active[drone] = None
         if whys:
@@ -154,7 +154,7 @@ class LockstepCommander:
             return  # orders stay as they are; drones whose order ended keep holding
         for index, (rt, text) in enumerate(zip(self.runtimes, orders.orders, strict=True)):
             order_id = f"o{self.calls}-{index + 1}"
-            rt.set_order(order_id, text, self.expires_after_steps)
+            rt.operator.set_order(order_id, text, self.expires_after_steps)
             self.active[rt.config.drone] = order_id
             self._declarations[rt.config.drone] = rt.declarations
 

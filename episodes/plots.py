@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from common.declarations import qualifies
 from episodes.logs import read_episode
 from episodes.report import EpisodeRow, GroupStats
 
@@ -59,7 +60,7 @@ def draw_trace(ax: Any, row: EpisodeRow, delta_m: float | None = None, compact: 
     logs = read_episode(Path(row.directory))
     record = logs.record
     delta = delta_m or (record.delta_m if record else 5.0)
-    poses_by_drone: dict[str, list[list[float]]] = {}
+    poses_by_drone: dict[str, list[Sequence[float]]] = {}
     for line in logs.trace:
         if line.pose is not None:
             poses_by_drone.setdefault(line.drone, []).append(line.pose)
@@ -100,7 +101,7 @@ def draw_trace(ax: Any, row: EpisodeRow, delta_m: float | None = None, compact: 
     for d in logs.declarations:
         if d.pose is None:
             continue
-        ok = bool(d.visible and d.distance_m is not None and d.distance_m <= delta)
+        ok = qualifies(d.distance_m, d.visible, delta, d.judged)
         if ok and verdict_t is None:
             verdict_t = d.t
         ax.plot(

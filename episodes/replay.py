@@ -17,6 +17,7 @@ import cv2
 import numpy as np
 
 from common.actions import Finished, Go, Rotate
+from common.declarations import qualifies
 from episodes.logs import StepLine, read_episode
 
 GREEN, RED, WHITE, GOLD, BLACK = (60, 200, 60), (40, 40, 230), (240, 240, 240), (0, 200, 255), (0, 0, 0)
@@ -79,9 +80,7 @@ def replay_steps(directory: Path, drone: str | None = None) -> Iterator[ReplaySt
     logs = read_episode(directory)
     delta = logs.record.delta_m if logs.record else None
     qualifying_t = {
-        round(d.t, 3)
-        for d in logs.declarations
-        if delta is not None and d.visible and d.distance_m is not None and d.distance_m <= delta
+        round(d.t, 3) for d in logs.declarations if qualifies(d.distance_m, d.visible, delta, d.judged)
     }
     steps = sorted((s for s in logs.steps if drone is None or s.drone == drone), key=lambda s: s.t)
     for i, step in enumerate(steps):

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import msgspec
 
 from common.actions import Go
+from common.declarations import qualifies
 from common.errors import RecordError
 from episodes.logs import DeclarationLine, EpisodeLogs, LineProblem, StepLine, TraceLine
 
@@ -88,16 +89,6 @@ class EpisodeVerdict(msgspec.Struct):
     collisions: int
     failure_mode: str | None
     problems: list[LineProblem]
-
-
-def qualifies(declaration: DeclarationLine, delta_m: float) -> bool:
-    if declaration.judged is not None:
-        return declaration.judged == "accept"
-    return (
-        declaration.distance_m is not None
-        and declaration.distance_m <= delta_m
-        and declaration.visible is True
-    )
 
 
 def _by_time(lines: Iterable[DeclarationLine]) -> list[DeclarationLine]:
@@ -204,7 +195,7 @@ def verify(logs: EpisodeLogs, settings: VerifierSettings | None = None) -> Episo
     declarations = _by_time(d for d in logs.declarations if d.t <= t_max_s)
 
     # Verdict (Algorithm 1).
-    decisive = next((d for d in declarations if qualifies(d, delta_m)), None)
+    decisive = next((d for d in declarations if qualifies(d.distance_m, d.visible, delta_m, d.judged)), None)
     success = decisive is not None
     ne_m = decisive.distance_m if decisive is not None else _final_ne(steps, t_max_s)
 

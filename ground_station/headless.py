@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.declarations import qualifies
 from common.errors import LinkError
 from ground_station.fleet.client import FleetClient
 from ground_station.fleet.state import DeclarationRecord, FleetEvent
@@ -58,7 +59,7 @@ class HeadlessSession:
             return [
                 d
                 for d in self.fleet.state.declarations
-                if d.distance_m is not None and d.distance_m <= self.delta_m and d.visible
+                if qualifies(d.distance_m, d.visible, self.delta_m, d.judged)
             ]
 
     def run(

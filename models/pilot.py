@@ -8,6 +8,7 @@ back as a decision with `action=None` (the drone holds) and the reason (docs/pro
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from common.camera import CameraProfile
 from common.errors import BackendError, MalformedReply
 from models.backends.base import CallStats, ModelBackend
 from models.frames import encode_frame, encode_history_view
+from models.identity import PromptIdentity
 from models.pilot_prompt import CommanderPrompt, MultiDronePrompt, PilotPrompt
 from models.profile import ModelProfile
 from models.request import ChatRequest
@@ -53,10 +55,19 @@ class Observation:
         return self.think and bool(self.history) and isinstance(self.history[-1], Think)
 
 
+class FailureKind(enum.Enum):
+    """Why a decision carries no action: the backend failed (no reply: network, server, timeout) or
+    the reply (or the pilot itself) gave nothing usable. The runtime counts and logs them apart."""
+
+    BACKEND = "backend"
+    MALFORMED = "malformed"
+
+
 @dataclass(frozen=True)
 class Decision:
     """A pilot's answer: the parsed action (None when the reply was malformed, i.e. a hold),
-    the raw text, why it was malformed, and the call's measurements."""
+    the raw text, why it was malformed (`error`, for people; `failure`, its kind, for code), and the
+    call's measurements."""
 
     action: Action | None
     raw: str
@@ -67,6 +78,14 @@ class Decision:
     # request (frame encoding, prompt) and parsing the reply. The runtime logs them as stages.
     preprocess_s: float | None = None
     parse_s: float | None = None
+    failure: FailureKind | None = None  # None with an action; None without one reads as MALFORMED
+
+    @property
+    def failure_kind(self) -> FailureKind | None:
+        """None when the decision has an action, else why not (MALFORMED unless the pilot said)."""
+        if self.action is not None:
+            return None
+        return self.failure or FailureKind.MALFORMED
 
 
 @runtime_checkable
@@ -74,6 +93,16 @@ class Pilot(Protocol):
     name: str
 
     def decide(self, observation: Observation) -> Decision: ...
+
+    def identity(self) -> PromptIdentity | None:
+        """The prompt identity (prompt file hashes, profile, switches); None for a pilot without
+        prompts (the baseline). Recorded with every run."""
+        ...
+
+    def canonical_focal_px(self, camera: CameraProfile) -> float | None:
+        """f_c at `camera`'s width when the pilot's depths are in a canonical camera (a model
+        profile's depth convention), else None (metric depth)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -127,6 +156,16 @@ class ModelPilot:
     def profile(self) -> ModelProfile:
         return self.prompt.profile
 
+    def identity(self) -> PromptIdentity:
+        return self.prompt.identity()
+
+    def canonical_focal_px(self, camera: CameraProfile) -> float | None:
+        depth = self.profile.depth
+        if depth.convention != "canonical":
+            return None
+        assert depth.canonical_focal_px is not None and depth.canonical_width_px is not None
+        return float(depth.canonical_focal_px * camera.width_px / depth.canonical_width_px)
+
     def build_request(self, observation: Observation) -> ChatRequest:
         history = list(observation.history)
         views: list[bytes | None] = []
@@ -147,7 +186,13 @@ class ModelPilot:
         try:
             completion = self.backend.complete(request)
         except BackendError as exc:
-            return Decision(action=None, raw="", error=f"backend: {exc}", preprocess_s=preprocess_s)
+            return Decision(
+                action=None,
+                raw="",
+                error=f"backend: {exc}",
+                preprocess_s=preprocess_s,
+                failure=FailureKind.BACKEND,
+            )
         t2 = time.perf_counter()
         try:
             action = self.prompt.parse(completion.text, request)
@@ -159,6 +204,7 @@ class ModelPilot:
                 error=exc.reason,
                 preprocess_s=preprocess_s,
                 parse_s=time.perf_counter() - t2,
+                failure=FailureKind.MALFORMED,
             )
         return Decision(
             action=action,

@@ -233,5 +233,11 @@ class GroundStationPilot:
 
         return Decision(action=None, raw="", error="remote mode: actions come from the ground station")
 
+    def identity(self) -> None:
+        return None
+
+    def canonical_focal_px(self, camera: Any) -> None:
+        return None
+
     def close(self) -> None:
         pass

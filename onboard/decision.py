@@ -16,7 +16,8 @@ import msgspec
 
 from common.actions import Action, Go, Rotate, action_name
 from common.camera import CameraProfile
-from common.pose import Pose, wrap_deg
+from common.pose import Frame, Pose, wrap_deg
+from models.pilot import Decision, FailureKind, Observation
 from onboard.controller import (
     ControlPlan,
     PlanKind,
@@ -63,8 +64,51 @@ class DecisionCounters:
     capture_errors: int = 0
     by_action: dict[str, int] = field(default_factory=dict)
 
+    def count_failure(self, discarded: str) -> bool:
+        """Count a discard that is the pilot's failure ("backend", "malformed", "stale"; "superseded"
+        is none); True when it was one."""
+        name = {"backend": "backend_errors", "malformed": "malformed", "stale": "stale"}.get(discarded)
+        if name is not None:
+            setattr(self, name, getattr(self, name) + 1)
+        return name is not None
+
+
+@dataclass
+class PendingDecision:
+    """A pilot's reply with what it was asked on, not applied yet (lock-step charges its latency first)."""
+
+    frame: Frame
+    observation: Observation
+    decision: Decision
+    capture_clock_s: float
+    stages: StageLatencies
+    wall_start: float
+
+
+@dataclass
+class RunResult:
+    """How a run ended (OnboardRuntime.result)."""
+
+    reason: str  # why the run ended
+    steps: int
+    declarations: int
+    qualifying_declaration_t: float | None
+    counters: DecisionCounters
+    served_rate_hz: float
+    mode: str
+
 
 LATENCY_GOALS = ("point", "step")
+
+
+def discard_reason(decision: Decision, superseded: bool, late: bool) -> str | None:
+    """Why a reply is not executed, or None: "backend" / "malformed" (no action, by the pilot's
+    FailureKind), "superseded" (asked before an operator's GoTo), "stale" (older than its deadline)."""
+    if decision.action is None:
+        return "backend" if decision.failure_kind is FailureKind.BACKEND else "malformed"
+    if superseded:
+        return "superseded"
+    return "stale" if late else None
 
 
 def replan_from_current(

@@ -8,8 +8,12 @@ None and nothing else happens.
 
     monitor = JetsonMonitor()
     monitor.start()            # no-op off a Jetson
-    monitor.snapshot()         # dict for the telemetry, or None
+    monitor.snapshot()         # common.messages.JetsonHealth for the telemetry, or None
     monitor.stop()
+
+A reading is checked against the message's ranges when it is read (`JetsonHealth`, the one type the
+telemetry carries): one that does not fit is dropped here, logged once, and the telemetry goes out
+without Jetson health.
 """
 
 from __future__ import annotations
@@ -22,8 +26,12 @@ import shutil
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
+
+from common.messages import Id, JetsonHealth
 
 logger = logging.getLogger(__name__)
 
@@ -42,27 +50,30 @@ _POWER = re.compile(r"\b(VDD_IN|POM_5V_IN) (\d+)(?:mW)?/(\d+)(?:mW)?")
 
 
 @dataclass
-class JetsonHealth:
-    source: str  # "tegrastats" or "jtop"
-    sampled_s: float  # time.monotonic() when the sample was read
-    temps_c: dict[str, float] = field(default_factory=dict)  # lower-case sensor name -> °C
-    cpu_temp_c: float | None = None
-    gpu_temp_c: float | None = None
-    max_temp_c: float | None = None
-    cpu_load_pct: float | None = None  # mean over online cores
-    gpu_load_pct: float | None = None
-    ram_used_mb: float | None = None
-    ram_total_mb: float | None = None
-    swap_used_mb: float | None = None
-    power_mw: float | None = None  # whole module input power
-    power_mode: str | None = None  # nvpmodel mode name, e.g. "MAXN" or "25W"
-    throttled: bool = False
-    throttle_reasons: list[str] = field(default_factory=list)
+class JetsonSample:
+    """The latest reading and when it was read (time.monotonic())."""
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("sampled_s")
-        return out
+    health: JetsonHealth
+    sampled_s: float
+
+
+_warned: set[str] = set()
+
+
+def _health(fields: dict[str, Any]) -> JetsonHealth | None:
+    """A reading as the message type, None (logged once per source) when a number is out of range."""
+    temps: dict[str, float] = fields.get("temps_c", {})
+    if temps:
+        fields.setdefault("max_temp_c", max(temps.values()))
+    fields.setdefault("cpu_temp_c", temps.get("cpu"))
+    fields.setdefault("gpu_temp_c", temps.get("gpu"))
+    try:
+        return msgspec.convert(fields, JetsonHealth)
+    except (msgspec.ValidationError, ValueError) as exc:
+        if fields["source"] not in _warned:
+            _warned.add(fields["source"])
+            logger.warning("Jetson health not sent: %s", exc)
+        return None
 
 
 def parse_tegrastats(line: str, source: str = "tegrastats") -> JetsonHealth | None:
@@ -70,62 +81,56 @@ def parse_tegrastats(line: str, source: str = "tegrastats") -> JetsonHealth | No
     ram = _RAM.search(line)
     if ram is None:
         return None
-    health = JetsonHealth(source=source, sampled_s=time.monotonic())
-    health.ram_used_mb, health.ram_total_mb = float(ram.group(1)), float(ram.group(2))
+    fields: dict[str, Any] = {"source": source, "ram_used_mb": float(ram.group(1))}
+    fields["ram_total_mb"] = float(ram.group(2))
     swap = _SWAP.search(line)
     if swap:
-        health.swap_used_mb = float(swap.group(1))
+        fields["swap_used_mb"] = float(swap.group(1))
     cpu = _CPU.search(line)
     if cpu:
         loads = [float(c.split("%")[0]) for c in cpu.group(1).split(",") if "%" in c]
-        health.cpu_load_pct = round(sum(loads) / len(loads), 1) if loads else None
+        fields["cpu_load_pct"] = round(sum(loads) / len(loads), 1) if loads else None
     gpu = _GPU.search(line)
     if gpu:
-        health.gpu_load_pct = float(gpu.group(1))
+        fields["gpu_load_pct"] = float(gpu.group(1))
+    temps: dict[str, float] = {}
     for name, value in _TEMP.findall(line):
         key = name.lower()
         if key == "pmic":  # a fixed placeholder reading (100 C) on many boards, not a sensor
             continue
-        health.temps_c[key] = float(value)
+        temps[key] = float(value)
+    fields["temps_c"] = temps
     power = _POWER.search(line)
     if power:
-        health.power_mw = float(power.group(2))
-    _derive_temps(health)
-    return health
+        fields["power_mw"] = float(power.group(2))
+    return _health(fields)
 
 
-def _derive_temps(health: JetsonHealth) -> None:
-    temps = health.temps_c
-    health.cpu_temp_c = temps.get("cpu")
-    health.gpu_temp_c = temps.get("gpu")
-    if temps:
-        health.max_temp_c = max(temps.values())
-
-
-def health_from_jtop(stats: dict[str, Any]) -> JetsonHealth:
+def health_from_jtop(stats: dict[str, Any]) -> JetsonHealth | None:
     """jtop's `stats` dict -> JetsonHealth (keys as jetson-stats 4.x names them: "Temp CPU",
     "RAM" as a fraction, "nvp model", "Power TOT" in mW, "GPU" in %; missing keys stay None)."""
-    health = JetsonHealth(source="jtop", sampled_s=time.monotonic())
+    fields: dict[str, Any] = {"source": "jtop"}
+    temps: dict[str, float] = {}
     cpu_loads: list[float] = []
     for key, value in stats.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             if key.lower() == "nvp model" and isinstance(value, str):
-                health.power_mode = value
+                fields["power_mode"] = value
             continue
         lower = key.lower()
         if lower.startswith("temp "):
             if value > -200:  # jtop reports -256 for an offline sensor
-                health.temps_c[lower[5:]] = float(value)
+                temps[lower[5:]] = float(value)
         elif re.fullmatch(r"cpu\d+", lower):
             cpu_loads.append(float(value))
         elif lower == "gpu":
-            health.gpu_load_pct = float(value)
+            fields["gpu_load_pct"] = float(value)
         elif lower == "power tot":
-            health.power_mw = float(value)
+            fields["power_mw"] = float(value)
     if cpu_loads:
-        health.cpu_load_pct = round(sum(cpu_loads) / len(cpu_loads), 1)
-    _derive_temps(health)
-    return health
+        fields["cpu_load_pct"] = round(sum(cpu_loads) / len(cpu_loads), 1)
+    fields["temps_c"] = temps
+    return _health(fields)
 
 
 def read_power_mode(nvpmodel: str | None = None) -> str | None:
@@ -139,6 +144,15 @@ def read_power_mode(nvpmodel: str | None = None) -> str | None:
         return None
     match = re.search(r"NV Power Mode:\s*(\S+)", out)
     return match.group(1) if match else None
+
+
+def _checked_power_mode(mode: str | None) -> str | None:
+    """nvpmodel's mode name if it fits the message's id field, else None (logged)."""
+    try:
+        return None if mode is None else msgspec.convert(mode, Id)
+    except msgspec.ValidationError:
+        logger.warning("nvpmodel's power mode %r is not reported: too long", mode)
+        return None
 
 
 def oc_event_count(pattern: str = "/sys/class/hwmon/hwmon*/oc*_event_cnt") -> int | None:
@@ -167,7 +181,7 @@ class JetsonMonitor:
         self.throttle_temp_c = throttle_temp_c
         self.oc_pattern = oc_pattern
         self.source: str | None = None
-        self._latest: JetsonHealth | None = None
+        self._latest: JetsonSample | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._proc: subprocess.Popen[str] | None = None
@@ -183,7 +197,7 @@ class JetsonMonitor:
     def start(self) -> JetsonMonitor:
         if self._thread is not None:
             return self
-        self._power_mode = read_power_mode(self.nvpmodel)
+        self._power_mode = _checked_power_mode(read_power_mode(self.nvpmodel))
         self._oc_at_start = oc_event_count(self.oc_pattern)
         exe = self._find_tegrastats()
         if exe:
@@ -211,28 +225,33 @@ class JetsonMonitor:
         self._thread.start()
         return self
 
-    def _publish(self, health: JetsonHealth) -> None:
-        if health.power_mode is None:
-            health.power_mode = self._power_mode
-        reasons = []
-        if health.max_temp_c is not None and health.max_temp_c >= self.throttle_temp_c:
-            reasons.append(f"thermal: {health.max_temp_c:.1f} C >= {self.throttle_temp_c:.0f} C")
-        oc = oc_event_count(self.oc_pattern)
-        if oc is not None and self._oc_at_start is not None and oc > self._oc_at_start:
-            reasons.append(f"over-current: {oc - self._oc_at_start} events since start")
-        health.throttle_reasons = reasons
-        health.throttled = bool(reasons)
+    def _publish(self, health: JetsonHealth | None) -> None:
+        """The newest reading (None: it did not fit the message, so none is reported until the next)."""
+        sample = None
+        if health is not None:
+            reasons = []
+            if health.max_temp_c is not None and health.max_temp_c >= self.throttle_temp_c:
+                reasons.append(f"thermal: {health.max_temp_c:.1f} C >= {self.throttle_temp_c:.0f} C")
+            oc = oc_event_count(self.oc_pattern)
+            if oc is not None and self._oc_at_start is not None and oc > self._oc_at_start:
+                reasons.append(f"over-current: {oc - self._oc_at_start} events since start")
+            health = msgspec.structs.replace(
+                health,
+                power_mode=health.power_mode if health.power_mode is not None else self._power_mode,
+                throttle_reasons=tuple(reasons),
+                throttled=bool(reasons),
+            )
+            sample = JetsonSample(health, time.monotonic())
         with self._lock:
-            self._latest = health
+            self._latest = sample
 
     def _read_tegrastats(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
         for line in self._proc.stdout:
             if self._stop.is_set():
                 break
-            health = parse_tegrastats(line)
-            if health is not None:
-                self._publish(health)
+            if _RAM.search(line):  # a tegrastats line (others, e.g. warnings, are skipped)
+                self._publish(parse_tegrastats(line))
 
     def _read_jtop(self) -> None:
         try:
@@ -244,17 +263,17 @@ class JetsonMonitor:
         except Exception as exc:  # jtop raises its own types when its service is not running
             logger.warning("jtop stopped: %s", exc)
 
-    def latest(self) -> JetsonHealth | None:
+    def latest(self) -> JetsonSample | None:
         with self._lock:
-            health = self._latest
-        if health is None or time.monotonic() - health.sampled_s > STALE_AFTER_S:
+            sample = self._latest
+        if sample is None or time.monotonic() - sample.sampled_s > STALE_AFTER_S:
             return None
-        return health
+        return sample
 
-    def snapshot(self) -> dict[str, Any] | None:
-        """The latest health as a plain dict (for the telemetry), None when absent or stale."""
-        health = self.latest()
-        return None if health is None else health.to_dict()
+    def snapshot(self) -> JetsonHealth | None:
+        """The latest health for the telemetry, None when absent or stale."""
+        sample = self.latest()
+        return None if sample is None else sample.health
 
     def stop(self) -> None:
         self._stop.set()

@@ -16,16 +16,17 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 
-from common.actions import action_from_dict
 from common.errors import ConfigError
 from common.link.drone import CommandOutcome, DroneLink, DroneLinkConfig, ReceivedCommand
 from common.link.liveness import LinkEvent
 from common.link.security import CurveServer, Insecure
+from common.logformat import DeclarationLine
 from common.messages import (
     MAX_ID_CHARS,
     MAX_RAW_CHARS,
@@ -35,7 +36,6 @@ from common.messages import (
     GoTo,
     Hold,
     Instruction,
-    JetsonHealth,
     Judgement,
     Land,
     Order,
@@ -46,6 +46,8 @@ from common.messages import (
     Traffic,
 )
 from common.pose import Frame, Pose, wrap_deg
+from onboard.decision import StageLatencies
+from onboard.reporter import StepExtras, TelemetrySnapshot
 from onboard.runtime import OnboardRuntime
 from onboard.safety import LINK
 
@@ -73,7 +75,6 @@ class RuntimeLink:
         self.link = link
         self.frame_seq = -1  # the seq of the newest frame sent (DroneLink numbers the frames it queues)
         self.declaration_times: dict[str, float] = {}  # declaration_id -> t, for judgements
-        self._jetson_warned = False
         self._traffic_ids: list[str] = []
         self._heard_link_s: float | None = None  # the link's last-heard time (monotonic) ...
         self._heard_runtime_s = 0.0  # ... on the runtime's clock
@@ -81,23 +82,24 @@ class RuntimeLink:
         self._refusals = 0
 
     # ---- Publisher ------------------------------------------------------------------------------
-    def publish_telemetry(self, data: dict[str, Any]) -> None:
-        battery = data.get("battery_fraction")
+    def publish_telemetry(self, snapshot: TelemetrySnapshot) -> None:
+        vehicle = snapshot.telemetry
+        battery = vehicle.battery_fraction
         battery_pct = None if battery is None or not math.isfinite(battery) else 100.0 * battery
         counts = self.link.stats.telemetry_counts()
         try:
             telemetry = Telemetry(
                 time_s=self.runtime.clock.now(),
-                pose_ned=_wire_pose(data["pose"]),
-                velocity_ned_m_s=tuple(data["velocity_ned_m_s"]),
+                pose_ned=_wire_pose(vehicle.pose.as_list()),
+                velocity_ned_m_s=vehicle.velocity_ned_m_s,
                 battery_pct=None if battery_pct is None else min(max(battery_pct, 0.0), 100.0),
-                mode=str(data["mode"])[:MAX_ID_CHARS],
-                armed=data["armed"],
+                mode=snapshot.mode[:MAX_ID_CHARS],
+                armed=vehicle.armed,
                 link_state=self.link.ground_link_state,  # type: ignore[arg-type]
-                control_rate_hz=float(data.get("served_rate_hz") or 0.0),
-                latencies_s=_latencies(data.get("stages")),
-                safety_state=(data.get("mode_reason") or "ok")[:MAX_REASON_CHARS],
-                jetson=self._jetson(data.get("jetson")),
+                control_rate_hz=float(snapshot.served_rate_hz or 0.0),
+                latencies_s=_latencies(snapshot.stages),
+                safety_state=(snapshot.mode_reason or "ok")[:MAX_REASON_CHARS],
+                jetson=snapshot.jetson,  # validated when it was read (onboard.jetson)
                 link_security=self.security,  # type: ignore[arg-type]
                 **counts,  # type: ignore[arg-type]
             )
@@ -107,19 +109,6 @@ class RuntimeLink:
             return
         self.link.publish_telemetry(telemetry)
 
-    def _jetson(self, health: dict[str, Any] | None) -> JetsonHealth | None:
-        """onboard.jetson's snapshot as the typed message field (None off a Jetson)."""
-        if health is None:
-            return None
-        try:
-            return msgspec.convert(health, JetsonHealth)
-        except msgspec.ValidationError as exc:
-            # Telemetry goes out regardless: a health reading that does not fit is dropped, once logged.
-            if not self._jetson_warned:
-                log.warning("Jetson health not sent: %s", exc)
-                self._jetson_warned = True
-            return None
-
     def publish_frame(self, frame: Frame) -> None:
         # Stamped on the runtime's clock (the link's clock): RemoteActions come back with this stamp
         # and the ground station converts it with the heartbeat clock offset.
@@ -128,21 +117,20 @@ class RuntimeLink:
         if decision.send:
             self.frame_seq += 1  # the runtime publishes a step's frame before the step itself
 
-    def publish_step(self, step: dict[str, Any]) -> None:
-        action = step.get("action")
-        error = step.get("error") if step.get("discarded") == "malformed" else None
+    def publish_step(self, step: StepExtras) -> None:
+        error = step.error if step.discarded == "malformed" else None
         try:
             body = Step(
-                t_s=step["t"],
-                call_id=str(step.get("call_id"))[:MAX_ID_CHARS],
+                t_s=step.t,
+                call_id=str(step.call_id)[:MAX_ID_CHARS],
                 frame_seq=self.frame_seq,
-                action=None if action is None else action_from_dict(action),
-                raw=(step.get("raw") or "")[:MAX_RAW_CHARS],
-                latencies_s=_latencies(step.get("stages")),
+                action=step.action,
+                raw=(step.raw or "")[:MAX_RAW_CHARS],
+                latencies_s=_latencies(step.stages),
                 malformed_reason=None if error is None else str(error)[:MAX_REASON_CHARS],
-                executed=step.get("discarded") is None,
-                order_id=(step.get("order_id") or "")[:MAX_ID_CHARS],
-                order_steps_left=step.get("order_steps_left"),
+                executed=step.discarded is None,
+                order_id=(step.order_id or "")[:MAX_ID_CHARS],
+                order_steps_left=step.order_steps_left,
             )
         except (ValueError, msgspec.ValidationError) as exc:
             self.link.stats.add("step_invalid")
@@ -150,18 +138,18 @@ class RuntimeLink:
             return
         self.link.publish_step(body)
 
-    def publish_declaration(self, declaration: dict[str, Any]) -> None:
-        declaration_id = f"{self.runtime.config.drone}-{declaration['t']:.3f}"[-MAX_ID_CHARS:]
-        self.declaration_times[declaration_id] = float(declaration["t"])
+    def publish_declaration(self, declaration: DeclarationLine) -> None:
+        declaration_id = f"{self.runtime.config.drone}-{declaration.t:.3f}"[-MAX_ID_CHARS:]
+        self.declaration_times[declaration_id] = float(declaration.t)
         try:
             body = Declaration(
                 declaration_id=declaration_id,
-                t_s=declaration["t"],
-                pose_ned=_wire_pose(declaration["pose"]),
+                t_s=declaration.t,
+                pose_ned=_wire_pose(declaration.pose or []),  # a measured declaration has its pose
                 frame_seq=self.frame_seq,
-                distance_m=_measure(declaration.get("distance_m")),
-                bbox_distance_m=_measure(declaration.get("bbox_distance_m")),
-                visible=declaration.get("visible"),
+                distance_m=_measure(declaration.distance_m),
+                bbox_distance_m=_measure(declaration.bbox_distance_m),
+                visible=declaration.visible,
             )
         except ValueError as exc:
             self.link.stats.add("declaration_invalid")
@@ -184,33 +172,33 @@ class RuntimeLink:
     def _handle(self, command: ReceivedCommand) -> CommandOutcome:
         rt, body = self.runtime, command.body
         if isinstance(body, Instruction):
-            rt.set_instruction(body.text)
+            rt.operator.set_instruction(body.text)
         elif isinstance(body, Order):
             if body.expires_after_steps < 1:
                 return CommandOutcome(False, f"expires_after_steps={body.expires_after_steps} must be >= 1")
-            rt.set_order(body.order_id, body.text, body.expires_after_steps)
+            rt.operator.set_order(body.order_id, body.text, body.expires_after_steps)
         elif isinstance(body, EStop):
-            rt.estop(body.reason or "ground-station e-stop")
+            rt.operator.estop(body.reason or "ground-station e-stop")
         elif isinstance(body, Hold):
-            rt.hold(body.reason or "ground-station hold")
+            rt.operator.hold(body.reason or "ground-station hold")
         elif isinstance(body, Land):
-            rt.land(body.reason or "ground-station land")
+            rt.operator.land(body.reason or "ground-station land")
         elif isinstance(body, ReturnHome):
-            rt.return_home()
+            rt.operator.return_home()
         elif isinstance(body, GoTo):
-            refusal = rt.goto(body.goto_id, body.target_ned_m)
+            refusal = rt.operator.goto(body.goto_id, body.target_ned_m)
             if refusal:
                 return CommandOutcome(False, refusal)
         elif isinstance(body, Judgement):
             if body.declaration_id not in self.declaration_times:
                 return CommandOutcome(False, f"unknown declaration {body.declaration_id!r}")
-            rt.judge(body.verdict == "accept", self.declaration_times[body.declaration_id])
+            rt.operator.judge(body.verdict == "accept", self.declaration_times[body.declaration_id])
         elif isinstance(body, RemoteAction):
             refusal = self._remote_refusal(body)
             if refusal:
                 return CommandOutcome(False, refusal)
             age_s = max(0.0, rt.clock.now() - body.capture_time_s)
-            if not rt.remote_action(body.action, body.frame_pose_ned, age_s, body.call_id, body.raw):
+            if not rt.operator.remote_action(body.action, body.frame_pose_ned, age_s, body.call_id, body.raw):
                 return CommandOutcome(False, f"stale: frame {age_s:.2f} s old")
         else:
             return CommandOutcome(False, f"unsupported command {type(body).__name__}")
@@ -263,7 +251,7 @@ class RuntimeLink:
             "link",
             state=event.state,
             silence_s=event.silence_s,
-            last_heard_t=None if heard is None else heard - rt.t0_s,
+            last_heard_t=None if heard is None else heard - rt.reporter.t0_s,
             mode=rt.governor.mode.value,
         )
 
@@ -271,23 +259,24 @@ class RuntimeLink:
         self.link.close()
 
 
-def _latencies(stages: Any) -> dict[str, float]:
-    """Stage latencies that fit the message: finite, non-negative numbers (a missing stage is None)."""
-    if not isinstance(stages, dict):
+def _latencies(stages: StageLatencies | None) -> dict[str, float]:
+    """Stage latencies that fit the message: finite, non-negative numbers."""
+    if stages is None:
         return {}
     out = {}
-    for key, value in stages.items():
+    for key in stages.__struct_fields__:
+        value = getattr(stages, key)
         if (
             isinstance(value, (int, float))
             and not isinstance(value, bool)
             and math.isfinite(value)
             and value >= 0
         ):
-            out[str(key)[:MAX_ID_CHARS]] = float(value)
+            out[key[:MAX_ID_CHARS]] = float(value)
     return out
 
 
-def _wire_pose(values: list[float]) -> Pose:
+def _wire_pose(values: Sequence[float]) -> Pose:
     """A pose as messages carry it: yaw wrapped to (-180, 180] (an adapter may count whole turns)."""
     x, y, z, yaw = (float(v) for v in values)
     return Pose(x, y, z, wrap_deg(yaw) if math.isfinite(yaw) else yaw)
@@ -339,7 +328,7 @@ def attach_link(
     # Timed from now: a ground station that never connects holds, then lands, the drone just the same.
     runtime.governor.watch(LINK, runtime.clock.now(), poll=bridge.last_heard_s)
     link.start()
-    runtime.publisher = bridge
+    runtime.reporter.publisher = bridge
     # In the episode record and events.jsonl, so an insecure flight is never mistaken for a secure one.
     runtime.recorder.write_metadata(run={"link_security": bridge.security, "link_address": gs_address})
     runtime.event("link", state="listening", address=gs_address)

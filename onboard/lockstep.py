@@ -4,7 +4,8 @@ latency costs episode time exactly as it would in flight, on any machine, determ
 
 One thread does everything: capture, pilot call (simulation frozen), advance by the latency with
 actuation ticks at rate_hz (the drone keeps flying its current plan, as in flight), then apply the
-reply (re-expressed from the pose it finds, or discarded when stale).
+reply (re-expressed from the pose it finds, or discarded when stale). The loop is the real-time one
+(onboard.decide_loop); `LockstepPacer` is how time passes here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,18 @@ from typing import Protocol
 
 from common.actions import Action
 from common.pose import Frame
-from onboard.runtime import OnboardRuntime, PendingDecision, RunResult, plan_duration_s
+from onboard.controller import ControlPlan
+from onboard.decide_loop import (
+    CAPTURE_RETRY_S,
+    IDLE_S,
+    STREAM_PERIOD_S,
+    ask_pilot,
+    loop_step,
+    plan_duration_s,
+    run_loop,
+)
+from onboard.decision import PendingDecision, RunResult
+from onboard.runtime import OnboardRuntime
 from onboard.safety import Mode
 
 log = logging.getLogger(__name__)
@@ -86,40 +98,50 @@ class LockstepDriver:
         rt = self.runtime
         rt.start(threaded=False)
         self._climb()
-        rt.t0_s = rt.clock.now()
-        rt.governor.flight_started(rt.t0_s)  # the failsafes time the flight from the end of the climb
-        reason = "stopped"
-        try:
-            while True:
-                why = rt.stop_reason()
-                if why is not None:
-                    reason = why
-                    break
-                if not rt.can_decide():
-                    self.advance(0.1)
-                    continue
-                started_s = rt.clock.now()
-                try:
-                    pending = rt.capture_and_decide()
-                except Exception as exc:  # the camera failed: hold, and let time pass
-                    rt.capture_failed(exc)
-                    self.advance(max(self.period_s, rt.config.min_decision_period_s, 0.1))
-                    continue
-                latency_s = max(0.0, self.latency(pending))
-                self.injected_latencies_s.append(latency_s)
-                self.advance(latency_s)
-                plan = rt.apply_decision(pending)
-                if self.on_step is not None:
-                    self.on_step(rt)
-                # A step always costs at least one tick, so a 0 ms pilot cannot stall time.
-                wait_s = max(self.period_s, started_s + rt.config.min_decision_period_s - rt.clock.now())
-                if plan is not None and rt.config.loop == "naive":
-                    wait_s = max(wait_s, plan_duration_s(plan))
-                self.advance(wait_s)
-        finally:
-            rt.finish(reason, threaded=False)
-            self.advance(self.period_s)  # one tick so a landing request reaches the vehicle
+        rt.reporter.t0_s = rt.clock.now()
+        rt.governor.flight_started(
+            rt.reporter.t0_s
+        )  # the failsafes time the flight from the end of the climb
+        pacer = LockstepPacer(self)
+        reason = run_loop(rt.stop_reason, lambda: loop_step(rt, pacer), self._finish)
         return rt.result(reason)
+
+    def _finish(self, reason: str) -> None:
+        self.runtime.finish(reason, threaded=False)
+        self.advance(self.period_s)  # one tick so a landing request reaches the vehicle
+
+
+class LockstepPacer:
+    """Lock-step time (onboard.decide_loop.Pacer): the simulation advances, ticking the actuation
+    loop, by the pilot's latency and every wait; a step always costs at least one tick, so a 0 ms
+    pilot cannot stall time."""
+
+    def __init__(self, driver: LockstepDriver) -> None:
+        self.driver = driver
+        self.config = driver.runtime.config
+
+    def idle(self) -> None:
+        self.driver.advance(IDLE_S)
+
+    def after_stream(self, started_s: float) -> None:
+        period_s = max(self.config.min_decision_period_s, STREAM_PERIOD_S)
+        self.driver.advance(max(self.driver.period_s, started_s + period_s - self.driver.runtime.clock.now()))
+
+    def after_capture_failure(self, started_s: float) -> None:
+        self.driver.advance(max(self.driver.period_s, self.config.min_decision_period_s, CAPTURE_RETRY_S))
+
+    def charge(self, pending: PendingDecision) -> None:
+        latency_s = max(0.0, self.driver.latency(pending))
+        self.driver.injected_latencies_s.append(latency_s)
+        self.driver.advance(latency_s)
+
+    def after_step(self, rt: OnboardRuntime, started_s: float, plan: ControlPlan | None) -> None:
+        if self.driver.on_step is not None:
+            self.driver.on_step(rt)
+        wait_s = max(self.driver.period_s, started_s + rt.config.min_decision_period_s - rt.clock.now())
+        if plan is not None and rt.config.loop == "naive":
+            wait_s = max(wait_s, plan_duration_s(plan))
+        self.driver.advance(wait_s)
 
 
 # ---- several drones in one world (docs/protocol.md#several-drones, lock-step) ---------------------
@@ -243,10 +265,8 @@ class MultiLockstepDriver:
     def _round_local(self, deciders: list[OnboardRuntime]) -> None:
         pendings: list[tuple[float, int, OnboardRuntime, PendingDecision]] = []
         for index, rt in enumerate(deciders):
-            try:
-                pending = rt.capture_and_decide()
-            except Exception as exc:  # the camera failed: that drone holds
-                rt.capture_failed(exc)
+            pending = ask_pilot(rt)
+            if pending is None:  # the camera failed: that drone holds
                 continue
             latency_s = max(0.0, self.latency(pending))
             self.injected_latencies_s.append(latency_s)
@@ -263,10 +283,10 @@ class MultiLockstepDriver:
         for rt in deciders:
             index = self.runtimes.index(rt)
             try:
-                frames[index] = rt.stream_once()
+                frames[index] = rt.capture.stream()
                 captured[index] = self.clock.now()
             except Exception as exc:
-                rt.capture_failed(exc)
+                rt.capture.failed(exc)
         if not captured:
             return
         decision = self.joint(frames)
@@ -280,7 +300,9 @@ class MultiLockstepDriver:
             if action is None:
                 rt.event("no_action", call_id=decision.call_id, error=decision.error)
                 continue
-            rt.remote_action(action, frame.pose, self.clock.now() - capture_s, decision.call_id, decision.raw)
+            rt.operator.remote_action(
+                action, frame.pose, self.clock.now() - capture_s, decision.call_id, decision.raw
+            )
 
     def run(self) -> str:
         """Fly every drone until the run ends; returns why it ended (each runtime's result() has more)."""
@@ -289,33 +311,31 @@ class MultiLockstepDriver:
         self._climb()
         t0_s = self.clock.now()
         for rt in self.runtimes:
-            rt.t0_s = t0_s  # one episode time for every drone
+            rt.reporter.t0_s = t0_s  # one episode time for every drone
             rt.governor.flight_started(t0_s)
-        reason = "stopped"
-        try:
-            while True:
-                why = self.stop_reason()
-                if why is not None:
-                    reason = why
-                    break
-                deciders = self._deciders()
-                if not deciders:
-                    if self.on_round is not None:
-                        self.on_round(self)
-                    self.advance(0.1)
-                    continue
-                started_s = self.clock.now()
-                if self.joint is not None:
-                    self._round_joint(deciders)
-                else:
-                    self._round_local(deciders)
-                self.rounds += 1
-                if self.on_round is not None:
-                    self.on_round(self)
-                period_s = max(rt.config.min_decision_period_s for rt in deciders)
-                self.advance(max(self.period_s, started_s + period_s - self.clock.now()))
-        finally:
-            for rt in self.runtimes:
-                rt.finish(reason, threaded=False)
-            self.advance(self.period_s)  # one tick so the landing requests reach the vehicles
-        return reason
+        return run_loop(self.stop_reason, self._round, self._finish)
+
+    def _round(self) -> None:
+        """Every drone that can decide does (the same steps as one drone's loop, interleaved), then
+        the round's period passes; with none, time passes in idle steps."""
+        deciders = self._deciders()
+        if not deciders:
+            if self.on_round is not None:
+                self.on_round(self)
+            self.advance(IDLE_S)
+            return
+        started_s = self.clock.now()
+        if self.joint is not None:
+            self._round_joint(deciders)
+        else:
+            self._round_local(deciders)
+        self.rounds += 1
+        if self.on_round is not None:
+            self.on_round(self)
+        period_s = max(rt.config.min_decision_period_s for rt in deciders)
+        self.advance(max(self.period_s, started_s + period_s - self.clock.now()))
+
+    def _finish(self, reason: str) -> None:
+        for rt in self.runtimes:
+            rt.finish(reason, threaded=False)
+        self.advance(self.period_s)  # one tick so the landing requests reach the vehicles

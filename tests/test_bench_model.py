@@ -18,6 +18,7 @@ from conftest import dronecats_cmd, subprocess_env
 from test_pilots_support import scene, serve_pilot_process
 
 from common.actions import Finished, Go, Rotate
+from models.pilot import FailureKind
 from models.serving.bench import (
     StepSample,
     StreamOutcome,
@@ -47,16 +48,20 @@ def test_compact_and_normal_renderings() -> None:
 
 
 def sample(
-    latency_s: float, tokens: int | None, action: object = None, error: str | None = None
+    latency_s: float,
+    tokens: int | None,
+    action: object = None,
+    error: str | None = None,
+    failure: FailureKind | None = None,
 ) -> StepSample:
     raw = REPLY if action is not None else ""
-    return StepSample(latency_s, latency_s, tokens, 900, raw, action, error)  # type: ignore[arg-type]
+    return StepSample(latency_s, latency_s, tokens, 900, raw, action, error, failure)  # type: ignore[arg-type]
 
 
 def test_summary_figures() -> None:
     go = Go(point=(512, 480), depth_m=12.0)
     steps = [sample(1.0, 20, go)] + [sample(0.1 * (i + 1), 20, go) for i in range(8)]
-    steps.append(sample(0.2, None, None, "backend: HTTP 500"))
+    steps.append(sample(0.2, None, None, "backend: HTTP 500", FailureKind.BACKEND))
     report = summarise(steps, StreamOutcome(False, "no"), "xy")
     assert report["steps"] == 10 and report["valid"] == 9
     assert report["schema_validity_rate"] == 0.9

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from common.actions import Go
+from common.logformat import DeclarationLine
 from common.pose import Frame, Pose
 from models.baseline.pilot import BaselinePilot
 from onboard.cli import GroundStationPilot
 from onboard.lockstep import LockstepDriver
 from onboard.recorder import FlightRecorder
+from onboard.reporter import StepExtras, TelemetrySnapshot
 from onboard.runtime import OnboardRuntime, RuntimeConfig
 from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
 from sim_bridge.sim.world import World
@@ -34,19 +36,19 @@ class Collector:
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
-        self.steps: list[dict] = []
-        self.declarations: list[dict] = []
+        self.steps: list[StepExtras] = []
+        self.declarations: list[DeclarationLine] = []
 
     def publish_frame(self, frame: Frame) -> None:
         self.frames.append(frame)
 
-    def publish_step(self, step: dict) -> None:
+    def publish_step(self, step: StepExtras) -> None:
         self.steps.append(step)
 
-    def publish_telemetry(self, telemetry: dict) -> None:
+    def publish_telemetry(self, telemetry: TelemetrySnapshot) -> None:
         pass
 
-    def publish_declaration(self, declaration: dict) -> None:
+    def publish_declaration(self, declaration: DeclarationLine) -> None:
         self.declarations.append(declaration)
 
 
@@ -72,24 +74,28 @@ def lines(path: Path) -> list[dict]:
 def test_remote_mode_streams_frames_and_logs_the_ground_stations_actions(world, tmp_path) -> None:
     rt = runtime(world, tmp_path, GroundStationPilot(), remote=True)
     rt.start(threaded=False)  # no pre-arm pilot call: the model is at the ground station
-    publisher = rt.publisher
+    publisher = rt.reporter.publisher
     assert isinstance(publisher, Collector)
-    frame = rt.stream_once()
+    frame = rt.capture.stream()
     assert publisher.frames and publisher.frames[-1] is frame and frame.image is not None
-    assert rt.remote_action(Go(point=(500, 600), depth_m=12.0), frame.pose, 0.2, "call-1", '{"drones":[]}')
-    assert not rt.remote_action(Go(point=(500, 600), depth_m=12.0), frame.pose, 10.0, "call-2")  # stale
+    assert rt.operator.remote_action(
+        Go(point=(500, 600), depth_m=12.0), frame.pose, 0.2, "call-1", '{"drones":[]}'
+    )
+    assert not rt.operator.remote_action(
+        Go(point=(500, 600), depth_m=12.0), frame.pose, 10.0, "call-2"
+    )  # stale
     steps = lines(tmp_path / "steps.jsonl")
     assert [s["call_id"] for s in steps] == ["call-1"]
     assert steps[0]["source"] == "remote" and steps[0]["action"]["action"] == "go"
     assert steps[0]["distance_m"] == pytest.approx(20.0, abs=2.0)
-    assert publisher.steps[-1]["call_id"] == "call-1"
+    assert publisher.steps[-1].call_id == "call-1"
     assert rt.counters.stale == 1
     assert rt.actuator.schedule() is not None  # the go is being flown
 
 
 def test_an_order_expires_after_its_steps_and_the_drone_holds(world, tmp_path) -> None:
     rt = runtime(world, tmp_path, BaselinePilot(delta_m=5.0), t_max_s=12.0, stop_on_declaration=False)
-    rt.set_order("o1", "go to the red car", 3)
+    rt.operator.set_order("o1", "go to the red car", 3)
     result = LockstepDriver(rt, world).run()
     steps = lines(tmp_path / "steps.jsonl")
     assert [(s["order_id"], s["order_steps_left"]) for s in steps] == [("o1", 2), ("o1", 1), ("o1", 0)]

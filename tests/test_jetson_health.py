@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from common.logformat import DeclarationLine
+from common.messages import JetsonHealth
 from onboard.jetson import JetsonMonitor, health_from_jtop, parse_tegrastats, read_power_mode
+from onboard.reporter import StepExtras, TelemetrySnapshot
 
 ORIN_JP6 = (
     "11-29-2026 15:57:06 RAM 5234/15656MB (lfb 2x4MB) SWAP 12/7828MB (cached 0MB) "
@@ -68,6 +71,7 @@ def test_jtop_stats() -> None:
         "jetson_clocks": "ON",
     }
     h = health_from_jtop(stats)
+    assert h is not None
     assert h.cpu_load_pct == 20 and h.gpu_load_pct == 55
     assert (h.cpu_temp_c, h.gpu_temp_c, h.max_temp_c) == (51.2, 49.0, 52.0)
     assert "cv0" not in h.temps_c
@@ -92,7 +96,7 @@ while True:
 """
 
 
-def wait_for(monitor: JetsonMonitor, predicate, timeout_s: float = 10.0) -> dict:  # type: ignore[no-untyped-def]
+def wait_for(monitor: JetsonMonitor, predicate, timeout_s: float = 10.0) -> JetsonHealth:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         snap = monitor.snapshot()
@@ -114,14 +118,12 @@ def test_monitor_reads_tegrastats_power_mode_and_throttling(tmp_path: Path) -> N
     try:
         snap = wait_for(monitor, lambda s: True)
         assert monitor.source == "tegrastats"
-        assert (
-            snap["power_mode"] == "MAXN" and snap["ram_total_mb"] == 15656 and snap["source"] == "tegrastats"
-        )
-        hot_snap = wait_for(monitor, lambda s: s["throttled"])
-        assert hot_snap["throttle_reasons"] == ["thermal: 97.5 C >= 95 C"]
+        assert snap.power_mode == "MAXN" and snap.ram_total_mb == 15656 and snap.source == "tegrastats"
+        hot_snap = wait_for(monitor, lambda s: s.throttled)
+        assert hot_snap.throttle_reasons == ("thermal: 97.5 C >= 95 C",)
         oc.write_text("5\n")
-        oc_snap = wait_for(monitor, lambda s: len(s["throttle_reasons"]) == 2)
-        assert "over-current: 2 events since start" in oc_snap["throttle_reasons"]
+        oc_snap = wait_for(monitor, lambda s: len(s.throttle_reasons) == 2)
+        assert "over-current: 2 events since start" in oc_snap.throttle_reasons
     finally:
         monitor.stop()
     assert monitor._proc is not None and monitor._proc.poll() is not None
@@ -160,18 +162,18 @@ class TelemetryRecorder:
     """The runtime's Publisher, keeping what it publishes."""
 
     def __init__(self) -> None:
-        self.telemetry: list[dict] = []
+        self.telemetry: list[TelemetrySnapshot] = []
 
-    def publish_step(self, step: dict) -> None:
+    def publish_step(self, step: StepExtras) -> None:
         pass
 
     def publish_frame(self, frame: object) -> None:
         pass
 
-    def publish_telemetry(self, telemetry: dict) -> None:
+    def publish_telemetry(self, telemetry: TelemetrySnapshot) -> None:
         self.telemetry.append(telemetry)
 
-    def publish_declaration(self, declaration: dict) -> None:
+    def publish_declaration(self, declaration: DeclarationLine) -> None:
         pass
 
 
@@ -187,15 +189,17 @@ def test_runtime_telemetry_carries_jetson_health(tmp_path: Path) -> None:
     try:
         rt = make_runtime(world, tmp_path / "run", max_steps=2)
         publisher = TelemetryRecorder()
-        rt.publisher = publisher
+        rt.reporter.publisher = publisher
         # lock-step runs do not start the monitor (a flight does, in start()); start the stand-in here
-        rt.jetson = JetsonMonitor(interval_ms=20, tegrastats=tegrastats, nvpmodel=str(tmp_path / "none"))
-        rt.jetson.start()
-        wait_for(rt.jetson, lambda s: True)
+        rt.reporter.jetson = JetsonMonitor(
+            interval_ms=20, tegrastats=tegrastats, nvpmodel=str(tmp_path / "none")
+        )
+        rt.reporter.jetson.start()
+        wait_for(rt.reporter.jetson, lambda s: True)
         LockstepDriver(rt, world).run()
     finally:
-        rt.jetson.stop()
+        rt.reporter.jetson.stop()
         world.close()
     assert publisher.telemetry, "no telemetry published"
-    health = [t["jetson"] for t in publisher.telemetry]
-    assert health[-1] is not None and health[-1]["gpu_temp_c"] == 46.4 and health[-1]["ram_used_mb"] == 5234
+    health = [t.jetson for t in publisher.telemetry]
+    assert health[-1] is not None and health[-1].gpu_temp_c == 46.4 and health[-1].ram_used_mb == 5234

@@ -102,7 +102,7 @@ def test_jetson_health_reaches_the_ground_station_tile(qtbot, tmp_path: Path) ->
     world = World("residential", vehicles=1, seed=0)
     world.pause(True)
     rt = make_runtime(world, tmp_path / "run", max_steps=2)
-    rt.jetson = JetsonMonitor(
+    rt.reporter.jetson = JetsonMonitor(
         interval_ms=20,
         tegrastats=tegrastats,
         nvpmodel=str(tmp_path / "none"),
@@ -113,8 +113,8 @@ def test_jetson_health_reaches_the_ground_station_tile(qtbot, tmp_path: Path) ->
     fleet = FleetClient([DroneAddress("Drone1", address)]).start()
     try:
         # lock-step runs do not start the monitor (a flight does, in start()); start the stand-in here
-        rt.jetson.start()
-        wait_for(rt.jetson, lambda snap: snap["throttled"])
+        rt.reporter.jetson.start()
+        wait_for(rt.reporter.jetson, lambda snap: snap.throttled)
         deadline = time.monotonic() + 20
         while fleet.link.link_state("Drone1") != "up" and time.monotonic() < deadline:
             time.sleep(0.02)  # heartbeats arrive: the subscription is live before telemetry is sent
@@ -125,7 +125,7 @@ def test_jetson_health_reaches_the_ground_station_tile(qtbot, tmp_path: Path) ->
             time.sleep(0.02)
             state = fleet.state.snapshot("Drone1")
     finally:
-        rt.jetson.stop()
+        rt.reporter.jetson.stop()
         fleet.close()
         bridge.close()
         world.close()

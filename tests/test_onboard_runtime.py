@@ -151,7 +151,7 @@ def test_estop_mid_move_lands_and_logs(world, tmp_path) -> None:
 
     def estop_at_step_5(runtime: OnboardRuntime) -> None:
         if runtime.steps == 5:
-            runtime.estop("test e-stop")
+            runtime.operator.estop("test e-stop")
 
     driver = LockstepDriver(rt, world, on_step=estop_at_step_5)
     result = driver.run()
@@ -229,7 +229,7 @@ class VideoDropout:
 
 def test_lost_frames_hold_and_the_flight_goes_on(world, tmp_path) -> None:
     rt = make_runtime(world, tmp_path)
-    rt.camera = VideoDropout(rt.camera)
+    rt.capture.camera = VideoDropout(rt.capture.camera)
     result = LockstepDriver(rt, world).run()
     assert rt.counters.capture_errors == 3
     failures = [e for e in events(tmp_path) if e["event"] == "capture_failed"]

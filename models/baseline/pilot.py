@@ -55,6 +55,14 @@ class BaselinePilot:
         self.search_turn_deg = search_turn_deg
         self.last_detections: list[Detection] = []
 
+    def identity(self) -> None:
+        """No prompts: nothing to identify beyond the name."""
+        return None
+
+    def canonical_focal_px(self, camera: CameraProfile) -> None:
+        """Depths from the detector are metric."""
+        return None
+
     def decide(self, observation: Observation) -> Decision:
         try:
             target = parse_instruction(observation.instruction)

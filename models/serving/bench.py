@@ -33,7 +33,7 @@ from common.actions import Action, Go, Rotate, action_name
 from common.errors import BackendError
 from models.backends.openai_http import OpenAIBackend
 from models.history import compact
-from models.pilot import ModelPilot, Observation, reply_object
+from models.pilot import FailureKind, ModelPilot, Observation, reply_object
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ class StepSample:
     raw: str
     action: Action | None
     error: str | None
+    failure: FailureKind | None = None
 
 
 @dataclass
@@ -172,6 +173,7 @@ def run_steps(
                 raw=decision.raw,
                 action=decision.action,
                 error=decision.error,
+                failure=decision.failure_kind,
             )
         )
         if decision.action is not None:
@@ -198,7 +200,7 @@ def summarise(
     latencies = [s.latency_s for s in steps]
     warm = latencies[1:]
     valid = [s for s in steps if s.action is not None]
-    backend_errors = sum(1 for s in steps if s.error and s.error.startswith("backend:"))
+    backend_errors = sum(1 for s in steps if s.failure is FailureKind.BACKEND)
     token_source, tokens = _tokens_of([s for s in steps if s.raw], count_tokens)
     unit = "tokens" if count_tokens is not None else "characters"
     measure: Callable[[str], int] = count_tokens if count_tokens is not None else len

@@ -1,0 +1,73 @@
+"""The onboard runtime's settings (RuntimeConfig): rates, loop mode, deadlines, profiles, limits.
+
+Every field is range-checked when the config is built (onboard.config_limits), so a bad value from a
+command line or a file stops the run before anything connects.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from onboard.config_limits import check_limits
+from onboard.decision import LATENCY_GOALS
+from onboard.recorder import RecorderConfig
+from onboard.safety import SafetyConfig
+
+
+class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
+    drone: str = "Drone1"
+    instruction: str = ""
+    rate_hz: float = 20.0
+    # SCHED_FIFO priority of the actuation thread (0: normal scheduling). Best effort: without root
+    # or CAP_SYS_NICE it is logged and recorded, and the loop runs normally (onboard.realtime).
+    actuation_rt_priority: int = 10
+    # Nice value of the runtime's own threads (decision loop, telemetry poller, logging) while flying;
+    # they hold the interpreter lock the actuation tick needs, so they must not be starved by other
+    # work on the board. 0 leaves them as they are. Best effort, like the priority above.
+    nice: int = -5
+    loop: str = "tolerant"  # "tolerant" or "naive"
+    action_deadline_s: float = 3.0  # an action reply older than this (since capture) is discarded
+    # A frame whose source stamp (Frame.capture_time_s: the simulator's or camera's own clock) has not
+    # advanced while this runtime's clock advanced this long is stale: never sent to the pilot, and
+    # the video failsafe (safety.frame_stale_hold_s) holds (onboard.vehicles.video.FrameFreshness).
+    max_frame_age_s: float = 1.0
+    plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
+    compensate_latency: bool = True  # tolerant loop: re-express late plans from the current pose
+    # What a late `go` flies toward from the current pose: "point" (the point the model aimed at,
+    # fixed in the world at capture; cap and bands applied again) or "step" (the end of the capped
+    # step planned at capture; the previous reading, kept for comparison). onboard.decision.
+    latency_goal: str = "point"
+    flight_profile: str = "outdoor"
+    camera: str | None = None  # camera profile for back-projection; default: the flight profile's
+    canonical_focal_px: float | None = None  # from the model profile's depth convention
+    takeoff_altitude_m: float | None = None  # None: the flight profile's (tello 1.5 m), else 3 m
+    delta_m: float = 5.0  # arrival radius: the verdict's δ, and the baseline pilot's arrival rule
+    think: bool = True
+    # Decisions start at most this often (0: back to back, as fast as the pilot answers). A fast
+    # pilot (the baseline) needs no 20 Hz of decisions, and lock-step runs render a frame for each.
+    min_decision_period_s: float = 0.0
+    t_max_s: float = 300.0
+    max_steps: int | None = None
+    stop_on_declaration: bool = True  # stop at the first declaration within δ and visible (needs truth)
+    # Remote mode (one-context fleet, docs/protocol.md#several-drones): the ground station's model decides for
+    # this drone; the decision loop only captures and publishes frames (every min_decision_period_s) and
+    # executes the RemoteActions that come back. The local pilot is never called.
+    remote: bool = False
+    land_at_end: bool = True
+    prearm_check: bool = True
+    save_frames: bool = True
+    safety: SafetyConfig = msgspec.field(default_factory=SafetyConfig)
+    recorder: RecorderConfig = msgspec.field(default_factory=RecorderConfig)
+
+    def __post_init__(self) -> None:
+        check_limits(self)  # onboard.config_limits: every number's valid range
+        if self.loop not in ("tolerant", "naive"):
+            raise ValueError(f"loop={self.loop!r} must be 'tolerant' or 'naive'")
+        if self.rate_hz <= 0:
+            raise ValueError(f"rate_hz={self.rate_hz} must be > 0")
+        if self.latency_goal not in LATENCY_GOALS:
+            raise ValueError(f"latency_goal={self.latency_goal!r} must be one of {LATENCY_GOALS}")
+        if not -20 <= self.nice <= 19:
+            raise ValueError(f"nice={self.nice} must be in -20..19")
+        if not 0 <= self.actuation_rt_priority <= 99:
+            raise ValueError(f"actuation_rt_priority={self.actuation_rt_priority} must be 0 (off) or 1..99")
