@@ -1,7 +1,8 @@
 """Episode suites on a Ray cluster: each episode a Ray task, its directory written here by the driver.
 
 `dronecats episodes run SUITE --ray local|auto|ray://HOST:PORT` flies the same `run_episode` as
-`--jobs`, on whichever node Ray picks. The task flies into a temporary directory on its node and
+`--jobs`, on whichever node Ray picks: the command line hands episodes.runner.run_suite a RayFlyer
+instead of its LocalFlyer. The task flies into a temporary directory on its node and
 returns that directory's files; the driver writes them under OUT/<run name>/ with result.json last,
 exactly as `--jobs` lays a run out. So no shared filesystem is needed, and a task that dies with its
 worker or node leaves nothing in OUT: its episode is submitted again (at most `max_retries` more
@@ -110,8 +111,8 @@ def fly_task(record_json: bytes, options: Any, run_name: str, driver_version: st
 
     import ray
 
+    from episodes.episode import RESULT_FILE, run_episode
     from episodes.records import record_from_dict
-    from episodes.runner import RESULT_FILE, run_episode
 
     logging.basicConfig(level=logging.WARNING)
     node = f"{ray.get_runtime_context().get_node_id()[:8]}@{socket.gethostname()}"
@@ -142,13 +143,13 @@ def _write_directory(directory: Path, files: dict[str, bytes], result: dict[str,
     """The episode's files, then result.json atomically last (a directory without it is partial)."""
     import json
 
-    from episodes.runner import RESULT_FILE, _atomic_write
+    from episodes.episode import RESULT_FILE, atomic_write
 
     for rel, data in files.items():
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    _atomic_write(directory / RESULT_FILE, json.dumps(result, indent=1).encode() + b"\n")
+    atomic_write(directory / RESULT_FILE, json.dumps(result, indent=1).encode() + b"\n")
 
 
 class _Pool:
@@ -273,3 +274,22 @@ def fly_on_ray(
     finally:
         ray.shutdown()
     return per_node
+
+
+@dataclass(frozen=True)
+class RayFlyer:
+    """episodes.runner's Flyer for a Ray cluster: `fly_on_ray` with these options."""
+
+    ray_options: RayOptions
+    label: str = "Ray"
+
+    def fly(
+        self,
+        todo: list[tuple[SuiteEntry, str]],
+        out: Path,
+        options: Any,
+        account: Callable[[dict], None],
+        failed: Callable[[str, str], None],
+        say: Callable[[str], None],
+    ) -> None:
+        fly_on_ray(todo, out, options, self.ray_options, account, failed, say)

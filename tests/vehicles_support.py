@@ -16,6 +16,7 @@ from episodes.logs import read_episode
 from episodes.records import DroneStart, EpisodeRecord, SceneObject, record_to_json
 from episodes.verifier import VerifierSettings, verify
 from models.baseline.pilot import BaselinePilot
+from onboard.assembly import assemble
 from onboard.recorder import FlightRecorder
 from onboard.runtime import OnboardRuntime, RuntimeConfig
 from onboard.vehicles.faults import attach_vehicle_faults
@@ -76,10 +77,9 @@ def make_runtime(world: World, vehicle: Any, out: Path, profile: str, **cfg: Any
         seed=0,
     )
     recorder.write_metadata(**json.loads(record_to_json(record)))
-    runtime = OnboardRuntime(
+    runtime = assemble(
         config,
         vehicle,
-        vehicle.camera(),
         BaselinePilot(delta_m=DELTA_M),
         WallClock(),
         recorder,
