@@ -31,11 +31,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import ConfigError, DroneCatsError
 from episodes.records import record_to_json
 from episodes.suites import SuiteEntry
+
+if TYPE_CHECKING:
+    from episodes.runner import Report
 
 log = logging.getLogger(__name__)
 
@@ -283,13 +286,5 @@ class RayFlyer:
     ray_options: RayOptions
     label: str = "Ray"
 
-    def fly(
-        self,
-        todo: list[tuple[SuiteEntry, str]],
-        out: Path,
-        options: Any,
-        account: Callable[[dict], None],
-        failed: Callable[[str, str], None],
-        say: Callable[[str], None],
-    ) -> None:
-        fly_on_ray(todo, out, options, self.ray_options, account, failed, say)
+    def fly(self, todo: list[tuple[SuiteEntry, str]], out: Path, options: Any, report: Report) -> None:
+        fly_on_ray(todo, out, options, self.ray_options, report.account, report.failed, report.say)

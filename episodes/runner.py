@@ -112,22 +112,23 @@ def _worker(record_json: bytes, out: str, options: RunOptions, run_name: str) ->
 Todo = list[tuple[SuiteEntry, str]]  # (entry, run name) of each episode still to fly
 
 
+@dataclass(frozen=True)
+class Report:
+    """What a Flyer tells run_suite: each complete episode's result (`account`), each episode that could
+    not run (`failed`: run name, why), and progress lines (`say`)."""
+
+    account: Callable[[dict], None]
+    failed: Callable[[str, str], None]
+    say: Callable[[str], None]
+
+
 class Flyer(Protocol):
-    """Flies the episodes still to fly into OUT/<run name>/: each complete one is passed to `account`
-    (its result), each that could not run to `failed` (run name, why)."""
+    """Flies the episodes still to fly into OUT/<run name>/, reporting each as it ends."""
 
     @property
     def label(self) -> str: ...  # how the summary line names it: "2 job(s)", "Ray"
 
-    def fly(
-        self,
-        todo: Todo,
-        out: Path,
-        options: RunOptions,
-        account: Callable[[dict], None],
-        failed: Callable[[str, str], None],
-        say: Callable[[str], None],
-    ) -> None: ...
+    def fly(self, todo: Todo, out: Path, options: RunOptions, report: Report) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -140,34 +141,19 @@ class LocalFlyer:
     def label(self) -> str:
         return f"{self.jobs} job(s)"
 
-    def fly(
-        self,
-        todo: Todo,
-        out: Path,
-        options: RunOptions,
-        account: Callable[[dict], None],
-        failed: Callable[[str, str], None],
-        say: Callable[[str], None],
-    ) -> None:
+    def fly(self, todo: Todo, out: Path, options: RunOptions, report: Report) -> None:
         from common.errors import DroneCatsError
 
         if self.jobs > 1:
-            self._fly_in_processes(todo, out, options, account, failed)
+            self._fly_in_processes(todo, out, options, report)
             return
         for entry, run_name in todo:
             try:
-                account(run_episode(entry.record, out / run_name, options, run_name))
+                report.account(run_episode(entry.record, out / run_name, options, run_name))
             except DroneCatsError as exc:
-                failed(run_name, str(exc))
+                report.failed(run_name, str(exc))
 
-    def _fly_in_processes(
-        self,
-        todo: Todo,
-        out: Path,
-        options: RunOptions,
-        account: Callable[[dict], None],
-        failed: Callable[[str, str], None],
-    ) -> None:
+    def _fly_in_processes(self, todo: Todo, out: Path, options: RunOptions, report: Report) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("spawn" if options.sim_url else "fork")
@@ -189,9 +175,9 @@ class LocalFlyer:
                         if result.get("interrupted"):
                             raise KeyboardInterrupt
                         if "error" in result:
-                            failed(run_name, result["error"])
+                            report.failed(run_name, result["error"])
                         else:
-                            account(result)
+                            report.account(result)
             except BaseException:
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
@@ -284,7 +270,7 @@ def run_suite(
             errors.append((run_name, message))
         say(f"{run_name}: could not run: {message}")
 
-    flyer.fly(todo, out, options, account, failed, say)
+    flyer.fly(todo, out, options, Report(account, failed, say))
     progress.wall_time_s = time.monotonic() - wall0
     ran = progress.done - progress.skipped
     if ran:
