@@ -67,25 +67,26 @@ class HilTarget:
     assets: AssetMap
 
 
-def parse_sim_url(url: str) -> HilTarget:
-    """The --sim URL: what it shares with an airsim:// vehicle URL (host, port, api, spawn) is parsed by
-    sim_bridge.airsim_vehicle.parse_airsim_url; `assets` and `lockstep` are the runner's own."""
+def parse_sim_url(url: str, flag: str = "--sim") -> HilTarget:
+    """A --sim URL (or a --sim-pool entry: `flag`): what it shares with an airsim:// vehicle URL (host,
+    port, api, spawn) is parsed by sim_bridge.airsim_vehicle.parse_airsim_url; `assets` and `lockstep`
+    are the runner's own."""
     from sim_bridge.airsim_vehicle import parse_airsim_url
 
     parts = urlsplit(url)
     if parts.scheme != "airsim" or not parts.hostname:
-        raise ConfigError(f"--sim {url!r}: expected airsim://HOST:PORT[?api=...&assets=...&lockstep=1]")
+        raise ConfigError(f"{flag} {url!r}: expected airsim://HOST:PORT[?api=...&assets=...&lockstep=1]")
     query = parse_qs(parts.query)
     unknown = sorted(set(query) - {"api", "assets", "lockstep", "spawn"})
     if unknown:
-        raise ConfigError(f"--sim {url!r}: unknown option(s) {unknown} (api, assets, lockstep, spawn)")
+        raise ConfigError(f"{flag} {url!r}: unknown option(s) {unknown} (api, assets, lockstep, spawn)")
     try:
         server = parse_airsim_url(url)
     except ConfigError as exc:
-        raise ConfigError(f"--sim {exc}") from None
+        raise ConfigError(f"{flag} {exc}") from None
     lockstep = query.get("lockstep", ["0"])[0]
     if lockstep not in ("0", "1"):
-        raise ConfigError(f"--sim {url!r}: lockstep must be 0 or 1")
+        raise ConfigError(f"{flag} {url!r}: lockstep must be 0 or 1")
     return HilTarget(server, lockstep == "1", load_asset_map(query.get("assets", ["builtin"])[0]))
 
 

@@ -71,9 +71,10 @@ class RayOptions:
             raise ConfigError(f"--jobs {self.slots} must be >= 1")
         if self.max_retries < 0:
             raise ConfigError(f"--ray-retries {self.max_retries} must be >= 0")
+        from episodes.hil import parse_sim_url
+
         for url in self.sim_pool:
-            if not url.startswith("airsim://"):
-                raise ConfigError(f"--sim-pool entry {url!r}: expected airsim://HOST:PORT")
+            parse_sim_url(url, "--sim-pool entry")  # the --sim rules, before any episode is submitted
         for pool, name in ((self.sim_pool, "--sim-pool"), (self.pilot_pool, "--pilot-pool")):
             if len(set(pool)) != len(pool):
                 raise ConfigError(f"{name} names a member twice: {', '.join(pool)}")
