@@ -25,6 +25,7 @@ from models.pilot import Pilot
 from onboard.lockstep import LatencyModel, LockstepDriver, Stepper, measured_latency
 from onboard.recorder import FlightRecorder
 from onboard.runtime import OnboardRuntime, Publisher, RunResult, RuntimeConfig
+from onboard.vehicles.faults import attach_vehicle_faults
 
 if TYPE_CHECKING:
     from onboard.truth import GroundTruth
@@ -49,10 +50,12 @@ def assemble(
 ) -> OnboardRuntime:
     """The runtime for one drone. `recorder`: an open FlightRecorder (one the caller has already
     written the episode record into, or shares between drones), or a log directory to open one in with
-    `config.recorder`. `camera`: by default the vehicle's own (vehicle_camera)."""
+    `config.recorder`. `camera`: by default the vehicle's own (vehicle_camera). A vehicle that reports
+    faults (tello://, mavlink://: failsafe, RC takeover, stale video, link loss) has them routed into
+    the runtime's events and safety governor."""
     if isinstance(recorder, str | Path):
         recorder = FlightRecorder(recorder, config.recorder)
-    return OnboardRuntime(
+    runtime = OnboardRuntime(
         config,
         vehicle,
         camera if camera is not None else vehicle_camera(vehicle),
@@ -62,6 +65,8 @@ def assemble(
         truth=truth,
         publisher=publisher,
     )
+    attach_vehicle_faults(runtime)
+    return runtime
 
 
 def fly_realtime(runtime: OnboardRuntime) -> RunResult:

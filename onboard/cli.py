@@ -118,10 +118,8 @@ def run(args: argparse.Namespace) -> int:
         truth = None
         if args.truth_target:
             truth = _remote_truth(args.vehicle, args.truth_target, config.drone)
+        # real vehicles' faults (failsafe, RC takeover, stale video, link loss) routed in by assemble
         runtime = assemble(config, vehicle, pilot, WallClock(), log_dir, truth=truth)
-        from onboard.vehicles.faults import attach_vehicle_faults
-
-        attach_vehicle_faults(runtime)  # real vehicles: failsafe, RC takeover, stale video, link loss
         link = None
         if args.gs:
             import zmq

@@ -19,7 +19,6 @@ from models.baseline.pilot import BaselinePilot
 from onboard.assembly import assemble
 from onboard.recorder import FlightRecorder
 from onboard.runtime import OnboardRuntime, RuntimeConfig
-from onboard.vehicles.faults import attach_vehicle_faults
 from sim_bridge.local import LocalTruth
 from sim_bridge.sim.world import World
 
@@ -77,7 +76,8 @@ def make_runtime(world: World, vehicle: Any, out: Path, profile: str, **cfg: Any
         seed=0,
     )
     recorder.write_metadata(**json.loads(record_to_json(record)))
-    runtime = assemble(
+    # assemble routes the vehicle's faults (link loss, RC takeover, stale video) into the runtime
+    return assemble(
         config,
         vehicle,
         BaselinePilot(delta_m=DELTA_M),
@@ -85,8 +85,6 @@ def make_runtime(world: World, vehicle: Any, out: Path, profile: str, **cfg: Any
         recorder,
         truth=LocalTruth(world, TARGET),
     )
-    attach_vehicle_faults(runtime)
-    return runtime
 
 
 def verdict(out: Path, t_max_s: float = 60.0) -> Any:
