@@ -69,14 +69,14 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
     import random
 
     from common.pose import Pose
+    from episodes.local_flight import local_runtime
     from episodes.logs import read_episode
     from episodes.verifier import VerifierSettings, verify
     from models.baseline.pilot import BaselinePilot
-    from onboard.lockstep import LockstepDriver
+    from onboard.assembly import fly_lockstep
     from onboard.recorder import FlightRecorder, RecorderConfig
-    from onboard.runtime import OnboardRuntime, RuntimeConfig
+    from onboard.runtime import RuntimeConfig
     from onboard.safety import SafetyConfig
-    from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
     from sim_bridge.sim.world import World
 
     rng = random.Random(seed)
@@ -90,7 +90,6 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
         world.set_path(target.name, route, speed_m_s)
         world.pause(True)
         out = Path(tempfile.mkdtemp(prefix=f"jitter-{speed_m_s}-{latency_kind}-{loop_name}-{seed}-"))
-        camera = LocalCamera(world, "Drone1")
         config = RuntimeConfig(
             instruction="follow the red car",
             loop=loop,
@@ -105,18 +104,17 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
             # the drone meets parked cars (a collision would end the comparison, not measure it).
             safety=SafetyConfig(altitude_floor_m=2.5),
         )
-        runtime = OnboardRuntime(
+        runtime = local_runtime(
+            world,
+            "Drone1",
             config,
-            LocalVehicle(world, "Drone1"),
-            camera,
             BaselinePilot(delta_m=DELTA_M),
-            world.clock,
             FlightRecorder(out, RecorderConfig(save_frames=False)),
-            truth=LocalTruth(world, target.name, {"Drone1": camera}),
+            target=target.name,
         )
         draws = iter(latency_draws(latency_kind, seed))
         wall0 = time.monotonic()
-        LockstepDriver(runtime, world, latency=lambda _pending: next(draws)).run()
+        fly_lockstep(runtime, world, latency=lambda _pending: next(draws))
         wall_s = time.monotonic() - wall0
         runtime.recorder.close()
     finally:

@@ -82,8 +82,9 @@ def worker(args: argparse.Namespace) -> int:
     from common.clock import WallClock
     from common.interfaces import open_vehicle
     from models.pilot import model_pilot_from_url
+    from onboard.assembly import assemble
     from onboard.recorder import FlightRecorder, RecorderConfig
-    from onboard.runtime import OnboardRuntime, RuntimeConfig
+    from onboard.runtime import RuntimeConfig
     from onboard.safety import SafetyConfig
     from sim_bridge.remote_truth import RemoteTruth
 
@@ -93,7 +94,6 @@ def worker(args: argparse.Namespace) -> int:
     level_m = 3.0 * (int(args.drone.removeprefix("Drone")) - 1)
     url = f"airsim://127.0.0.1:{args.port}/{args.drone}"
     vehicle = open_vehicle(url)
-    camera = vehicle.camera()  # type: ignore[attr-defined]
     pilot = model_pilot_from_url(f"openai://{args.pilot_hostport}/v1?profile=qwen3.5-2b&timeout_s=10")
     out = Path(tempfile.mkdtemp(prefix=f"bench-onboard-{args.drone}-"))
     config = RuntimeConfig(
@@ -109,10 +109,9 @@ def worker(args: argparse.Namespace) -> int:
         takeoff_altitude_m=3.0 + level_m,
         safety=SafetyConfig(altitude_floor_m=2.5 + level_m),  # above the traffic, as in bench_jitter
     )
-    runtime = OnboardRuntime(
+    runtime = assemble(
         config,
         vehicle,
-        camera,
         pilot,
         WallClock(),
         FlightRecorder(out, RecorderConfig(save_frames=False)),

@@ -2,7 +2,9 @@
 
 The real stack end to end, with no GPU and no downloads: the PyBullet world, the onboard runtime
 (actuation loop with safety, decision loop, flight recorder) flying the baseline vision pilot in
-lock-step time, then the verifier's verdict on the logs it wrote. --scene and --instruction build
+lock-step time, then the verifier's verdict on the logs it wrote. The episode runner's own path: the
+world from build_world(record), the runner's configuration of the record, the drone wired and flown
+by episodes.local_flight. --scene and --instruction build
 a matching scene and target (dronecats.demo_scene), or are refused with the choices.
 """
 
@@ -66,18 +68,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import msgspec
+
     from common.errors import BackendError, ConfigError
     from dronecats.demo_pilot import DecisionLog, is_random_weights, make_demo_pilot
     from dronecats.demo_scene import demo_record
+    from episodes.episode import RunOptions, runtime_config
+    from episodes.local_flight import fly_record
     from episodes.logs import read_episode
     from episodes.preflight import check
     from episodes.records import record_to_json
-    from episodes.scenario import build_world, takeoff_altitude_m
+    from episodes.scenario import build_world
     from episodes.verifier import VerifierSettings, verify
-    from onboard.lockstep import LockstepDriver
     from onboard.recorder import FlightRecorder
-    from onboard.runtime import OnboardRuntime, RuntimeConfig
-    from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
+    from onboard.runtime import OnboardRuntime
 
     out = Path(args.out or f"runs/demo-{time.strftime('%Y%m%d-%H%M%S')}")
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
@@ -110,28 +114,10 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        recorder = FlightRecorder(out)
+        # The runner's configuration of this record (episodes.episode), with the demo's --loop.
+        config = msgspec.structs.replace(runtime_config(record, RunOptions()), loop=args.loop)
+        recorder = FlightRecorder(out, config.recorder)
         recorder.write_metadata(**json.loads(record_to_json(record)))
-        camera = LocalCamera(world, "Drone1")
-        config = RuntimeConfig(
-            instruction=record.instruction,
-            loop=args.loop,
-            delta_m=delta_m,
-            t_max_s=args.t_max_s,
-            min_decision_period_s=0.5,
-            flight_profile=record.flight_profile,
-            camera=record.camera,
-            takeoff_altitude_m=takeoff_altitude_m(record),
-        )
-        runtime = OnboardRuntime(
-            config,
-            LocalVehicle(world, "Drone1"),
-            camera,
-            pilot,
-            world.clock,
-            recorder,
-            truth=LocalTruth(world, target.id, {"Drone1": camera}),
-        )
 
         def progress(rt: OnboardRuntime) -> None:
             decisions.add(rt)
@@ -140,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             last = rt.history[-1]
             t = rt.actuator.last_telemetry
             pose = t.pose if t else None
-            sample = rt.truth.sample("Drone1") if rt.truth else None
+            sample = rt.truth.sample(rt.config.drone) if rt.truth else None
             dist = f"{sample.distance_m:5.1f} m" if sample and sample.distance_m is not None else "?"
             where = f"({pose.x_m:5.1f}, {pose.y_m:5.1f}, alt {pose.altitude_m:4.1f})" if pose else ""
             name = action_name(last)
@@ -150,8 +136,9 @@ def run(args: argparse.Namespace) -> int:
         if random_weights:
             say("the pilot has RANDOM WEIGHTS: its actions are noise (valid by the schema); timing only")
         wall0 = time.monotonic()
-        result = LockstepDriver(runtime, world, on_step=progress).run()
+        flight = fly_record(world, record, config, pilot, recorder, on_step=progress)
         wall_s = time.monotonic() - wall0
+        runtime, result = flight.runtime, flight.flown.result
         recorder.close()
     finally:
         world.close()

@@ -94,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from common.errors import DroneCatsError
-    from episodes.runner import LatencySpec, RunOptions, run_suite
+    from episodes.episode import LatencySpec, RunOptions
+    from episodes.runner import run_suite
     from episodes.suites import SUITES, Suite, generate, load_suite
 
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             f"{'HIL ' + (args.sim or args.sim_pool) if args.sim or args.sim_pool else 'lock-step'}, "
             f"{'Ray ' + args.ray if args.ray else f'{args.jobs} job(s)'} -> {out}"
         )
-        ray = _ray_options(args)
+        flyer = _flyer(args)
         errors: list[tuple[str, str]] = []
         results = run_suite(
             suite,
@@ -167,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             say=say,
             errors=errors,
             force=args.force,
-            ray=ray,
+            flyer=flyer,
         )
     except KeyboardInterrupt:
         print("\ninterrupted: re-run the same command to resume", file=sys.stderr)
@@ -206,17 +207,20 @@ def unknown_ids(wanted: list[str], known: list[str]) -> str | None:
     return "; ".join(parts) + f" (the suite's {len(known)} ids: {sample})"
 
 
-def _ray_options(args: argparse.Namespace) -> Any:
-    """The Ray set-up from the command line (None without --ray); --sim alone is a pool of one."""
+def _flyer(args: argparse.Namespace) -> Any:
+    """How the suite's episodes are flown: with --ray, Ray tasks on a cluster (--sim alone is a pool
+    of one); None without it: run_suite's local processes (--jobs)."""
     if not args.ray:
         return None
-    from episodes.ray_runner import RayOptions, parse_pool
+    from episodes.ray_runner import RayFlyer, RayOptions, parse_pool
 
-    return RayOptions(
-        address=args.ray,
-        sim_pool=parse_pool(args.sim_pool) or ((args.sim,) if args.sim else ()),
-        pilot_pool=parse_pool(args.pilot_pool),
-        slots=args.jobs if args.jobs > 1 else None,
-        max_retries=args.ray_retries,
-        ship_code=not args.no_ship_code,
+    return RayFlyer(
+        RayOptions(
+            address=args.ray,
+            sim_pool=parse_pool(args.sim_pool) or ((args.sim,) if args.sim else ()),
+            pilot_pool=parse_pool(args.pilot_pool),
+            slots=args.jobs if args.jobs > 1 else None,
+            max_retries=args.ray_retries,
+            ship_code=not args.no_ship_code,
+        )
     )

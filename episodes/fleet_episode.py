@@ -1,4 +1,5 @@
-"""Multi-drone episodes (docs/protocol.md#several-drones) in lock-step: N OnboardRuntimes on one World.
+"""Multi-drone episodes (docs/protocol.md#several-drones) in lock-step: N OnboardRuntimes on one World
+(each wired by episodes.local_flight), driven together by onboard.lockstep's MultiLockstepDriver.
 
 - `commander`: a commander (the rule-based one, or a commander model URL) writes one order per drone;
   each drone's own pilot (the sub-agent, e.g. the baseline) flies its order for `expires_after_steps`
@@ -262,12 +263,12 @@ def fly_fleet_local(
     """Fly a multi-drone record in lock-step; `config` is the RuntimeConfig every drone starts from."""
     import msgspec
 
+    from episodes.local_flight import local_runtime
     from episodes.preflight import check_or_refuse
     from episodes.scenario import build_world
     from models.serve import make_pilot
     from onboard.lockstep import MultiLockstepDriver, measured_latency
-    from onboard.runtime import OnboardRuntime
-    from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
+    from sim_bridge.local import LocalCamera, LocalTruth
 
     if structure not in STRUCTURES:
         raise ConfigError(f"structure {structure!r} is not one of {STRUCTURES}")
@@ -291,20 +292,19 @@ def fly_fleet_local(
             if structure == "multi":
                 # Remote mode: the joint call decides; this drone's own pilot is never asked.
                 drone_config = msgspec.structs.replace(config, drone=name, remote=True)
-                pilot = make_pilot(options.pilot, delta_m=record.delta_m, camera=record.camera)
             else:
                 # Sub-agents wait for the commander's first order (an empty instruction holds).
                 drone_config = msgspec.structs.replace(config, drone=name, instruction="")
-                pilot = make_pilot(options.pilot, delta_m=record.delta_m, camera=record.camera)
+            pilot = make_pilot(options.pilot, delta_m=record.delta_m, camera=record.camera)
             pilots.append(pilot)
             runtimes.append(
-                OnboardRuntime(
+                local_runtime(
+                    world,
+                    name,
                     drone_config,
-                    LocalVehicle(world, name),
-                    cameras[name],
                     pilot,
-                    world.clock,
                     DroneRecorder(recorder, name),  # type: ignore[arg-type]
+                    camera=cameras[name],
                     truth=truth,
                 )
             )

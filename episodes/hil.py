@@ -27,8 +27,8 @@ import logging
 import math
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
@@ -49,6 +49,9 @@ from episodes.preflight import (
 from episodes.records import COMMANDING_TASKS, EpisodeRecord
 from episodes.scenario import start_pose
 
+if TYPE_CHECKING:
+    from sim_bridge.airsim_vehicle import AirSimTarget
+
 log = logging.getLogger(__name__)
 
 MOVER_RATE_HZ = 10.0  # real time: moving objects are placed this often
@@ -59,45 +62,32 @@ CLEAR_PATH_STANDOFF_M = 0.3  # the camera-path ray ends this far in front of the
 
 @dataclass(frozen=True)
 class HilTarget:
-    host: str
-    port: int
-    api: str
+    server: AirSimTarget  # host, port, api and spawn (its vehicle is the episode's drone, named later)
     lockstep: bool
     assets: AssetMap
-    spawn: str | None = None  # x,y,z for the vehicle URL
 
 
-def parse_sim_url(url: str) -> HilTarget:
+def parse_sim_url(url: str, flag: str = "--sim") -> HilTarget:
+    """A --sim URL (or a --sim-pool entry: `flag`): what it shares with an airsim:// vehicle URL (host,
+    port, api, spawn) is parsed by sim_bridge.airsim_vehicle.parse_airsim_url; `assets` and `lockstep`
+    are the runner's own."""
+    from sim_bridge.airsim_vehicle import parse_airsim_url
+
     parts = urlsplit(url)
     if parts.scheme != "airsim" or not parts.hostname:
-        raise ConfigError(f"--sim {url!r}: expected airsim://HOST:PORT[?api=...&assets=...&lockstep=1]")
-    try:
-        port = parts.port or 41451
-    except ValueError:
-        raise ConfigError(f"--sim {url!r}: the port must be a number") from None
+        raise ConfigError(f"{flag} {url!r}: expected airsim://HOST:PORT[?api=...&assets=...&lockstep=1]")
     query = parse_qs(parts.query)
     unknown = sorted(set(query) - {"api", "assets", "lockstep", "spawn"})
     if unknown:
-        raise ConfigError(f"--sim {url!r}: unknown option(s) {unknown} (api, assets, lockstep, spawn)")
-    api = query.get("api", ["auto"])[0]
-    if api not in ("airsim", "cosys", "auto"):
-        raise ConfigError(f"--sim {url!r}: api={api!r} is not one of airsim, cosys, auto")
+        raise ConfigError(f"{flag} {url!r}: unknown option(s) {unknown} (api, assets, lockstep, spawn)")
+    try:
+        server = parse_airsim_url(url)
+    except ConfigError as exc:
+        raise ConfigError(f"{flag} {exc}") from None
     lockstep = query.get("lockstep", ["0"])[0]
     if lockstep not in ("0", "1"):
-        raise ConfigError(f"--sim {url!r}: lockstep must be 0 or 1")
-    return HilTarget(
-        parts.hostname,
-        port,
-        api,
-        lockstep == "1",
-        load_asset_map(query.get("assets", ["builtin"])[0]),
-        query["spawn"][0] if "spawn" in query else None,
-    )
-
-
-def server_address(url: str) -> tuple[str, int]:
-    target = parse_sim_url(url)
-    return target.host, target.port
+        raise ConfigError(f"{flag} {url!r}: lockstep must be 0 or 1")
+    return HilTarget(server, lockstep == "1", load_asset_map(query.get("assets", ["builtin"])[0]))
 
 
 def _pose(mod: Any, x: float, y: float, z: float, yaw_deg: float) -> Any:
@@ -477,22 +467,18 @@ def _fly_hil(
     record: EpisodeRecord, config: Any, pilot: Any, recorder: Any, sim_url: str, latency: Any
 ) -> dict:
     from common.clock import SimClock, WallClock
-    from onboard.lockstep import LockstepDriver, measured_latency
-    from onboard.runtime import OnboardRuntime
-    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
+    from onboard.assembly import assemble, fly_lockstep, fly_realtime
+    from sim_bridge.airsim_vehicle import AirSimVehicle
     from sim_bridge.remote_truth import RemoteTruth
 
     if len(record.drones) != 1:
         raise ConfigError(f"episode {record.id}: the HIL path flies single-drone episodes")
     target = parse_sim_url(sim_url)
     drone = record.drones[0].name
-    spawn_arg = f"&spawn={target.spawn}" if target.spawn else ""
-    vehicle = AirSimVehicle(
-        parse_airsim_url(f"airsim://{target.host}:{target.port}/{drone}?api={target.api}{spawn_arg}")
-    )
+    vehicle = AirSimVehicle(replace(target.server, vehicle=drone))
     client, mod = vehicle.client(), vehicle.module
     if not client.ping():
-        raise VehicleError(f"no AirSim server at {target.host}:{target.port}")
+        raise VehicleError(f"no AirSim server at {target.server.host}:{target.server.port}")
     was_paused = bool(client.simIsPause())
     if target.lockstep:
         client.simPause(True)
@@ -535,26 +521,21 @@ def _fly_hil(
         injected: list[float] = []
         if target.lockstep:
             clock = SimClock(t0_s)
-            runtime = OnboardRuntime(config, vehicle, vehicle.camera(), pilot, clock, recorder, truth=truth)
-            driver = LockstepDriver(
-                runtime, RpcStepper(vehicle, clock, movers), latency=latency or measured_latency
-            )
-            result = driver.run()
-            if latency is not None:
-                injected = driver.injected_latencies_s
+            runtime = assemble(config, vehicle, pilot, clock, recorder, truth=truth)
+            flown = fly_lockstep(runtime, RpcStepper(vehicle, clock, movers), latency)
+            result, injected = flown.result, flown.injected_latencies_s
         else:
             realtime = RealTimeMovers(
                 movers,
-                lambda: vehicle.module.MultirotorClient(ip=target.host, port=target.port, timeout_value=60),
+                lambda: vehicle.module.MultirotorClient(
+                    ip=target.server.host, port=target.server.port, timeout_value=60
+                ),
                 mod,
                 drone,
             )
             realtime.start()
-            runtime = OnboardRuntime(
-                config, vehicle, vehicle.camera(), pilot, WallClock(), recorder, truth=truth
-            )
-            runtime.start()
-            result = runtime.run()
+            runtime = assemble(config, vehicle, pilot, WallClock(), recorder, truth=truth)
+            result = fly_realtime(runtime)
         sim_time_s = runtime.t()
         recorder.write_metadata(run={"truth": truth_source(truth, movers, realtime)})
     finally:

@@ -1,7 +1,8 @@
 """Episode suites on a Ray cluster: each episode a Ray task, its directory written here by the driver.
 
 `dronecats episodes run SUITE --ray local|auto|ray://HOST:PORT` flies the same `run_episode` as
-`--jobs`, on whichever node Ray picks. The task flies into a temporary directory on its node and
+`--jobs`, on whichever node Ray picks: the command line hands episodes.runner.run_suite a RayFlyer
+instead of its LocalFlyer. The task flies into a temporary directory on its node and
 returns that directory's files; the driver writes them under OUT/<run name>/ with result.json last,
 exactly as `--jobs` lays a run out. So no shared filesystem is needed, and a task that dies with its
 worker or node leaves nothing in OUT: its episode is submitted again (at most `max_retries` more
@@ -30,11 +31,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import ConfigError, DroneCatsError
 from episodes.records import record_to_json
 from episodes.suites import SuiteEntry
+
+if TYPE_CHECKING:
+    from episodes.runner import Report
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +71,10 @@ class RayOptions:
             raise ConfigError(f"--jobs {self.slots} must be >= 1")
         if self.max_retries < 0:
             raise ConfigError(f"--ray-retries {self.max_retries} must be >= 0")
+        from episodes.hil import parse_sim_url
+
         for url in self.sim_pool:
-            if not url.startswith("airsim://"):
-                raise ConfigError(f"--sim-pool entry {url!r}: expected airsim://HOST:PORT")
+            parse_sim_url(url, "--sim-pool entry")  # the --sim rules, before any episode is submitted
         for pool, name in ((self.sim_pool, "--sim-pool"), (self.pilot_pool, "--pilot-pool")):
             if len(set(pool)) != len(pool):
                 raise ConfigError(f"{name} names a member twice: {', '.join(pool)}")
@@ -110,8 +115,8 @@ def fly_task(record_json: bytes, options: Any, run_name: str, driver_version: st
 
     import ray
 
+    from episodes.episode import RESULT_FILE, run_episode
     from episodes.records import record_from_dict
-    from episodes.runner import RESULT_FILE, run_episode
 
     logging.basicConfig(level=logging.WARNING)
     node = f"{ray.get_runtime_context().get_node_id()[:8]}@{socket.gethostname()}"
@@ -142,13 +147,13 @@ def _write_directory(directory: Path, files: dict[str, bytes], result: dict[str,
     """The episode's files, then result.json atomically last (a directory without it is partial)."""
     import json
 
-    from episodes.runner import RESULT_FILE, _atomic_write
+    from episodes.episode import RESULT_FILE, atomic_write
 
     for rel, data in files.items():
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    _atomic_write(directory / RESULT_FILE, json.dumps(result, indent=1).encode() + b"\n")
+    atomic_write(directory / RESULT_FILE, json.dumps(result, indent=1).encode() + b"\n")
 
 
 class _Pool:
@@ -273,3 +278,14 @@ def fly_on_ray(
     finally:
         ray.shutdown()
     return per_node
+
+
+@dataclass(frozen=True)
+class RayFlyer:
+    """episodes.runner's Flyer for a Ray cluster: `fly_on_ray` with these options."""
+
+    ray_options: RayOptions
+    label: str = "Ray"
+
+    def fly(self, todo: list[tuple[SuiteEntry, str]], out: Path, options: Any, report: Report) -> None:
+        fly_on_ray(todo, out, options, self.ray_options, report.account, report.failed, report.say)

@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
     from common.interfaces import open_vehicle
     from common.truth import open_truth
     from models.serve import make_pilot
-    from onboard.recorder import FlightRecorder
-    from onboard.runtime import OnboardRuntime, RuntimeConfig
+    from onboard.assembly import assemble, fly_realtime
+    from onboard.runtime import RuntimeConfig
 
     overrides = config_overrides(args)
     try:
@@ -111,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
         check_link_flags(args)  # before anything connects: a drone never comes up insecure by accident
         log_dir = writable_dir(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}", "--log-dir")
         vehicle = open_vehicle(args.vehicle)
-        camera: Any = vehicle.camera() if hasattr(vehicle, "camera") else vehicle
         pilot: Any = (
             GroundStationPilot()
             if config.remote
@@ -120,11 +119,8 @@ def run(args: argparse.Namespace) -> int:
         truth = None
         if args.truth_target:
             truth = open_truth(args.vehicle, args.truth_target)
-        recorder = FlightRecorder(log_dir, config.recorder)
-        runtime = OnboardRuntime(config, vehicle, camera, pilot, WallClock(), recorder, truth=truth)
-        from onboard.vehicles.faults import attach_vehicle_faults
-
-        attach_vehicle_faults(runtime)  # real vehicles: failsafe, RC takeover, stale video, link loss
+        # real vehicles' faults (failsafe, RC takeover, stale video, link loss) routed in by assemble
+        runtime = assemble(config, vehicle, pilot, WallClock(), log_dir, truth=truth)
         link = None
         if args.gs:
             import zmq
@@ -142,8 +138,7 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, _stop_on_sigterm(runtime))
         # The actuation thread shares the GIL with the decision loop: hand it over sooner (default 5 ms).
         sys.setswitchinterval(0.001)
-        runtime.start()
-        result = runtime.run()
+        result = fly_realtime(runtime)
     except DroneCatsError as exc:
         print(f"dronecats onboard: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -152,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if link is not None:
         time.sleep(0.3)  # the final status (published by finish) goes out before the sockets close
         link.close()
-        recorder.write_metadata(run={"link_counts": link.link.stats.snapshot()})
+        runtime.recorder.write_metadata(run={"link_counts": link.link.stats.snapshot()})
     flown_s = max(1e-9, runtime.t())
     log.info("served %.2f decisions/s over %.1f s", result.steps / flown_s, flown_s)
     print(

@@ -36,6 +36,7 @@ from common.checks import query_float, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
 from common.pose import Frame, Pose, wrap_deg
+from common.spawn import parse_spawn
 
 log = logging.getLogger(__name__)
 
@@ -108,19 +109,7 @@ def parse_airsim_url(url: str) -> AirSimTarget:
         raise ConfigError(f"not an airsim:// URL: {url!r}")
     query = parse_qs(parts.query)
     host, port = url_host_port(url, parts, "127.0.0.1", DEFAULT_PORT)
-    spawn = None
-    if "spawn" in query:
-        try:
-            values = [float(v) for v in query["spawn"][0].split(",")]
-        except ValueError:
-            raise ConfigError(
-                f"{url!r}: spawn must be x,y,z[,yaw_deg] in metres, got {query['spawn'][0]!r}"
-            ) from None
-        if len(values) not in (3, 4):
-            raise ConfigError(f"{url!r}: spawn needs 3 or 4 numbers, got {len(values)}")
-        if not all(math.isfinite(v) for v in values):
-            raise ConfigError(f"{url!r}: spawn {query['spawn'][0]!r} must be finite numbers")
-        spawn = Pose(values[0], values[1], values[2], values[3] if len(values) == 4 else 0.0)
+    spawn = parse_spawn(url, {k: v[0] for k, v in query.items()}) if "spawn" in query else None
     watchdog_s = query_float(url, {k: v[0] for k, v in query.items()}, "watchdog_s", 0.25, 0.02, 2.0)
     api = query.get("api", ["auto"])[0]
     if api not in APIS:

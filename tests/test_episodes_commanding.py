@@ -12,11 +12,12 @@ import pytest
 from conftest import dronecats_cmd, subprocess_env
 from test_pilots_support import serve_pilot_process
 
+from episodes.episode import RESULT_FILE, LatencySpec, RunOptions, run_episode
 from episodes.logs import read_episode
 from episodes.preflight import expectation_for
 from episodes.records import DroneStart, EpisodeRecord, SceneObject
 from episodes.report import groups, load_rows
-from episodes.runner import RESULT_FILE, LatencySpec, RunOptions, run_episode, run_suite
+from episodes.runner import run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 
 pytest.importorskip("pybullet")

@@ -13,9 +13,10 @@ import pytest
 from conftest import dronecats_cmd, subprocess_env
 from test_episodes_runner import tiny_suite
 
+from episodes.episode import LatencySpec, RunOptions
 from episodes.records import SceneObject
 from episodes.report import groups, load_rows, short_pilot
-from episodes.runner import LatencySpec, RunOptions, run_suite
+from episodes.runner import run_suite
 from episodes.suites import Suite, SuiteEntry
 
 pytest.importorskip("pybullet")

@@ -23,9 +23,10 @@ from conftest import dronecats_cmd, free_port, stop_process, subprocess_env, wai
 from test_episodes_runner import short_record
 
 from common.errors import ConfigError
+from episodes.episode import RESULT_FILE
 from episodes.preflight import expectation_for
 from episodes.ray_runner import RayOptions, parse_pool, source_hash
-from episodes.runner import PARTIAL_DIR, RESULT_FILE
+from episodes.runner import PARTIAL_DIR
 from episodes.suites import Suite, SuiteEntry, save_suite
 
 pytest.importorskip("pybullet")

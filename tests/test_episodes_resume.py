@@ -15,7 +15,8 @@ from conftest import dronecats_cmd, subprocess_env
 from test_episodes_runner import tiny_suite
 
 from common.errors import ConfigError
-from episodes.runner import PARTIAL_DIR, RESULT_FILE, LatencySpec, RunOptions, run_suite
+from episodes.episode import RESULT_FILE, LatencySpec, RunOptions
+from episodes.runner import PARTIAL_DIR, run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 
 pytest.importorskip("pybullet")

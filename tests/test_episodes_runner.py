@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import dronecats_cmd, sim_server, subprocess_env
 
+from episodes.episode import RESULT_FILE, LatencySpec, RunOptions
 from episodes.logs import read_episode
 from episodes.preflight import expectation_for
 from episodes.records import DroneStart, EpisodeRecord, SceneObject
-from episodes.runner import RESULT_FILE, LatencySpec, RunOptions, run_suite
+from episodes.runner import run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 
 pytest.importorskip("pybullet")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from common.errors import ConfigError
+from episodes.episode import LatencySpec
 from episodes.preflight import Expectation, check, expectation_for
 from episodes.records import DroneStart, EpisodeRecord, SceneObject
 from episodes.report import wilson
-from episodes.runner import LatencySpec
 from episodes.suites import SINGLE_TASKS, generate, load_suite, save_suite
 
 pytest.importorskip("pybullet")

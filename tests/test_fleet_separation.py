@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from common.pose import Pose
+from episodes.local_flight import local_runtime
 from models.baseline.pilot import BaselinePilot
 from onboard.lockstep import MultiLockstepDriver
 from onboard.recorder import FlightRecorder
 from onboard.runtime import OnboardRuntime, RuntimeConfig
 from onboard.safety import Mode, SafetyConfig
-from sim_bridge.local import LocalCamera, LocalVehicle
 from sim_bridge.sim.world import World
 
 
@@ -41,14 +41,7 @@ def fly_head_on(out: Path, separation_m: float) -> tuple[list[OnboardRuntime], W
             safety=SafetyConfig(separation_m=separation_m),
         )
         runtimes.append(
-            OnboardRuntime(
-                config,
-                LocalVehicle(world, name),
-                LocalCamera(world, name),
-                BaselinePilot(delta_m=5.0),
-                world.clock,
-                FlightRecorder(out / name),
-            )
+            local_runtime(world, name, config, BaselinePilot(delta_m=5.0), FlightRecorder(out / name))
         )
     MultiLockstepDriver(runtimes, world).run()
     return runtimes, world

@@ -12,13 +12,13 @@ import pytest
 from common.actions import Go
 from common.logformat import DeclarationLine
 from common.pose import Frame, Pose
+from episodes.local_flight import local_runtime
 from models.baseline.pilot import BaselinePilot
 from onboard.cli import GroundStationPilot
 from onboard.lockstep import LockstepDriver
 from onboard.recorder import FlightRecorder
 from onboard.reporter import StepExtras, TelemetrySnapshot
 from onboard.runtime import OnboardRuntime, RuntimeConfig
-from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
 from sim_bridge.sim.world import World
 
 
@@ -53,17 +53,9 @@ class Collector:
 
 
 def runtime(world: World, out: Path, pilot, **cfg) -> OnboardRuntime:
-    camera = LocalCamera(world, "Drone1")
     config = RuntimeConfig(min_decision_period_s=0.5, save_frames=False, **cfg)
-    return OnboardRuntime(
-        config,
-        LocalVehicle(world, "Drone1"),
-        camera,
-        pilot,
-        world.clock,
-        FlightRecorder(out),
-        truth=LocalTruth(world, "target", {"Drone1": camera}),
-        publisher=Collector(),
+    return local_runtime(
+        world, "Drone1", config, pilot, FlightRecorder(out), target="target", publisher=Collector()
     )
 
 

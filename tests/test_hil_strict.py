@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import sim_server
 
+from episodes.episode import LatencySpec, RunOptions
 from episodes.logs import read_episode
-from episodes.runner import LatencySpec, RunOptions, run_suite
+from episodes.runner import run_suite
 from episodes.suites import Suite, load_suite
 from sim_bridge.rpc.airsim_api import EXTENSIONS
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from common.errors import ConfigError
+from common.pose import Pose
 from episodes.asset_map import BUILTIN, load_asset_map, placement
 from episodes.hil import RouteMover, parse_sim_url
 from episodes.records import SceneObject
@@ -15,10 +16,11 @@ from sim_bridge.airsim_vehicle import parse_airsim_url
 
 def test_sim_url_options() -> None:
     t = parse_sim_url("airsim://10.0.0.5:41452?api=cosys&assets=builtin-strict&lockstep=1&spawn=1,2,0")
-    assert (t.host, t.port, t.api, t.lockstep, t.spawn) == ("10.0.0.5", 41452, "cosys", True, "1,2,0")
+    assert (t.server.host, t.server.port, t.server.api, t.lockstep) == ("10.0.0.5", 41452, "cosys", True)
+    assert t.server.spawn == Pose(1.0, 2.0, 0.0, 0.0)
     assert t.assets.name == "builtin-strict" and t.assets.kinds["van"] == "BP_Van"
     d = parse_sim_url("airsim://127.0.0.1:41451")
-    assert (d.api, d.lockstep, d.assets) == ("auto", False, BUILTIN)
+    assert (d.server.api, d.lockstep, d.assets) == ("auto", False, BUILTIN)
 
 
 @pytest.mark.parametrize(

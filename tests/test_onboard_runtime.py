@@ -15,6 +15,7 @@ from conftest import dronecats_cmd, subprocess_env
 from test_pilots_support import serve_pilot_process
 
 from common.pose import Pose
+from episodes.local_flight import local_runtime
 from episodes.logs import read_episode
 from episodes.verifier import VerifierSettings, verify
 from models.baseline.pilot import BaselinePilot
@@ -23,7 +24,7 @@ from onboard.lockstep import LockstepDriver
 from onboard.recorder import FlightRecorder
 from onboard.runtime import OnboardRuntime, RuntimeConfig
 from onboard.safety import Mode, SafetyConfig
-from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
+from sim_bridge.local import LocalCamera
 from sim_bridge.sim.world import World
 
 DELTA_M = 5.0
@@ -39,7 +40,6 @@ def world():
 
 def make_runtime(world: World, out: Path, pilot=None, target_x_m: float = 25.0, **cfg) -> OnboardRuntime:
     target = world.spawn("target", "car@red", Pose(target_x_m, 0.0, 0.0, 90.0))
-    camera = LocalCamera(world, "Drone1")
     config = RuntimeConfig(
         instruction=cfg.pop("instruction", "go to the red car"),
         delta_m=DELTA_M,
@@ -48,14 +48,13 @@ def make_runtime(world: World, out: Path, pilot=None, target_x_m: float = 25.0, 
         save_frames=cfg.pop("save_frames", False),
         **cfg,
     )
-    return OnboardRuntime(
+    return local_runtime(
+        world,
+        "Drone1",
         config,
-        LocalVehicle(world, "Drone1"),
-        camera,
         pilot or BaselinePilot(delta_m=DELTA_M),
-        world.clock,
         FlightRecorder(out),
-        truth=LocalTruth(world, target.name, {"Drone1": camera}),
+        target=target.name,
     )
 
 

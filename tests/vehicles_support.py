@@ -16,9 +16,9 @@ from episodes.logs import read_episode
 from episodes.records import DroneStart, EpisodeRecord, SceneObject, record_to_json
 from episodes.verifier import VerifierSettings, verify
 from models.baseline.pilot import BaselinePilot
+from onboard.assembly import assemble
 from onboard.recorder import FlightRecorder
 from onboard.runtime import OnboardRuntime, RuntimeConfig
-from onboard.vehicles.faults import attach_vehicle_faults
 from sim_bridge.local import LocalTruth
 from sim_bridge.sim.world import World
 
@@ -76,17 +76,15 @@ def make_runtime(world: World, vehicle: Any, out: Path, profile: str, **cfg: Any
         seed=0,
     )
     recorder.write_metadata(**json.loads(record_to_json(record)))
-    runtime = OnboardRuntime(
+    # assemble routes the vehicle's faults (link loss, RC takeover, stale video) into the runtime
+    return assemble(
         config,
         vehicle,
-        vehicle.camera(),
         BaselinePilot(delta_m=DELTA_M),
         WallClock(),
         recorder,
         truth=LocalTruth(world, TARGET),
     )
-    attach_vehicle_faults(runtime)
-    return runtime
 
 
 def verdict(out: Path, t_max_s: float = 60.0) -> Any:

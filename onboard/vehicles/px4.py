@@ -58,9 +58,9 @@ from common.checks import query_float
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
 from common.pose import Pose, wrap_deg
+from common.spawn import ORIGIN, parse_spawn
 from onboard.vehicles.faults import FaultReporter
 from onboard.vehicles.mavlink_checks import APM_READ, PX4_READ, check_params, nav_dll_refusal
-from onboard.vehicles.spawn import ORIGIN, parse_spawn
 from onboard.vehicles.video import FrameSource, FreshFrameCamera, open_frame_source
 
 log = logging.getLogger(__name__)

@@ -38,9 +38,9 @@ from common.checks import query_float, query_port, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
 from common.pose import Pose, wrap_deg
+from common.spawn import ORIGIN, parse_spawn
 from onboard.vehicles.deadreckon import DeadReckoner
 from onboard.vehicles.faults import FaultReporter
-from onboard.vehicles.spawn import ORIGIN, parse_spawn
 from onboard.vehicles.video import FreshFrameCamera, H264UdpReceiver
 
 log = logging.getLogger(__name__)

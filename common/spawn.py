@@ -1,5 +1,7 @@
-"""`spawn=x,y,z[,yaw_deg]` in a vehicle URL: where the vehicle's own origin (a Tello's power-on point,
-an autopilot's EKF origin) lies in the episode's world frame, in metres and degrees (NED)."""
+"""`spawn=x,y,z[,yaw_deg]` in a vehicle or simulator URL: where the vehicle's own origin (a Tello's
+power-on point, an autopilot's EKF origin, an AirSim vehicle's spawn) lies in the episode's world
+frame, in metres and degrees (NED). The one parser of it: tello://, mavlink://, airsim:// vehicle URLs
+and the HIL runner's --sim URL."""
 
 from __future__ import annotations
 
