@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import dronecats_cmd, sim_server, stop_process, subprocess_env
-from failsafe_support import (
+
+from tests.support.failsafe import (
     PoseRecorder,
     airsim_client,
     describe,
@@ -25,6 +25,7 @@ from failsafe_support import (
     safety_events,
     wait_until,
 )
+from tests.support.processes import dronecats_cmd, sim_server, stop_process, subprocess_env
 
 FREE_BYTES = 300 * 1024  # left on the 2 MB filesystem when the flight starts: a few frames' worth
 

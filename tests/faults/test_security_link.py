@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 import zmq
-from conftest import ROOT, dronecats_cmd, sim_server, subprocess_env
-from validation_support import REMOTE_SECURE, Flight, start_flight, strict_json
 
 from common import wire
 from common.keys import generate_keypair
 from common.messages import Ack, Hold
+from tests.support import ROOT
+from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.validation import REMOTE_SECURE, Flight, start_flight, strict_json
 
 STILL_M = 0.15
 

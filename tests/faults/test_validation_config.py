@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import dronecats_cmd, subprocess_env
+
+from tests.support.processes import dronecats_cmd, subprocess_env
 
 # (config file text, the field the error must name, the valid range it must state)
 BAD_CONFIGS = {

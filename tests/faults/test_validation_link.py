@@ -15,14 +15,14 @@ from typing import Any
 import msgspec
 import pytest
 import zmq
-from conftest import sim_server
-from fuzz_frames import ACCEPT, REJECT, Generator
-from validation_support import TWO_DRONES, Flight, forge, start_flight, strict_json
 
 from common import wire
 from common.actions import Go, Think
 from common.messages import Ack, RemoteAction
 from common.pose import Pose
+from tests.support.fuzz_frames import ACCEPT, REJECT, Generator
+from tests.support.processes import sim_server
+from tests.support.validation import TWO_DRONES, Flight, forge, start_flight, strict_json
 
 pytestmark = pytest.mark.slow
 

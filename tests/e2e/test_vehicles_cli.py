@@ -1,0 +1,65 @@
+"""Rehearsal through the command line: `dronecats sim --mavlink` serves the simulator as a PX4
+autopilot and `dronecats onboard --vehicle mavlink://...` flies it with the baseline pilot (two
+processes, MAVLink and H.264 over loopback). The Tello path is exercised in-process
+(tests/onboard/test_vehicles_tello.py): djitellopy's fixed ports allow one djitellopy process per host."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+
+
+@pytest.mark.slow
+def test_onboard_flies_dronecats_sim_mavlink(tmp_path) -> None:
+    import airsim
+
+    lines: list[str] = []
+    with sim_server(
+        "--scene",
+        "residential",
+        "--mavlink",
+        "--mavlink-port",
+        "0",
+        wait_for=("mavlink Drone1:",),
+        startup=lines,
+    ) as port:
+        url = next(line for line in lines if line.startswith("mavlink Drone1:")).split(": ", 1)[1]
+        assert url.startswith("mavlink://udpin:127.0.0.1:") and "camera=h264udp://" in url
+        client = airsim.MultirotorClient(port=port)
+        client.confirmConnection()
+        pose = airsim.Pose(airsim.Vector3r(14.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
+        assert client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1)) == "target"
+        out = tmp_path / "flight"
+        result = subprocess.run(
+            dronecats_cmd(
+                "onboard",
+                "--vehicle",
+                url,
+                "--pilot",
+                "baseline",
+                "--instruction",
+                "go to the red car",
+                "--log-dir",
+                str(out),
+                "--set",
+                "t_max_s=20",
+                "--set",
+                "min_decision_period_s=0.5",
+            ),
+            env=subprocess_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        summary = json.loads(result.stdout.strip().splitlines()[-1])
+        assert summary["steps"] >= 5 and summary["declarations"] >= 1, summary
+        # it flew toward the car (truth over the AirSim RPC of the same world) and landed
+        state = client.getMultirotorState("Drone1")
+        assert state.kinematics_estimated.position.x_val > 5.0
+        events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+        assert not [e for e in events if e.get("event") == "vehicle_fault"], events
