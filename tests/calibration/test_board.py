@@ -15,19 +15,13 @@ import numpy as np
 import pytest
 
 from common.camera import camera_profile
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import run_dronecats, sim_server
 
 RASTER_DPI = 300.0
 
 
 def _board(tmp_path: Path, *extra: str) -> dict:
-    done = subprocess.run(
-        dronecats_cmd("calibrate-board", "--pattern", "9x6", "--out", str(tmp_path / "board.pdf"), *extra),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_dronecats("calibrate-board", "--pattern", "9x6", "--out", str(tmp_path / "board.pdf"), *extra)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -75,14 +69,8 @@ def test_the_png_carries_its_scale_and_a_board_too_big_for_the_page_is_refused(t
     assert gray.shape == (9 * 200, 12 * 200)  # 10 x 7 squares of 200 px on a one-square margin
     mean_mm, _ = _square_mm(gray, dpi[0] / 25.4)
     assert mean_mm == pytest.approx(20.0, rel=0.005) and summary["png_square_mm"] == 20.0
-    refused = subprocess.run(
-        dronecats_cmd(
-            "calibrate-board", "--pattern", "9x6", "--square-mm", "40", "--out", str(tmp_path / "b.pdf")
-        ),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
+    refused = run_dronecats(
+        "calibrate-board", "--pattern", "9x6", "--square-mm", "40", "--out", str(tmp_path / "b.pdf")
     )
     assert refused.returncode == 2 and "does not fit on A4; at most 25.1 mm squares do" in refused.stderr
     assert "Traceback" not in refused.stderr
@@ -90,13 +78,7 @@ def test_the_png_carries_its_scale_and_a_board_too_big_for_the_page_is_refused(t
 
 def _calibrate_sim(port: int, out: Path, *extra: str) -> subprocess.CompletedProcess:
     argv = ["--source", f"airsim://127.0.0.1:{port}/Drone1", "--sim-board", "--pattern", "9x6"]
-    return subprocess.run(
-        dronecats_cmd("calibrate", *argv, "--square-mm", "25", "--out", str(out), *extra),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return run_dronecats("calibrate", *argv, "--square-mm", "25", "--out", str(out), *extra, timeout_s=180)
 
 
 def test_the_png_on_the_simulators_board_calibrates_its_camera(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import yaml
 from calibration.pattern import BoardPattern
 from calibration.synthetic import BoardRenderer, SyntheticCamera, spread_poses
 from common.camera import camera_profile
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 
 PATTERN = BoardPattern(9, 6, 30.0)
 CAMERA = SyntheticCamera.from_hfov(640, 480, 75.0, (-0.2, 0.05, 0.0, 0.0, 0.0))
@@ -34,9 +34,7 @@ def view_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _calibrate(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        dronecats_cmd("calibrate", *args), capture_output=True, text=True, env=subprocess_env(), timeout=120
-    )
+    return run_dronecats("calibrate", *args, timeout_s=120)
 
 
 def test_folder_calibration_writes_a_camera_profile(view_folder: Path, tmp_path: Path) -> None:
@@ -102,13 +100,7 @@ def test_profile_drives_the_controller(view_folder: Path, tmp_path: Path) -> Non
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     action = '{"action":"go","point":[100,100],"depth_m":5}'
-    explained = subprocess.run(
-        dronecats_cmd("explain", "--camera", str(out), action),
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=60,
-    )
+    explained = run_dronecats("explain", "--camera", str(out), action)
     assert explained.returncode == 0, explained.stderr
     plan = json.loads(explained.stdout)
     profile = camera_profile(str(out))

@@ -4,7 +4,6 @@ process, the real `airsim` client, a checkerboard spawned in the scene, the vehi
 from __future__ import annotations
 
 import math
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 import yaml
 
 from common.camera import CameraProfile, camera_profile
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import run_dronecats, sim_server
 
 airsim = pytest.importorskip("airsim")
 pytest.importorskip("pybullet")
@@ -59,23 +58,18 @@ def test_sim_camera_recovered(sim: tuple[int, float], tmp_path: Path) -> None:
     # Above the street, clear of houses and trees, looking north along it.
     client.simSetVehiclePose(start, True, vehicle_name="Drone1")
     out = tmp_path / "sim_camera.yaml"
-    proc = subprocess.run(
-        dronecats_cmd(
-            "calibrate",
-            "--source",
-            f"airsim://127.0.0.1:{port}/Drone1",
-            "--sim-board",
-            "--pattern",
-            "9x6",
-            "--square-mm",
-            "100",
-            "--out",
-            str(out),
-        ),
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=180,
+    proc = run_dronecats(
+        "calibrate",
+        "--source",
+        f"airsim://127.0.0.1:{port}/Drone1",
+        "--sim-board",
+        "--pattern",
+        "9x6",
+        "--square-mm",
+        "100",
+        "--out",
+        str(out),
+        timeout_s=180,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     profile = camera_profile(str(out))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 
 import msgspec
 import pytest
@@ -32,7 +31,7 @@ from common.messages import (
     Telemetry,
 )
 from common.pose import Pose
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats, subprocess_env
 
 POSE = Pose(1.0, -2.0, -10.0, 45.0)
 
@@ -265,13 +264,7 @@ def test_budget_config_errors():
 
 def test_keys_cli(tmp_path):
     env = subprocess_env()
-    out = subprocess.run(
-        dronecats_cmd("keys", "generate", "--out", str(tmp_path), "--name", "gs1"),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-    )
+    out = run_dronecats("keys", "generate", "--out", str(tmp_path), "--name", "gs1", timeout_s=30, env=env)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "gs1.key_secret").stat().st_mode & 0o777 == 0o600
     pair = load_keypair(tmp_path / "gs1.key_secret")
@@ -279,19 +272,11 @@ def test_keys_cli(tmp_path):
     assert load_keypair(tmp_path / "gs1.key").public_key == pair.public_key
     assert parse_public_key(pair.public_key.decode()) == pair.public_key
     assert parse_public_key(tmp_path / "gs1.key") == pair.public_key
-    again = subprocess.run(
-        dronecats_cmd("keys", "generate", "--out", str(tmp_path), "--name", "gs1"),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-    )
+    again = run_dronecats("keys", "generate", "--out", str(tmp_path), "--name", "gs1", timeout_s=30, env=env)
     assert again.returncode == 2 and "already exists" in again.stderr
     generate_keypair(tmp_path, "drone1")
     os.remove(tmp_path / "drone1.key_secret")
-    listed = subprocess.run(
-        dronecats_cmd("keys", "list", str(tmp_path)), capture_output=True, text=True, env=env, timeout=30
-    )
+    listed = run_dronecats("keys", "list", str(tmp_path), timeout_s=30, env=env)
     assert listed.returncode == 0
     lines = listed.stdout.splitlines()
     assert lines[0].startswith("drone1") and "public only" in lines[0]

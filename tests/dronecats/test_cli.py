@@ -6,13 +6,11 @@ import subprocess
 from collections.abc import Iterator
 
 from dronecats.cli import SUBCOMMANDS, build_parser
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        dronecats_cmd(*args), capture_output=True, text=True, env=subprocess_env(), timeout=60
-    )
+    return run_dronecats(*args)
 
 
 def test_every_subcommand_has_its_own_help() -> None:

@@ -15,16 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import dronecats_cmd, run_dronecats, sim_server, subprocess_env
 
 # Nothing listens here: opening a vehicle URL does not connect, so argument errors come first.
 NO_VEHICLE = "airsim://127.0.0.1:9/Drone1"
 
 
 def dronecats(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        dronecats_cmd(*args), capture_output=True, text=True, env=subprocess_env(), timeout=timeout_s
-    )
+    return run_dronecats(*args, timeout_s=timeout_s)
 
 
 def assert_one_line(result: subprocess.CompletedProcess[str], code: int, *words: str) -> str:

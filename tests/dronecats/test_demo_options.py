@@ -16,20 +16,14 @@ import pytest
 from common.errors import ConfigError
 from dronecats.demo_scene import demo_record
 from episodes.logs import read_episode
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats, subprocess_env
 
 pytest.importorskip("pybullet")
 
 
 def _demo(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path / "demo"
-    done = subprocess.run(
-        dronecats_cmd("demo", "--quiet", "--out", str(out), *argv),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_dronecats("demo", "--quiet", "--out", str(out), *argv, timeout_s=120)
     return done, out
 
 
@@ -110,12 +104,16 @@ def test_a_refusal_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_the_fleet_demo_gui_ends_at_the_first_qualifying_declaration(tmp_path: Path) -> None:
     pytest.importorskip("PyQt6")
     env = {**subprocess_env(), "QT_QPA_PLATFORM": "offscreen", "DISPLAY": os.environ.get("DISPLAY", ":0")}
-    done = subprocess.run(
-        dronecats_cmd("demo-fleet", "--drones", "2", "--duration-s", "150", "--log-dir", str(tmp_path)),
+    done = run_dronecats(
+        "demo-fleet",
+        "--drones",
+        "2",
+        "--duration-s",
+        "150",
+        "--log-dir",
+        str(tmp_path),
+        timeout_s=240,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
     )
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     summary = json.loads(done.stdout.strip().splitlines()[-1])

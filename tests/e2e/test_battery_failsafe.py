@@ -17,7 +17,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import pytest
 
 from tests.support.ports import free_base_port
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import (
+    baseline_onboard_args,
+    dronecats_cmd,
+    emulator_url,
+    sim_server,
+    subprocess_env,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -43,7 +49,7 @@ def test_low_battery_lands_the_mavlink_drone(tmp_path) -> None:
         wait_for=("mavlink Drone1:",),
         startup=lines,
     ) as port:
-        url = next(line for line in lines if line.startswith("mavlink Drone1:")).split(": ", 1)[1]
+        url = emulator_url(lines)
         client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
         floor_z_m = client.getMultirotorState("Drone1").kinematics_estimated.position.z_val
@@ -51,15 +57,7 @@ def test_low_battery_lands_the_mavlink_drone(tmp_path) -> None:
         out = tmp_path / "flight"
         onboard = subprocess.Popen(
             dronecats_cmd(
-                "onboard",
-                "--vehicle",
-                url,
-                "--pilot",
-                "baseline",
-                "--instruction",
-                "go to the red car",
-                "--log-dir",
-                str(out),
+                *baseline_onboard_args(url, out),
                 "--gs",
                 gs,
                 "--insecure",

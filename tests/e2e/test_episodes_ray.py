@@ -27,7 +27,7 @@ from episodes.runner import PARTIAL_DIR, RESULT_FILE
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.episodes import short_record
 from tests.support.ports import free_port
-from tests.support.processes import dronecats_cmd, stop_process, subprocess_env, wait_for
+from tests.support.processes import dronecats_cmd, run_dronecats, stop_process, subprocess_env, wait_for
 
 pytest.importorskip("pybullet")
 ray = pytest.importorskip("ray")
@@ -55,12 +55,8 @@ def suite_file(tmp_path: Path, n: int, name: str = "slice", start_x_m: float = -
 
 
 def run_cli(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        dronecats_cmd("episodes", "run", *args, "--latency", "fixed:0.44", "--no-frames"),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
+    return run_dronecats(
+        "episodes", "run", *args, "--latency", "fixed:0.44", "--no-frames", timeout_s=timeout_s
     )
 
 
@@ -289,27 +285,23 @@ def test_sim_pool_never_flies_two_episodes_on_one_server(tmp_path: Path) -> None
         for log in logs:
             assert wait_for(lambda log=log: "listening on" in log.read_text(), timeout_s=60), log.read_text()
         out = tmp_path / "pool"
-        done = subprocess.run(
-            dronecats_cmd(
-                "episodes",
-                "run",
-                str(suite_file(tmp_path, 4, "hil")),
-                "--no-frames",
-                "--t-max",
-                "40",
-                "--ray",
-                "local",
-                "--jobs",
-                "3",
-                "--sim-pool",
-                ",".join(urls),
-                "--out",
-                str(out),
-            ),
+        done = run_dronecats(
+            "episodes",
+            "run",
+            str(suite_file(tmp_path, 4, "hil")),
+            "--no-frames",
+            "--t-max",
+            "40",
+            "--ray",
+            "local",
+            "--jobs",
+            "3",
+            "--sim-pool",
+            ",".join(urls),
+            "--out",
+            str(out),
+            timeout_s=400,
             env=ray_env(),
-            capture_output=True,
-            text=True,
-            timeout=400,
         )
         assert done.returncode == 0, done.stderr[-3000:]
     finally:

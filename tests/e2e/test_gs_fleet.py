@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from ground_station.fleet.launch import SimFleet, TargetSpec
 from ground_station.fleet.structures import CommanderStructure, OneContext, PerDrone
 from ground_station.headless import HeadlessSession
 from tests.support.pilots import serve_pilot_process
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 
 pytestmark = pytest.mark.slow
 
@@ -153,15 +152,10 @@ def test_one_context_actions_reach_remote_drones_with_a_shared_call_id(tmp_path)
 
 def test_headless_cli_commander_until_a_qualifying_declaration(tmp_path) -> None:
     """`dronecats demo-fleet --headless` (= `dronecats gs --launch N --headless`): scriptable end to end."""
-    result = subprocess.run(
-        dronecats_cmd(
-            "demo-fleet", "--headless", "--drones", "2", "--structure", "commander",
-            "--target-distance-m", "9", "--duration-s", "120", "--log-dir", str(tmp_path),
-        ),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=240,
+    result = run_dronecats(
+        "demo-fleet", "--headless", "--drones", "2", "--structure", "commander",
+        "--target-distance-m", "9", "--duration-s", "120", "--log-dir", str(tmp_path),
+        timeout_s=240,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "Connected!" not in result.stdout  # the airsim client's confirmConnection banner

@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.pilots import serve_pilot_process
 from tests.support.ports import free_port
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import dronecats_cmd, run_dronecats, subprocess_env
 
 pytestmark = pytest.mark.slow
 
@@ -119,12 +119,12 @@ def test_no_process_outlives_the_ground_station(tmp_path, how) -> None:
 def test_a_gui_that_cannot_start_launches_nothing(tmp_path, command) -> None:
     log_dir = tmp_path / "run"
     launch = ["--launch", "2"] if command == "gs" else ["--drones", "2"]
-    result = subprocess.run(
-        dronecats_cmd(command, *launch, "--log-dir", str(log_dir)),
+    result = run_dronecats(
+        command,
+        *launch,
+        "--log-dir",
+        str(log_dir),
         env=subprocess_env(QT_QPA_PLATFORM="xcb", DISPLAY=":987"),  # no X server there
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("dronecats gs: the GUI cannot start: "), result.stderr
@@ -135,16 +135,11 @@ def test_a_gui_that_cannot_start_launches_nothing(tmp_path, command) -> None:
 def test_a_drone_that_fails_to_start_is_reported_at_once(tmp_path) -> None:
     """A model URL nobody serves: the drone's pre-arm check fails; the GS says so with its log lines."""
     started_s = time.monotonic()
-    result = subprocess.run(
-        dronecats_cmd(
-            "gs", "--headless", "--launch", "1", "--instruction", "go to the red car",
-            "--pilot", f"openai://127.0.0.1:{free_port()}/v1?profile=qwen3.5-2b&retries=0",
-            "--log-dir", str(tmp_path / "run"),
-        ),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    result = run_dronecats(
+        "gs", "--headless", "--launch", "1", "--instruction", "go to the red car",
+        "--pilot", f"openai://127.0.0.1:{free_port()}/v1?profile=qwen3.5-2b&retries=0",
+        "--log-dir", str(tmp_path / "run"),
+        timeout_s=120,
     )  # fmt: skip
     assert result.returncode == 2, result.stdout[-1000:] + result.stderr[-1000:]
     assert "dronecats gs: Drone1 exited with code 1: dronecats onboard: pre-arm check" in result.stderr
@@ -157,16 +152,11 @@ def test_a_served_pilot_passes_pre_arm_without_an_instruction(tmp_path) -> None:
     without an instruction (the GS sends it once they report); the pre-arm check still asks the
     model, with a placeholder instruction, instead of a prompt serve-pilot must refuse."""
     with serve_pilot_process("--pilot", "baseline") as hostport:
-        result = subprocess.run(
-            dronecats_cmd(
-                "gs", "--headless", "--launch", "1", "--instruction", "go to the red car",
-                "--pilot", f"openai://{hostport}/v1?model=baseline",
-                "--until", "none", "--duration-s", "3", "--log-dir", str(tmp_path / "run"),
-            ),
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
+        result = run_dronecats(
+            "gs", "--headless", "--launch", "1", "--instruction", "go to the red car",
+            "--pilot", f"openai://{hostport}/v1?model=baseline",
+            "--until", "none", "--duration-s", "3", "--log-dir", str(tmp_path / "run"),
+            timeout_s=120,
         )  # fmt: skip
     output = result.stdout + result.stderr
     assert "pre-arm" not in output and "Traceback" not in output, output[-2000:]

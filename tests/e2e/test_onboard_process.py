@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from episodes.logs import read_episode
 from episodes.verifier import VerifierSettings, verify
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import baseline_onboard_args, run_dronecats, sim_server
 
 
 @pytest.mark.slow
@@ -24,26 +23,11 @@ def test_onboard_process_flies_the_sim_server_to_a_qualifying_declaration(tmp_pa
         client.confirmConnection()
         assert client.simGetObjectPose("target").position.x_val == 25.0
         out = tmp_path / "flight"
-        result = subprocess.run(
-            dronecats_cmd(
-                "onboard",
-                "--vehicle",
-                f"airsim://127.0.0.1:{port}/Drone1",
-                "--pilot",
-                "baseline",
-                "--instruction",
-                "go to the red car",
-                "--truth-target",
-                "target",
-                "--log-dir",
-                str(out),
-                "--set",
-                "t_max_s=90",
+        result = run_dronecats(
+            *baseline_onboard_args(
+                f"airsim://127.0.0.1:{port}/Drone1", out, "--truth-target", "target", "--set", "t_max_s=90"
             ),
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=180,
+            timeout_s=180,
         )
         assert result.returncode == 0, result.stderr[-2000:]
         summary = json.loads(result.stdout.strip().splitlines()[-1])

@@ -6,11 +6,10 @@ processes, MAVLink and H.264 over loopback). The Tello path is exercised in-proc
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import baseline_onboard_args, emulator_url, run_dronecats, sim_server
 
 
 @pytest.mark.slow
@@ -27,33 +26,16 @@ def test_onboard_flies_dronecats_sim_mavlink(tmp_path) -> None:
         wait_for=("mavlink Drone1:",),
         startup=lines,
     ) as port:
-        url = next(line for line in lines if line.startswith("mavlink Drone1:")).split(": ", 1)[1]
+        url = emulator_url(lines)
         assert url.startswith("mavlink://udpin:127.0.0.1:") and "camera=h264udp://" in url
         client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
         pose = airsim.Pose(airsim.Vector3r(14.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
         assert client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1)) == "target"
         out = tmp_path / "flight"
-        result = subprocess.run(
-            dronecats_cmd(
-                "onboard",
-                "--vehicle",
-                url,
-                "--pilot",
-                "baseline",
-                "--instruction",
-                "go to the red car",
-                "--log-dir",
-                str(out),
-                "--set",
-                "t_max_s=20",
-                "--set",
-                "min_decision_period_s=0.5",
-            ),
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
+        result = run_dronecats(
+            *baseline_onboard_args(url, out, "--set", "t_max_s=20", "--set", "min_decision_period_s=0.5"),
+            timeout_s=120,
         )
         assert result.returncode == 0, result.stderr[-2000:]
         summary = json.loads(result.stdout.strip().splitlines()[-1])

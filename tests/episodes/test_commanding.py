@@ -5,7 +5,6 @@ file set with a `drone` field per line and scored by the unchanged verifier."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from episodes.report import groups, load_rows
 from episodes.runner import RESULT_FILE, RunOptions, run_episode, run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.pilots import serve_pilot_process
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 
 pytest.importorskip("pybullet")
 
@@ -149,14 +148,16 @@ def test_cli_refuses_a_fleet_record_as_single_and_multi_without_a_model(tmp_path
         (["--structure", "single"], "4 drones"),
         (["--structure", "multi", "--pilot", "baseline"], "needs a model URL"),
     ):
-        proc = subprocess.run(
-            dronecats_cmd(
-                "episodes", "run", str(suite_file), "--out", str(tmp_path / "o"), "--t-max", "2", *extra
-            ),
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
+        proc = run_dronecats(
+            "episodes",
+            "run",
+            str(suite_file),
+            "--out",
+            str(tmp_path / "o"),
+            "--t-max",
+            "2",
+            *extra,
+            timeout_s=120,
         )
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert needle in proc.stderr, proc.stderr

@@ -4,7 +4,6 @@ run side by side, short pilot labels and the reference run's noise band."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import cv2
@@ -16,7 +15,7 @@ from episodes.report import groups, load_rows, short_pilot
 from episodes.runner import LatencySpec, RunOptions, run_suite
 from episodes.suites import Suite, SuiteEntry
 from tests.support.episodes import tiny_suite
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 
 pytest.importorskip("pybullet")
 pytest.importorskip("matplotlib")
@@ -59,12 +58,8 @@ def test_report_writes_png_and_pdf_at_a_readable_size_and_vs_bars_side_by_side(t
 
     a, b = two_runs
     out = tmp_path / "report"
-    done = subprocess.run(
-        dronecats_cmd("episodes", "report", str(a), "--vs", str(b), "--vs", str(a), "--out", str(out)),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = run_dronecats(
+        "episodes", "report", str(a), "--vs", str(b), "--vs", str(a), "--out", str(out), timeout_s=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
     for name in ("bars", "traces-approach"):

@@ -6,7 +6,6 @@ error with the close matches."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import msgspec
@@ -16,7 +15,7 @@ from common.errors import ConfigError
 from episodes.runner import PARTIAL_DIR, RESULT_FILE, LatencySpec, RunOptions, run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.episodes import tiny_suite
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 
 pytest.importorskip("pybullet")
 
@@ -107,13 +106,7 @@ def test_force_flies_the_changed_configuration_again(tmp_path: Path) -> None:
 def test_cli_refuses_a_changed_pilot_and_an_unknown_only_id(flown: Path, tmp_path: Path) -> None:
     suite_file = tmp_path / "tiny.json"
     save_suite(tiny_suite(2), suite_file)
-    unknown = subprocess.run(
-        dronecats_cmd("episodes", "run", str(suite_file), "--only", "tiny-1,tiny_2,nothing-like-it"),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    unknown = run_dronecats("episodes", "run", str(suite_file), "--only", "tiny-1,tiny_2,nothing-like-it")
     assert unknown.returncode == 2, unknown.stdout
     assert "unknown episode id 'tiny_2' (did you mean tiny-2" in unknown.stderr, unknown.stderr
     assert "unknown episode id 'nothing-like-it'" in unknown.stderr
@@ -121,13 +114,7 @@ def test_cli_refuses_a_changed_pilot_and_an_unknown_only_id(flown: Path, tmp_pat
 
     argv = [str(suite_file), "--only", "tiny-1", "--out", str(flown), "--latency", "fixed:0.5"]
     argv += ["--t-max", "30", "--pilot", "openai://127.0.0.1:9/v1?model=baseline"]
-    changed = subprocess.run(
-        dronecats_cmd("episodes", "run", *argv),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    changed = run_dronecats("episodes", "run", *argv)
     assert changed.returncode == 2, changed.stdout
     assert "another configuration" in changed.stderr and "pilot.url: 'baseline' -> " in changed.stderr
     assert "Traceback" not in changed.stderr

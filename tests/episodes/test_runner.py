@@ -18,7 +18,7 @@ from episodes.preflight import expectation_for
 from episodes.runner import RESULT_FILE, LatencySpec, RunOptions, run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.episodes import short_record, tiny_suite
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import dronecats_cmd, run_dronecats, sim_server, subprocess_env
 
 pytest.importorskip("pybullet")
 
@@ -42,13 +42,7 @@ def test_suite_run_scores_reports_and_replays(tmp_path: Path) -> None:
         ts = [s.t for s in logs.steps]
         assert min(b - a for a, b in itertools.pairwise(ts)) >= 0.44 - 1e-6
 
-    report = subprocess.run(
-        dronecats_cmd("episodes", "report", str(out), "--vs", str(out), "--all-traces"),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    report = run_dronecats("episodes", "report", str(out), "--vs", str(out), "--all-traces", timeout_s=120)
     assert report.returncode == 0, report.stderr[-2000:]
     md = (out / "report" / "report.md").read_text()
     assert "| approach | baseline (fixed:0.44) | 2 | 100% (2/2) [34%, 100%]" in md, md
@@ -60,13 +54,7 @@ def test_suite_run_scores_reports_and_replays(tmp_path: Path) -> None:
     for png in ("bars.png", "traces-approach.png", "traces/tiny-1.png"):
         assert (out / "report" / png).stat().st_size > 2000
 
-    replay = subprocess.run(
-        dronecats_cmd("episodes", "replay", str(out / "tiny-1"), "--max", "6"),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    replay = run_dronecats("episodes", "replay", str(out / "tiny-1"), "--max", "6")
     assert replay.returncode == 0, replay.stderr[-2000:]
     sheet = json.loads(replay.stdout.strip().splitlines()[-1])
     assert sheet["on_sheet"] == min(6, sheet["frames"]) and Path(sheet["sheet"]).stat().st_size > 5000
@@ -127,14 +115,15 @@ def test_hil_episode_through_airsim_against_dronecats_sim(tmp_path: Path) -> Non
     save_suite(Suite("one", [SuiteEntry(record, expectation_for(record))]), suite_file)
     with sim_server("--scene", "residential") as port:
         out = tmp_path / "hil"
-        result = subprocess.run(
-            dronecats_cmd(
-                "episodes", "run", str(suite_file), "--out", str(out), "--sim", f"airsim://127.0.0.1:{port}"
-            ),
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=240,
+        result = run_dronecats(
+            "episodes",
+            "run",
+            str(suite_file),
+            "--out",
+            str(out),
+            "--sim",
+            f"airsim://127.0.0.1:{port}",
+            timeout_s=240,
         )
         assert result.returncode == 0, result.stderr[-3000:]
         outcome = json.loads((out / "hil-1" / RESULT_FILE).read_text())

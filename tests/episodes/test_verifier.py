@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from common.errors import RecordError
 from episodes.logs import DeclarationLine, EpisodeLogs, StepLine, TraceLine, read_episode, write_lines
 from episodes.records import record_from_dict, save_record
 from episodes.verifier import FAILURE_MODES, VerifierSettings, aggregate, verify
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 from tests.support.records import RECORD
 
 GO = Go((500, 500), 8.0)
@@ -278,13 +277,7 @@ def test_truncated_last_line_is_reported(tmp_path):
 
 
 def _verify_cli(*args):
-    return subprocess.run(
-        dronecats_cmd("episodes", "verify", *args),
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=60,
-    )
+    return run_dronecats("episodes", "verify", *args)
 
 
 def test_episodes_verify_cli(tmp_path):

@@ -21,16 +21,14 @@ from common import wire
 from common.keys import generate_keypair
 from common.messages import Ack, Hold
 from tests.support import ROOT
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import run_dronecats, sim_server, subprocess_env
 from tests.support.validation import REMOTE_SECURE, Flight, start_flight, strict_json
 
 STILL_M = 0.15
 
 
 def run_cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        dronecats_cmd(*argv), env=env or subprocess_env(), capture_output=True, text=True, timeout=60
-    )
+    return run_dronecats(*argv, env=env or subprocess_env())
 
 
 def one_line_refusal(result: subprocess.CompletedProcess[str], *needles: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -16,7 +15,7 @@ import pytest
 from common.pose import Pose
 from ground_station.app.map_tiles import tile_corner, tile_xy
 from ground_station.fleet.launch import SIM_GEO_ORIGIN
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats, subprocess_env
 
 ZOOM = 21  # tiles about 13 m wide here: several in a 23 m view
 COLOURS = ("#3366cc", "#cc9933")
@@ -113,14 +112,15 @@ def test_tiles_are_drawn_where_they_belong(qtbot, tmp_path, kind) -> None:
 
 
 def test_a_bad_tile_path_is_refused_before_anything_is_launched(tmp_path) -> None:
-    result = subprocess.run(
-        dronecats_cmd(
-            "gs", "--launch", "1", "--map-tiles", str(tmp_path / "nowhere"), "--log-dir", str(tmp_path / "r")
-        ),
+    result = run_dronecats(
+        "gs",
+        "--launch",
+        "1",
+        "--map-tiles",
+        str(tmp_path / "nowhere"),
+        "--log-dir",
+        str(tmp_path / "r"),
         env=subprocess_env(QT_QPA_PLATFORM="offscreen"),
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith("dronecats gs: map tiles "), result.stderr

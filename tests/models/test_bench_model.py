@@ -5,7 +5,6 @@ at the wire (one with token usage and paced chunks), and the command end to end 
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from models.serving.bench import (
     summarise,
 )
 from tests.support.pilots import scene, serve_pilot_process
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 
 REPLY = '{"action":"go","point":[512,480],"depth_m":12.0,"angle_deg":null}'
 
@@ -189,24 +188,19 @@ def test_bench_model_command_against_serve_pilot_on_sim_frames(tmp_path: Path) -
     out = tmp_path / "report.json"
     # 0.2 s injected before every reply: the pilot answers no sooner, so neither can a first token
     with serve_pilot_process("--latency-s", "0.2") as hostport:
-        result = subprocess.run(
-            dronecats_cmd(
-                "bench-model",
-                "--pilot",
-                f"openai://{hostport}/v1?profile=qwen3.5-2b",
-                "--steps",
-                "4",
-                "--stream-calls",
-                "2",
-                "--out",
-                str(out),
-                "--save-frames",
-                str(tmp_path / "frames"),
-            ),
-            capture_output=True,
-            text=True,
-            env=subprocess_env(),
-            timeout=180,
+        result = run_dronecats(
+            "bench-model",
+            "--pilot",
+            f"openai://{hostport}/v1?profile=qwen3.5-2b",
+            "--steps",
+            "4",
+            "--stream-calls",
+            "2",
+            "--out",
+            str(out),
+            "--save-frames",
+            str(tmp_path / "frames"),
+            timeout_s=180,
         )
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
@@ -237,21 +231,16 @@ def test_bench_model_on_saved_frames_needs_no_simulator(tmp_path: Path) -> None:
     for i in range(2):
         cv2.imwrite(str(frames / f"frame_{i:03d}.jpg"), scene())
     with serve_pilot_process() as hostport:
-        result = subprocess.run(
-            dronecats_cmd(
-                "bench-model",
-                "--pilot",
-                f"openai://{hostport}/v1?profile=qwen3.5-2b",
-                "--frames",
-                str(frames),
-                "--stream-calls",
-                "0",
-                "--json",
-            ),
-            capture_output=True,
-            text=True,
-            env=subprocess_env(),
-            timeout=120,
+        result = run_dronecats(
+            "bench-model",
+            "--pilot",
+            f"openai://{hostport}/v1?profile=qwen3.5-2b",
+            "--frames",
+            str(frames),
+            "--stream-calls",
+            "0",
+            "--json",
+            timeout_s=120,
         )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

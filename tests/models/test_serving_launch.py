@@ -17,19 +17,13 @@ import cv2
 from models.cli_serve_model import DEFAULT_WARMUP_IMAGE
 from models.serving.launcher import EngineProcess
 from tests.support.ports import free_port
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import dronecats_cmd, run_dronecats, subprocess_env
 
 FAKE_ENGINE = "{python} -m dronecats serve-pilot --port {port} --model-name {served_model}"
 
 
 def serve_model(*args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        dronecats_cmd("serve-model", *args),
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=timeout_s,
-    )
+    return run_dronecats("serve-model", *args, timeout_s=timeout_s)
 
 
 def warmup_summary(stdout: str) -> dict:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 
 import cv2
 import numpy as np
@@ -31,7 +30,7 @@ from onboard.controller import (
     world_to_body,
 )
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES, flight_profile, load_flight_profile
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import run_dronecats
 
 OUTDOOR = BUILTIN_FLIGHT_PROFILES["outdoor"]
 INDOOR = BUILTIN_FLIGHT_PROFILES["indoor"]
@@ -379,9 +378,7 @@ def test_flight_profile_files(tmp_path):
 
 
 def _explain(*args):
-    proc = subprocess.run(
-        dronecats_cmd("explain", *args), capture_output=True, text=True, env=subprocess_env(), timeout=60
-    )
+    proc = run_dronecats("explain", *args)
     return proc
 
 

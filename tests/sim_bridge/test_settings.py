@@ -4,13 +4,12 @@ reading the same file: vehicles with their names and poses, the camera's resolut
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import run_dronecats, sim_server
 
 airsim = pytest.importorskip("airsim")
 pytest.importorskip("pybullet")
@@ -20,20 +19,14 @@ SUITES = Path(__file__).resolve().parents[2] / "episodes" / "suites"
 
 def test_suite_settings_configure_dronecats_sim(tmp_path: Path) -> None:
     out = tmp_path / "settings.json"
-    made = subprocess.run(
-        dronecats_cmd(
-            "episodes",
-            "airsim-settings",
-            str(SUITES / "commanding.json"),
-            "--out",
-            str(out),
-            "--clock-speed",
-            "4",
-        ),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
+    made = run_dronecats(
+        "episodes",
+        "airsim-settings",
+        str(SUITES / "commanding.json"),
+        "--out",
+        str(out),
+        "--clock-speed",
+        "4",
     )
     assert made.returncode == 0, made.stderr[-2000:]
     settings = json.loads(out.read_text())
@@ -69,13 +62,7 @@ def test_bad_settings_get_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
         ("{not json", "is not valid JSON"),
     ):
         bad.write_text(text)
-        run = subprocess.run(
-            dronecats_cmd("sim", "--port", "0", "--settings", str(bad)),
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        run = run_dronecats("sim", "--port", "0", "--settings", str(bad))
         assert run.returncode == 2, run.stderr
         assert message in run.stderr and "Traceback" not in run.stderr
         assert len(run.stderr.strip().splitlines()) == 1

@@ -5,7 +5,6 @@ specs are one line and exit 2."""
 from __future__ import annotations
 
 import math
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from episodes.preflight import expectation_for
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.episodes import short_record
-from tests.support.processes import dronecats_cmd, sim_server, subprocess_env
+from tests.support.processes import run_dronecats, sim_server
 
 pytest.importorskip("pybullet")
 airsim = pytest.importorskip("airsim")
@@ -65,13 +64,7 @@ def test_episode_builds_the_records_scene(tmp_path: Path) -> None:
     ],
 )
 def test_bad_specs_are_one_line_and_exit_2(argv: list[str], says: str) -> None:
-    done = subprocess.run(
-        dronecats_cmd("sim", "--port", "0", *argv),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_dronecats("sim", "--port", "0", *argv)
     assert done.returncode == 2, done.stdout + done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.processes import dronecats_cmd, subprocess_env
+from tests.support.processes import dronecats_cmd, run_dronecats, subprocess_env
 
 TICK_S = 0.05  # the onboard actuation period at its default rate_hz=20
 
@@ -22,9 +22,7 @@ TICK_S = 0.05  # the onboard actuation period at its default rate_hz=20
 def insecure_flag(command: str) -> list[str]:
     """["--insecure"] when `dronecats COMMAND` has that flag (a link without CURVE keys must then be
     asked for explicitly), else []: these rows test failsafes, not link security."""
-    out = subprocess.run(
-        dronecats_cmd(command, "--help"), env=subprocess_env(), capture_output=True, text=True, timeout=60
-    )
+    out = run_dronecats(command, "--help")
     return ["--insecure"] if "--insecure" in out.stdout else []
 
 

@@ -97,3 +97,48 @@ def wait_for(predicate: Callable[[], object], timeout_s: float = 5.0, interval_s
             return True
         time.sleep(interval_s)
     return bool(predicate())
+
+
+def run_dronecats(
+    *args: str, timeout_s: float = 60.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`dronecats ARGS` from this checkout, run to its end; stdout and stderr captured as text."""
+    return subprocess.run(
+        dronecats_cmd(*args),
+        env=subprocess_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+def baseline_onboard_args(vehicle_url: str, log_dir: object, *more: str) -> list[str]:
+    """`dronecats onboard` arguments that fly `vehicle_url` with the baseline pilot to the red car."""
+    return [
+        "onboard",
+        "--vehicle",
+        vehicle_url,
+        "--pilot",
+        "baseline",
+        "--instruction",
+        "go to the red car",
+        "--log-dir",
+        str(log_dir),
+        *more,
+    ]
+
+
+def emulator_url(startup: list[str], name: str = "mavlink Drone1") -> str:
+    """The vehicle URL `dronecats sim` printed as `NAME: URL` among its startup lines."""
+    return next(line for line in startup if line.startswith(f"{name}:")).split(": ", 1)[1]
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """Kill `proc` at the end of the block if it still runs (an assertion or a timeout ended it early)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
