@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.airsim_clients import spawn_red_car
 from tests.support.processes import dronecats_cmd, run_dronecats, sim_server, subprocess_env
 
 # Nothing listens here: opening a vehicle URL does not connect, so argument errors come first.
@@ -241,8 +242,7 @@ def test_episodes_verify_scores_what_onboard_writes(tmp_path: Path) -> None:
     with sim_server("--scene", "residential") as port:
         client = airsim.MultirotorClient(port=port)
         client.ping()
-        pose = airsim.Pose(airsim.Vector3r(12.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
-        assert client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1)) == "target"
+        spawn_red_car(client, 12.0)
         out = tmp_path / "flight"
         flight = dronecats(
             "onboard",

@@ -20,8 +20,7 @@ from tests.support.ports import free_base_port
 from tests.support.processes import (
     baseline_onboard_args,
     dronecats_cmd,
-    emulator_url,
-    sim_server,
+    mavlink_sim,
     subprocess_env,
 )
 
@@ -34,22 +33,8 @@ def test_low_battery_lands_the_mavlink_drone(tmp_path) -> None:
     from ground_station.app.plots import sample
     from ground_station.fleet.client import DroneAddress, FleetClient
 
-    lines: list[str] = []
     # 10 Wh at 20 %: ~0.45 Wh above the 15 % reserve, ~8 s of hover at the default 200 W
-    with sim_server(
-        "--scene",
-        "residential",
-        "--mavlink",
-        "--mavlink-port",
-        "0",
-        "--battery-capacity-wh",
-        "10",
-        "--battery-start-pct",
-        "20",
-        wait_for=("mavlink Drone1:",),
-        startup=lines,
-    ) as port:
-        url = emulator_url(lines)
+    with mavlink_sim("--battery-capacity-wh", "10", "--battery-start-pct", "20") as (port, url):
         client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
         floor_z_m = client.getMultirotorState("Drone1").kinematics_estimated.position.z_val

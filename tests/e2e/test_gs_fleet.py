@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from ground_station.fleet.launch import SimFleet, TargetSpec
 from ground_station.fleet.structures import CommanderStructure, OneContext, PerDrone
 from ground_station.headless import HeadlessSession
 from tests.support.pilots import serve_pilot_process
-from tests.support.processes import run_dronecats
+from tests.support.processes import run_dronecats, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +32,7 @@ SETTINGS = ["min_decision_period_s=0.5", "t_max_s=400", "stop_on_declaration=fal
 
 
 def wait_until(predicate, timeout_s: float, step_s: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step_s)
-    return False
+    return wait_for(predicate, timeout_s, step_s)
 
 
 def lines(path: Path) -> list[dict]:

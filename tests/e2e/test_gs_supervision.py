@@ -23,6 +23,7 @@ import pytest
 from tests.support.pilots import serve_pilot_process
 from tests.support.ports import free_port
 from tests.support.processes import dronecats_cmd, run_dronecats, subprocess_env
+from tests.support.processes import wait_for as support_wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -63,12 +64,7 @@ def cmdline(pid: int) -> str:
 
 
 def wait_for(predicate, timeout_s: float, step_s: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step_s)
-    return predicate()
+    return support_wait_for(predicate, timeout_s, step_s)
 
 
 def started(log_dir: Path, drone: str = "Drone1") -> bool:

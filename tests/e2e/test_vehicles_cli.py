@@ -9,29 +9,19 @@ import json
 
 import pytest
 
-from tests.support.processes import baseline_onboard_args, emulator_url, run_dronecats, sim_server
+from tests.support.airsim_clients import spawn_red_car
+from tests.support.processes import baseline_onboard_args, mavlink_sim, run_dronecats
 
 
 @pytest.mark.slow
 def test_onboard_flies_dronecats_sim_mavlink(tmp_path) -> None:
     import airsim
 
-    lines: list[str] = []
-    with sim_server(
-        "--scene",
-        "residential",
-        "--mavlink",
-        "--mavlink-port",
-        "0",
-        wait_for=("mavlink Drone1:",),
-        startup=lines,
-    ) as port:
-        url = emulator_url(lines)
+    with mavlink_sim() as (port, url):
         assert url.startswith("mavlink://udpin:127.0.0.1:") and "camera=h264udp://" in url
         client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
-        pose = airsim.Pose(airsim.Vector3r(14.0, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
-        assert client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1)) == "target"
+        spawn_red_car(client, 14.0)
         out = tmp_path / "flight"
         result = run_dronecats(
             *baseline_onboard_args(url, out, "--set", "t_max_s=20", "--set", "min_decision_period_s=0.5"),

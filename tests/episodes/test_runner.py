@@ -18,7 +18,7 @@ from episodes.preflight import expectation_for
 from episodes.runner import RESULT_FILE, LatencySpec, RunOptions, run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.episodes import short_record, tiny_suite
-from tests.support.processes import dronecats_cmd, run_dronecats, sim_server, subprocess_env
+from tests.support.processes import dronecats_cmd, kill_if_running, run_dronecats, sim_server, subprocess_env
 
 pytest.importorskip("pybullet")
 
@@ -79,9 +79,7 @@ def test_sigint_halfway_then_resume_loses_and_repeats_nothing(tmp_path: Path) ->
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        kill_if_running(proc)
     assert proc.returncode == 130, err[-2000:]
     assert "resume" in err
     complete = {p.name for p in out.iterdir() if (p / RESULT_FILE).exists()}

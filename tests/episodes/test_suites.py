@@ -14,10 +14,11 @@ import pytest
 
 from common.errors import ConfigError
 from episodes.preflight import Expectation, check, expectation_for
-from episodes.records import DroneStart, EpisodeRecord, SceneObject
+from episodes.records import EpisodeRecord, SceneObject
 from episodes.report import wilson
 from episodes.runner import LatencySpec
 from episodes.suites import SINGLE_TASKS, generate, load_suite, save_suite
+from tests.support.episodes import purple_car_approach
 
 pytest.importorskip("pybullet")
 
@@ -25,17 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def approach_record(target_x_m: float, distractors: list[SceneObject] | None = None, yaw_deg: float = 0.0):
-    return EpisodeRecord(
-        id="t-approach",
-        scene="residential",
-        task_type="approach",
-        instruction="go to the purple car",
-        environment="outdoor",
-        delta_m=5.0,
-        t_max_s=60.0,
-        drones=[DroneStart("Drone1", (-10.0, 1.0, 0.0, yaw_deg))],
-        targets=[SceneObject("ep_target", "car", (target_x_m, 1.0, 0.0, 0.0), colour="purple")],
-        distractors=distractors or [],
+    return purple_car_approach(
+        "t-approach", (-10.0, 1.0, 0.0, yaw_deg), (target_x_m, 1.0, 0.0, 0.0), distractors or []
     )
 
 

@@ -5,10 +5,8 @@ at the wire (one with token usage and paced chunks), and the command end to end 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import cv2
@@ -23,7 +21,7 @@ from models.serving.bench import (
     normal_reply,
     summarise,
 )
-from tests.support.pilots import scene, serve_pilot_process
+from tests.support.pilots import HttpPeer, QuietHandler, scene, serve_pilot_process
 from tests.support.processes import run_dronecats
 
 REPLY = '{"action":"go","point":[512,480],"depth_m":12.0,"angle_deg":null}'
@@ -85,7 +83,7 @@ def test_a_tokenizer_switches_the_unit_to_tokens() -> None:
     assert report["output_tokens_per_action"]["mean"] == count(REPLY)
 
 
-class SSEPeer:
+class SSEPeer(HttpPeer):
     """An OpenAI-style test peer at the wire: JSON replies with usage, or an SSE stream of a reply
     cut into `pieces` chunks `gap_s` apart, ending with a usage chunk and [DONE]."""
 
@@ -93,12 +91,7 @@ class SSEPeer:
         self.bodies: list[dict] = []
         peer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 peer.bodies.append(body)
@@ -111,11 +104,7 @@ class SSEPeer:
                             "usage": {"prompt_tokens": 900, "completion_tokens": pieces},
                         }
                     ).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    self.send_json(200, data)
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -143,25 +132,13 @@ class SSEPeer:
                 self.wfile.flush()
                 self.close_connection = True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
+        super().__init__(Handler)
 
 
 @pytest.fixture
 def sse_peer() -> Iterator[SSEPeer]:
-    peer = SSEPeer()
-    peer.thread.start()
-    try:
+    with SSEPeer() as peer:
         yield peer
-    finally:
-        peer.server.shutdown()
-        peer.server.server_close()
-        peer.thread.join(timeout=5)
 
 
 def test_streaming_figures_against_an_sse_peer(sse_peer: SSEPeer) -> None:

@@ -17,7 +17,7 @@ import cv2
 from models.cli_serve_model import DEFAULT_WARMUP_IMAGE
 from models.serving.launcher import EngineProcess
 from tests.support.ports import free_port
-from tests.support.processes import dronecats_cmd, run_dronecats, subprocess_env
+from tests.support.processes import dronecats_cmd, kill_if_running, run_dronecats, subprocess_env
 
 FAKE_ENGINE = "{python} -m dronecats serve-pilot --port {port} --model-name {served_model}"
 
@@ -143,9 +143,7 @@ def test_sigterm_while_waiting_stops_the_engine(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        kill_if_running(proc)
     assert proc.returncode == 0, out
     assert "SIGTERM: stopping the engine" in out
     assert subprocess.run(["pgrep", "-f", engine_pattern], capture_output=True).returncode == 1

@@ -11,17 +11,8 @@ from common.link import CurveClient, DroneEndpoint, GroundLink, GroundLinkConfig
 from common.messages import Hold
 from onboard.link import attach_link, endpoints
 from onboard.safety import Mode
-from sim_bridge.sim.world import World
 from tests.support.ports import free_base_port
 from tests.support.runtime import make_runtime
-
-
-@pytest.fixture
-def world():
-    w = World("residential", vehicles=1, seed=0)
-    w.pause(True)
-    yield w
-    w.close()
 
 
 def ground(keyfile, drone_public: bytes, address: str) -> GroundLink:

@@ -20,18 +20,9 @@ from onboard.lockstep import LockstepDriver
 from onboard.runtime import OnboardRuntime
 from onboard.safety import Mode, SafetyConfig
 from sim_bridge.local import LocalCamera
-from sim_bridge.sim.world import World
 from tests.support.pilots import serve_pilot_process
 from tests.support.processes import dronecats_cmd, subprocess_env
 from tests.support.runtime import DELTA_M, make_runtime
-
-
-@pytest.fixture
-def world():
-    w = World("residential", vehicles=1, seed=0)
-    w.pause(True)
-    yield w
-    w.close()
 
 
 def verdict(out: Path, t_max_s: float = 90.0):

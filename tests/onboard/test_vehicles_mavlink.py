@@ -69,6 +69,13 @@ def fly_in_background(rt):
     return thread, box
 
 
+def hover_in_background(world, vehicle, out):
+    """A started runtime taking off to 1 m and flying on after a declaration, run in a thread."""
+    rt = make_runtime(world, vehicle, out, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
+    rt.start()
+    return (rt, *fly_in_background(rt))
+
+
 def vehicle_faults(out) -> list[dict]:
     return [e for e in events(out) if e.get("event") == "vehicle_fault"]
 
@@ -168,9 +175,7 @@ def test_px4_refuses_offboard_without_a_recent_setpoint(rig) -> None:
 
 def test_setpoint_gap_fires_the_failsafe_and_the_runtime_reports_it(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
-    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
-    rt.start()
-    thread, box = fly_in_background(rt)
+    rt, thread, box = hover_in_background(world, vehicle, tmp_path)
     time.sleep(1.0)
     rt.actuation.stop()  # the onboard actuation loop dies: no setpoints any more
     thread.join(30)
@@ -184,9 +189,7 @@ def test_setpoint_gap_fires_the_failsafe_and_the_runtime_reports_it(rig, tmp_pat
 
 def test_rc_takeover_stops_commanding(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
-    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
-    rt.start()
-    thread, _box = fly_in_background(rt)
+    _rt, thread, _box = hover_in_background(world, vehicle, tmp_path)
     time.sleep(1.5)
     emulator.rc_takeover()
     thread.join(30)
@@ -210,9 +213,7 @@ def test_refused_arming_is_an_error_with_the_autopilots_reason(rig, tmp_path) ->
 
 def test_link_lost_is_reported_and_lands(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
-    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
-    rt.start()
-    thread, _box = fly_in_background(rt)
+    rt, thread, _box = hover_in_background(world, vehicle, tmp_path)
     time.sleep(1.0)
     emulator.link_down.set()
     thread.join(30)
@@ -271,9 +272,7 @@ def test_px4_emulator_clears_the_datalink_check_only_on_gcs_heartbeats(rig) -> N
 def test_px4_datalink_failsafe_follows_the_ground_station_link(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
     vehicle.set_ground_link(True)
-    rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=1.0, stop_on_declaration=False)
-    rt.start()
-    thread, _box = fly_in_background(rt)
+    _rt, thread, _box = hover_in_background(world, vehicle, tmp_path)
     time.sleep(1.0)
     vehicle.set_ground_link(False)  # the ground station's link drops: no more GCS heartbeats
     dropped_s = time.monotonic()

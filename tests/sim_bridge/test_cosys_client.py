@@ -11,28 +11,16 @@ import time
 import numpy as np
 import pytest
 
-from tests.support.processes import sim_server
+from tests.support.airsim_clients import CLOCK_SPEED, arm_both, connect
 
 cosys = pytest.importorskip("cosysairsim")
 airsim = pytest.importorskip("airsim")
 pytest.importorskip("pybullet")
 
-CLOCK_SPEED = 4.0
-
-
-@pytest.fixture(scope="module")
-def sim_port():
-    with sim_server("--scene", "residential", "--vehicles", "2", "--clock-speed", str(CLOCK_SPEED)) as port:
-        yield port
-
 
 @pytest.fixture
 def client(sim_port):
-    c = cosys.MultirotorClient(ip="127.0.0.1", port=sim_port, timeout_value=60)
-    for name in ("Drone1", "Drone2"):
-        c.enableApiControl(True, name)
-        c.armDisarm(True, name)
-    return c
+    return arm_both(connect(cosys, sim_port))
 
 
 def set_pose(c, name: str, x: float, y: float, z: float, yaw_deg: float) -> None:

@@ -13,25 +13,14 @@ airsim = pytest.importorskip("airsim")
 pytest.importorskip("pybullet")
 cv2 = pytest.importorskip("cv2")
 
-from tests.support.processes import sim_server  # noqa: E402
-
-CLOCK_SPEED = 4.0
-
-
-@pytest.fixture(scope="module")
-def sim_port():
-    with sim_server("--scene", "residential", "--vehicles", "2", "--clock-speed", str(CLOCK_SPEED)) as port:
-        yield port
+from tests.support.airsim_clients import CLOCK_SPEED, arm_both, connect  # noqa: E402
 
 
 @pytest.fixture
 def client(sim_port):
-    c = airsim.MultirotorClient(ip="127.0.0.1", port=sim_port, timeout_value=60)
+    c = connect(airsim, sim_port)
     c.confirmConnection()
-    for name in ("Drone1", "Drone2"):
-        c.enableApiControl(True, name)
-        c.armDisarm(True, name)
-    return c
+    return arm_both(c)
 
 
 def local_xyz(c, name: str) -> np.ndarray:

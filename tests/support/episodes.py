@@ -10,6 +10,24 @@ from episodes.suites import Suite, SuiteEntry
 
 def short_record(episode_id: str, start_x_m: float = -2.0, target_x_m: float = 7.0) -> EpisodeRecord:
     """An approach of ~9 m on the residential street (a few seconds of flight)."""
+    return purple_car_approach(
+        episode_id,
+        (start_x_m, -1.0, 0.0, 0.0),
+        (target_x_m, -1.0, 0.0, 10.0),
+        [
+            SceneObject("ep_same_colour", "person", (8.0, 5.2, 0.0, 0.0), colour="purple"),
+            SceneObject("ep_same_class", "car", (4.0, 1.6, 0.0, 180.0), colour="orange"),
+        ],
+    )
+
+
+def purple_car_approach(
+    episode_id: str,
+    drone: tuple[float, float, float, float],
+    target: tuple[float, float, float, float],
+    distractors: list[SceneObject],
+) -> EpisodeRecord:
+    """Drone1 at `drone` to the purple car at `target` on the residential street (x, y, z, yaw)."""
     return EpisodeRecord(
         id=episode_id,
         scene="residential",
@@ -18,12 +36,9 @@ def short_record(episode_id: str, start_x_m: float = -2.0, target_x_m: float = 7
         environment="outdoor",
         delta_m=5.0,
         t_max_s=60.0,
-        drones=[DroneStart("Drone1", (start_x_m, -1.0, 0.0, 0.0))],
-        targets=[SceneObject("ep_target", "car", (target_x_m, -1.0, 0.0, 10.0), colour="purple")],
-        distractors=[
-            SceneObject("ep_same_colour", "person", (8.0, 5.2, 0.0, 0.0), colour="purple"),
-            SceneObject("ep_same_class", "car", (4.0, 1.6, 0.0, 180.0), colour="orange"),
-        ],
+        drones=[DroneStart("Drone1", drone)],
+        targets=[SceneObject("ep_target", "car", target, colour="purple")],
+        distractors=distractors,
     )
 
 

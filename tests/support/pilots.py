@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeVar
 
 import cv2
 import numpy as np
@@ -59,30 +60,31 @@ def serve_pilot_process(*args: str, timeout_s: float = 20.0) -> Iterator[str]:
             proc.stdout.close()
 
 
-class RecordingPeer:
-    """A tiny HTTP test peer: records each request (headers, raw body) and answers with `respond`."""
+_Peer = TypeVar("_Peer", bound="HttpPeer")
 
-    def __init__(self, respond: Callable[[bytes], tuple[int, bytes]]) -> None:
-        self.requests: list[tuple[dict[str, str], bytes]] = []
-        peer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+class QuietHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 request handler that logs nothing and sends JSON bodies whole."""
 
-            def log_message(self, *args: object) -> None:
-                pass
+    protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                peer.requests.append((dict(self.headers), body))
-                status, payload = respond(body)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+    def log_message(self, *args: object) -> None:
+        pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    def send_json(self, status: int, payload: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+class HttpPeer:
+    """An HTTP test peer at the wire: `handler` served on a free loopback port from a thread, for the
+    length of a `with` block."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -90,7 +92,7 @@ class RecordingPeer:
     def port(self) -> int:
         return int(self.server.server_address[1])
 
-    def __enter__(self) -> RecordingPeer:
+    def __enter__(self: _Peer) -> _Peer:
         self.thread.start()
         return self
 
@@ -98,6 +100,22 @@ class RecordingPeer:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+
+
+class RecordingPeer(HttpPeer):
+    """A tiny HTTP test peer: records each request (headers, raw body) and answers with `respond`."""
+
+    def __init__(self, respond: Callable[[bytes], tuple[int, bytes]]) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        peer = self
+
+        class Handler(QuietHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                peer.requests.append((dict(self.headers), body))
+                self.send_json(*respond(body))
+
+        super().__init__(Handler)
 
 
 class RawPeer:

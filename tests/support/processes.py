@@ -133,12 +133,26 @@ def emulator_url(startup: list[str], name: str = "mavlink Drone1") -> str:
     return next(line for line in startup if line.startswith(f"{name}:")).split(": ", 1)[1]
 
 
+def kill_if_running(proc: subprocess.Popen) -> None:
+    """Kill `proc` if it still runs (an assertion or a timeout ended the test's wait for it early)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
-def reaped(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
-    """Kill `proc` at the end of the block if it still runs (an assertion or a timeout ended it early)."""
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+def mavlink_sim(*args: str) -> Iterator[tuple[int, str]]:
+    """`dronecats sim --scene residential --mavlink ARGS` (Drone1 served as a PX4 autopilot) until the
+    block ends; yields its RPC port and Drone1's mavlink:// vehicle URL."""
+    startup: list[str] = []
+    with sim_server(
+        "--scene",
+        "residential",
+        "--mavlink",
+        "--mavlink-port",
+        "0",
+        *args,
+        wait_for=("mavlink Drone1:",),
+        startup=startup,
+    ) as port:
+        yield port, emulator_url(startup)

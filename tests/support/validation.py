@@ -10,6 +10,7 @@ refuse to build the bad values.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import subprocess
@@ -26,7 +27,7 @@ from common import wire
 from common.keys import generate_keypair, load_keypair
 from common.messages import Telemetry
 from ground_station.fleet.launch import free_port_block
-from tests.support.processes import dronecats_cmd, stop_process, subprocess_env
+from tests.support.processes import dronecats_cmd, sim_server, stop_process, subprocess_env
 
 # Link-loss failsafes far beyond the test: the hostile peer sends no ground-station heartbeats.
 HOVER_SETTINGS = [
@@ -249,3 +250,16 @@ def start_flight(tmp: Path, sim_port: int, specs: dict[str, tuple[list[str], boo
             if drone.proc is not None:
                 stop_process(drone.proc, timeout_s=20.0)
         flight.context.destroy(linger=0)
+
+
+@contextlib.contextmanager
+def hovering_flight(tmp: Path, vehicles: int, specs: dict[str, tuple[list[str], bool]]) -> Iterator[Flight]:
+    """`dronecats sim --vehicles N` and `start_flight`'s onboard processes on it, every drone hovering."""
+    with sim_server("--vehicles", str(vehicles)) as port:
+        gen = start_flight(tmp, port, specs)
+        flight = next(gen)
+        try:
+            flight.wait_hovering()
+            yield flight
+        finally:
+            gen.close()
