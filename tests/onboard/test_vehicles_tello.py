@@ -50,6 +50,14 @@ def djitellopy_ports():
     yield
 
 
+def airborne(vehicle, query: str):
+    """A Tello adapter from the rig's `vehicle(query)`, connected and taken off to 1 m."""
+    v = vehicle(query)
+    v.connect()
+    v.takeoff(1.0)
+    return v
+
+
 @pytest.fixture
 def rig(request):
     """(world, emulator, vehicle factory); everything closed afterwards. Emulator settings for a test
@@ -111,9 +119,7 @@ def test_approach_episode_through_djitellopy_is_accepted(rig, tmp_path) -> None:
 
 def test_go_mode_sends_discrete_go_commands(rig) -> None:
     world, emulator, vehicle = rig
-    v = vehicle("mode=go&video=0")
-    v.connect()
-    v.takeoff(1.0)
+    v = airborne(vehicle, "mode=go&video=0")
     x0 = world.vehicle_pose("Drone1").x_m
     for _ in range(20):  # 1 s of 0.6 m/s forward, as the actuation loop would stream it
         v.send_velocity_body(0.6, 0.0, 0.0, 0.0)
@@ -137,9 +143,7 @@ def test_go_mode_sends_discrete_go_commands(rig) -> None:
 @pytest.mark.parametrize("rig", [dict(auto_land_s=1.0)], indirect=True)
 def test_keepalive_prevents_the_auto_land(rig) -> None:
     _world, emulator, vehicle = rig
-    v = vehicle("video=0&keepalive_s=0.3")
-    v.connect()
-    v.takeoff(1.0)
+    v = airborne(vehicle, "video=0&keepalive_s=0.3")
     time.sleep(2.0)  # no setpoints: a long model call with the actuation loop stalled
     assert not emulator.auto_landed and emulator.flying
     assert v.keepalives >= 3
@@ -148,9 +152,7 @@ def test_keepalive_prevents_the_auto_land(rig) -> None:
 @pytest.mark.parametrize("rig", [dict(auto_land_s=1.0)], indirect=True)
 def test_emulator_auto_lands_without_commands(rig) -> None:
     _world, emulator, vehicle = rig
-    v = vehicle("video=0&keepalive_s=10")
-    v.connect()
-    v.takeoff(1.0)
+    _v = airborne(vehicle, "video=0&keepalive_s=10")
     deadline = time.monotonic() + 8
     while time.monotonic() < deadline and not emulator.auto_landed:
         time.sleep(0.1)
@@ -235,9 +237,7 @@ def test_low_battery_lands_and_is_logged(rig, tmp_path) -> None:
 
 def test_estop_kill_sends_emergency(rig, tmp_path) -> None:
     world, emulator, vehicle = rig
-    v = vehicle("video=0")
-    v.connect()
-    v.takeoff(1.0)
+    v = airborne(vehicle, "video=0")
     from common.pose import Pose
     from onboard.actuation import Actuator
     from onboard.safety import SafetyGovernor

@@ -73,6 +73,15 @@ def test_mavproxy_guided_takeoff_rtl_and_land(tmp_path) -> None:
     def home_distance_m() -> float:
         return emu.distance_from_home_m()
 
+    def guided_takeoff(what: str) -> None:
+        """Typed as a pilot would: GUIDED, arm, take off to 2 m (`what` names the climb in a timeout)."""
+        type_("mode GUIDED")
+        wait_until("GUIDED", lambda: emu.mode_name == "GUIDED", 5)
+        type_("arm throttle")
+        wait_until("arming", lambda: emu.armed, 5)
+        type_("takeoff 2")
+        wait_until(what, lambda: emu.altitude_m() > 1.9, 10)
+
     try:
 
         def received() -> set[str]:
@@ -84,12 +93,7 @@ def test_mavproxy_guided_takeoff_rtl_and_land(tmp_path) -> None:
         type_("set streamrate 5")
         wait_until("MAVProxy's stream request", lambda: "REQUEST_DATA_STREAM" in received(), 10)
         wait_until("the requested attitude stream", lambda: 30 in emu.intervals_s, 5)
-        type_("mode GUIDED")
-        wait_until("GUIDED", lambda: emu.mode_name == "GUIDED", 5)
-        type_("arm throttle")
-        wait_until("arming", lambda: emu.armed, 5)
-        type_("takeoff 2")
-        wait_until("the take-off to 2 m", lambda: emu.altitude_m() > 1.9, 10)
+        guided_takeoff("the take-off to 2 m")
         time.sleep(0.5)
         type_("position 4 0 0")  # BODY_NED offset: 4 m ahead, same height
         wait_until("the position target", lambda: home_distance_m() > 3.8, 10)
@@ -97,12 +101,7 @@ def test_mavproxy_guided_takeoff_rtl_and_land(tmp_path) -> None:
         wait_until("RTL", lambda: emu.mode_name == "RTL", 5)
         wait_until("RTL to land home and disarm", lambda: not emu.armed, 30)
         assert home_distance_m() < 0.5 and emu.altitude_m() < 0.05
-        type_("mode GUIDED")
-        wait_until("GUIDED", lambda: emu.mode_name == "GUIDED", 5)
-        type_("arm throttle")
-        wait_until("arming", lambda: emu.armed, 5)
-        type_("takeoff 2")
-        wait_until("the take-off", lambda: emu.altitude_m() > 1.9, 10)
+        guided_takeoff("the take-off")
         type_("mode LAND")
         wait_until("LAND to touch down and disarm", lambda: not emu.armed, 20)
         assert emu.mode_name == "LAND" and emu.altitude_m() < 0.05
