@@ -18,7 +18,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from common.stats import nearest_rank  # noqa: E402
 
@@ -38,12 +37,11 @@ def main() -> int:
     parser.add_argument("--http-steps", type=int, default=40)
     args = parser.parse_args()
 
-    from test_baseline_support import make_cases
-
     from models.baseline import BaselinePilot
     from models.pilot import Observation, model_pilot_from_url
     from models.serve import make_pilot, start_server
     from sim_bridge.sim.world import World
+    from tests.support.baseline_frames import make_cases
 
     started = time.perf_counter()
     with World("residential", vehicles=1, seed=3) as world:

@@ -20,7 +20,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import ROOT, free_port, subprocess_env
+
+from tests.support import ROOT
+from tests.support.ports import free_port
+from tests.support.processes import subprocess_env
 
 if sys.version_info >= (3, 11):
     import tomllib

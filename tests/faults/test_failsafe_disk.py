@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import dronecats_cmd, sim_server, stop_process, subprocess_env
-from failsafe_support import (
+
+from tests.support.failsafe import (
     PoseRecorder,
     airsim_client,
     describe,
@@ -25,6 +25,7 @@ from failsafe_support import (
     safety_events,
     wait_until,
 )
+from tests.support.processes import baseline_onboard_args, run_dronecats, sim_server, stop_process
 
 FREE_BYTES = 300 * 1024  # left on the 2 MB filesystem when the flight starts: a few frames' worth
 
@@ -116,22 +117,8 @@ def test_failsafe_read_only_log_dir_refuses_to_arm_with_one_line(sim, tmp_path) 
     with mount, PoseRecorder(port) as poses:
         wait_until(lambda: poses.samples, 5.0)
         ground_z = poses.latest()[2]
-        result = subprocess.run(
-            dronecats_cmd(
-                "onboard",
-                "--vehicle",
-                f"airsim://127.0.0.1:{port}/Drone1",
-                "--pilot",
-                "baseline",
-                "--instruction",
-                "go to the red car",
-                "--log-dir",
-                str(log_dir),
-            ),
-            env=subprocess_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
+        result = run_dronecats(
+            *baseline_onboard_args(f"airsim://127.0.0.1:{port}/Drone1", log_dir), timeout_s=120
         )
         z_after = poses.latest()[2]
     lines = [line for line in result.stderr.splitlines() if line.strip()]

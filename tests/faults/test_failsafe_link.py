@@ -8,8 +8,8 @@ import subprocess
 import time
 
 import pytest
-from conftest import dronecats_cmd, free_base_port, sim_server, stop_process, subprocess_env
-from failsafe_support import (
+
+from tests.support.failsafe import (
     TICK_S,
     PoseRecorder,
     airsim_client,
@@ -21,6 +21,8 @@ from failsafe_support import (
     safety_events,
     wait_until,
 )
+from tests.support.ports import free_base_port
+from tests.support.processes import dronecats_cmd, sim_server, stop_process, subprocess_env
 
 HOLD_S, LAND_S = 1.0, 4.0
 SCHEDULER_SLACK_S = 0.05

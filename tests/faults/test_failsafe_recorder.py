@@ -10,10 +10,10 @@ import sys
 import textwrap
 
 import pytest
-from conftest import subprocess_env
 
 from common.errors import ConfigError
 from onboard.recorder import FlightRecorder
+from tests.support.processes import subprocess_env
 
 LIMIT_BYTES = 64 * 1024
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import sim_server, stop_process
-from failsafe_support import (
+
+from tests.support.failsafe import (
     PoseRecorder,
     airsim_client,
     describe,
@@ -21,6 +21,7 @@ from failsafe_support import (
     safety_events,
     wait_until,
 )
+from tests.support.processes import sim_server, stop_process
 
 PAUSE_S = 4.0
 

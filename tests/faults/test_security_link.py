@@ -16,20 +16,19 @@ from typing import Any
 
 import pytest
 import zmq
-from conftest import ROOT, dronecats_cmd, sim_server, subprocess_env
-from validation_support import REMOTE_SECURE, Flight, start_flight, strict_json
 
 from common import wire
 from common.keys import generate_keypair
 from common.messages import Ack, Hold
+from tests.support import ROOT
+from tests.support.processes import run_dronecats, subprocess_env
+from tests.support.validation import REMOTE_SECURE, Flight, hovering_flight, strict_json
 
 STILL_M = 0.15
 
 
 def run_cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        dronecats_cmd(*argv), env=env or subprocess_env(), capture_output=True, text=True, timeout=60
-    )
+    return run_dronecats(*argv, env=env or subprocess_env())
 
 
 def one_line_refusal(result: subprocess.CompletedProcess[str], *needles: str) -> str:
@@ -105,15 +104,8 @@ def test_jetson_entrypoint_keys_the_link_or_refuses(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def flight(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("security")
-    with sim_server("--vehicles", "1") as port:
-        gen = start_flight(tmp, port, REMOTE_SECURE)
-        flight = next(gen)
-        try:
-            flight.wait_hovering()
-            yield flight
-        finally:
-            gen.close()
+    with hovering_flight(tmp_path_factory.mktemp("security"), 1, REMOTE_SECURE) as flight:
+        yield flight
 
 
 def hold_command(seq: int) -> list[bytes]:

@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import dronecats_cmd, subprocess_env
+
+from tests.support.processes import run_dronecats
 
 # (config file text, the field the error must name, the valid range it must state)
 BAD_CONFIGS = {
@@ -70,9 +71,7 @@ def refuse(tmp_path: Path, name: str, text: str) -> tuple[subprocess.CompletedPr
     log_dir = tmp_path / f"log-{name}"
     argv = ["onboard", "--vehicle", "airsim://127.0.0.1:9/Drone1", "--config", str(config)]
     argv += ["--log-dir", str(log_dir)]
-    return subprocess.run(
-        dronecats_cmd(*argv), env=subprocess_env(), capture_output=True, text=True, timeout=60
-    ), log_dir
+    return run_dronecats(*argv), log_dir
 
 
 def test_each_bad_config_value_is_refused_with_the_field_named(tmp_path: Path) -> None:
@@ -91,9 +90,7 @@ def test_each_bad_config_value_is_refused_with_the_field_named(tmp_path: Path) -
 @pytest.mark.parametrize("override", ["safety.max_vertical_m_s=-1.5", "rate_hz=.inf"])
 def test_bad_overrides_on_the_command_line_are_refused_the_same_way(tmp_path: Path, override: str) -> None:
     argv = ["onboard", "--vehicle", "airsim://127.0.0.1:9/Drone1", "--set", override]
-    result = subprocess.run(
-        dronecats_cmd(*argv), env=subprocess_env(), capture_output=True, text=True, timeout=60
-    )
+    result = run_dronecats(*argv)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert override.split("=")[0] in result.stderr and "out of range" in result.stderr
 
@@ -117,8 +114,6 @@ def test_the_ground_stations_numbers_are_checked_too(option: list[str], needle: 
         "x",
         *option,
     ]
-    result = subprocess.run(
-        dronecats_cmd(*argv), env=subprocess_env(), capture_output=True, text=True, timeout=60
-    )
+    result = run_dronecats(*argv)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert needle in result.stderr

@@ -19,15 +19,15 @@ import cv2
 import numpy as np
 import pytest
 import zmq
-from conftest import dronecats_cmd, stop_process, subprocess_env
-from fuzz_frames import ACCEPT, Fuzzed, Generator
-from validation_support import finite_everywhere, forge, strict_json
 
 from common import wire
 from common.keys import generate_keypair, load_keypair
 from common.messages import Ack, Declaration, FrameMeta, Instruction, Telemetry
 from common.pose import Pose
 from ground_station.fleet.launch import free_port_block
+from tests.support.fuzz_frames import ACCEPT, Fuzzed, Generator
+from tests.support.processes import dronecats_cmd, stop_process, subprocess_env
+from tests.support.validation import finite_everywhere, forge, strict_json
 
 pytestmark = pytest.mark.slow
 

@@ -15,14 +15,13 @@ from typing import Any
 import msgspec
 import pytest
 import zmq
-from conftest import sim_server
-from fuzz_frames import ACCEPT, REJECT, Generator
-from validation_support import TWO_DRONES, Flight, forge, start_flight, strict_json
 
 from common import wire
 from common.actions import Go, Think
 from common.messages import Ack, RemoteAction
 from common.pose import Pose
+from tests.support.fuzz_frames import ACCEPT, REJECT, Generator
+from tests.support.validation import TWO_DRONES, Flight, forge, hovering_flight, strict_json
 
 pytestmark = pytest.mark.slow
 
@@ -33,15 +32,8 @@ STILL_M = 0.15  # a hovering drone in the built-in sim moves less than this
 
 @pytest.fixture(scope="module")
 def flight(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("validation")
-    with sim_server("--vehicles", "2") as port:
-        gen = start_flight(tmp, port, TWO_DRONES)
-        flight = next(gen)
-        try:
-            flight.wait_hovering()
-            yield flight
-        finally:
-            gen.close()
+    with hovering_flight(tmp_path_factory.mktemp("validation"), 2, TWO_DRONES) as flight:
+        yield flight
 
 
 def remote_action(**changes: Any) -> dict[str, Any]:

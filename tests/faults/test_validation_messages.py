@@ -10,7 +10,6 @@ import time
 
 import msgspec
 import pytest
-from fuzz_frames import ACCEPT, Generator, leaves, with_leaf
 
 from common import wire
 from common.actions import Go, Rotate
@@ -20,6 +19,7 @@ from common.messages import Declaration, Instruction, Telemetry, TrafficEntry
 from common.pose import Pose
 from onboard.config_limits import LIMITS
 from onboard.runtime import RuntimeConfig
+from tests.support.fuzz_frames import ACCEPT, Generator, leaves, with_leaf
 
 
 def numbers_in(data: object) -> list[tuple[tuple, object]]:

@@ -1,0 +1,326 @@
+"""Wire codec, message bodies and the link's pure logic (dedup, clock offset, liveness, frame budget)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import msgspec
+import pytest
+
+from common import wire
+from common.actions import Go, Rotate
+from common.errors import ConfigError
+from common.keys import generate_keypair, list_keys, load_keypair, parse_public_key
+from common.link.budget import FrameBudget, FrameBudgetConfig
+from common.link.clock_sync import ClockOffsetEstimator
+from common.link.dedup import DedupWindow
+from common.link.liveness import Liveness
+from common.messages import (
+    ALL_TYPES,
+    Ack,
+    Declaration,
+    EStop,
+    FrameMeta,
+    GoTo,
+    HeartbeatRequest,
+    Instruction,
+    Judgement,
+    RemoteAction,
+    Step,
+    Telemetry,
+)
+from common.pose import Pose
+from tests.support.processes import run_dronecats, subprocess_env
+
+POSE = Pose(1.0, -2.0, -10.0, 45.0)
+
+
+def roundtrip(body, blob=None):
+    parts = wire.encode(body, drone_id="d1", session_id="s1", seq=7, send_time_s=12.5, blob=blob)
+    return parts, wire.decode(parts)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        Telemetry(3.0, POSE, (0.5, 0.0, -0.1), 87.5, "segment", True, "up", 19.8, {"model": 0.41}, "ok"),
+        Step(4.0, "c1", 12, Go(point=(612, 430), depth_m=9.0), '{"action":"go"}', {"model": 0.5}),
+        Step(4.0, "c1", 12, None, "garbage", {}, "not JSON"),
+        Declaration("dec-1", 5.0, POSE, 13, "c2"),
+        Instruction("fly to the red car"),
+        RemoteAction(Rotate(angle_deg=-30.0), "c3", 14, POSE, 4.5),
+        Judgement("dec-1", "accept", "alice"),
+        EStop("operator"),
+        GoTo("g1", (12.5, -4.0, -3.0)),
+        HeartbeatRequest(3, 100.25, 14),
+        Ack(7, "instruction", "ok"),
+    ],
+    ids=lambda b: b.TYPE,
+)
+def test_roundtrip(body):
+    parts, message = roundtrip(body)
+    assert len(parts) == 2
+    assert message.body == body
+    assert message.envelope == wire.Envelope(wire.PROTOCOL_VERSION, body.TYPE, "d1", "s1", 7, 12.5)
+
+
+def test_frame_jpeg_is_a_separate_raw_part():
+    jpeg = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 10
+    parts, message = roundtrip(FrameMeta(3, 1.5, POSE, 640, 360, 85), blob=jpeg)
+    assert len(parts) == 3 and parts[2] == jpeg  # raw bytes, no base64, no re-encoding
+    assert jpeg not in parts[1]
+    assert message.blob == jpeg
+    with pytest.raises(ValueError):
+        wire.encode(FrameMeta(3, 1.5, POSE, 640, 360, 85), drone_id="d", session_id="s", seq=0, send_time_s=0)
+    with pytest.raises(ValueError):
+        wire.encode(EStop(), drone_id="d", session_id="s", seq=0, send_time_s=0, blob=b"x")
+
+
+def test_a_goto_carries_exactly_one_world_ned_point_within_range():
+    for bad in [(math.nan, 0.0, -3.0), (0.0, math.inf, -3.0)]:
+        with pytest.raises(ValueError):
+            GoTo("g", bad)
+    with pytest.raises(wire.WireError):  # beyond any field: the encoder refuses what a peer would
+        roundtrip(GoTo("g", (1e6, 0.0, -3.0)))
+    header = msgspec.msgpack.encode([wire.PROTOCOL_VERSION, "goto", "d1", "s", 1, 0.0])
+    wrong = [
+        {"goto_id": "g", "target_ned_m": [1.0, 2.0]},  # not a 3-D point
+        {"goto_id": "x" * 65, "target_ned_m": [0, 0, -3]},  # an id over its limit
+        {"goto_id": "g", "target_ned_m": [0, 0, -3], "target_geo": [47.6, -122.1, 120]},  # NED only
+    ]
+    for body in wrong:
+        with pytest.raises(wire.WireError) as caught:
+            wire.decode([header, msgspec.msgpack.encode(body)])
+        assert caught.value.kind == wire.ProtocolErrorKind.BODY, body
+    with pytest.raises(wire.WireError) as caught:
+        wire.decode([header, b"\x82" + b" " * 600])
+    assert caught.value.kind == wire.ProtocolErrorKind.SIZE
+
+
+def test_every_type_name_is_unique():
+    names = [cls.TYPE for cls in ALL_TYPES]
+    assert len(names) == len(set(names)) and all(names)
+
+
+def good_parts():
+    return wire.encode(Instruction("x"), drone_id="d1", session_id="s", seq=1, send_time_s=0.0)
+
+
+def test_rejections_have_kinds():
+    header, body = good_parts()
+    bad_version = msgspec.msgpack.encode([99, "instruction", "d1", "s", 1, 0.0])
+    unknown_type = msgspec.msgpack.encode([wire.PROTOCOL_VERSION, "teleport", "d1", "s", 1, 0.0])
+    wrong_body = msgspec.msgpack.encode({"text": 5})
+    cases = {
+        wire.ProtocolErrorKind.PARTS: [header],
+        wire.ProtocolErrorKind.HEADER: [header[:-1], body],
+        wire.ProtocolErrorKind.VERSION: [bad_version, body],
+        wire.ProtocolErrorKind.UNKNOWN_TYPE: [unknown_type, body],
+        wire.ProtocolErrorKind.BODY: [header, wrong_body],
+    }
+    for kind, parts in cases.items():
+        with pytest.raises(wire.WireError) as info:
+            wire.decode(parts)
+        assert info.value.kind == kind, parts
+    with pytest.raises(wire.WireError) as info:
+        wire.decode([header, body, b"extra"])
+    assert info.value.kind == wire.ProtocolErrorKind.PARTS
+    with pytest.raises(wire.WireError):  # unknown field in a body
+        wire.decode([header, msgspec.msgpack.encode({"text": "x", "episode_id": "", "sneaky": 1})])
+
+
+def test_dedup_window():
+    window: DedupWindow[str] = DedupWindow(per_session=3, max_sessions=2)
+    assert window.lookup("a", 0) == ("new", None)
+    for seq in range(5):
+        window.remember("a", seq, f"ack{seq}")
+    assert window.lookup("a", 4) == ("duplicate", "ack4")
+    assert window.lookup("a", 2) == ("duplicate", "ack2")
+    assert window.lookup("a", 1) == ("stale", None)  # forgotten: refused rather than run twice
+    assert window.lookup("a", 5) == ("new", None)
+    assert window.lookup("b", 1) == ("new", None)  # sessions are separate
+    window.remember("b", 1, "b1")
+    window.remember("c", 1, "c1")  # evicts the least recently active session, "a"
+    assert window.lookup("a", 4) == ("new", None)
+    assert window.lookup("b", 1) == ("duplicate", "b1")
+
+
+def test_clock_offset_min_rtt_filter():
+    true_offset = 1000.0  # drone clock = ground clock + 1000 s
+    est = ClockOffsetEstimator(window=8)
+    # (leg up, leg down) delays: asymmetric ones bias the offset, the min-RTT sample is symmetric.
+    for up_s, down_s in [(0.050, 0.002), (0.001, 0.001), (0.002, 0.090), (0.030, 0.030)]:
+        t1 = 10.0
+        t2 = t1 + up_s + true_offset
+        t3 = t2 + 0.0005
+        t4 = t3 - true_offset + down_s
+        est.add(t1, t2, t3, t4)
+    assert est.offset_s == pytest.approx(true_offset, abs=1e-9)
+    assert est.rtt_s == pytest.approx(0.002)
+    assert est.to_ground_time(1005.0) == pytest.approx(5.0)
+    assert est.add(10.0, 1010.0, 1009.0, 10.1) is None  # t3 < t2: inconsistent, ignored
+
+
+def test_liveness_lost_and_restored():
+    live = Liveness("d1", timeout_s=1.0)
+    assert live.check(0.0) is None
+    assert live.heard(0.5).state == "up"
+    assert live.heard(0.9) is None
+    assert live.check(1.8) is None
+    lost = live.check(1.95)
+    assert lost.state == "lost" and lost.silence_s == pytest.approx(1.05)
+    assert live.check(3.0) is None  # raised once
+    restored = live.heard(3.5)
+    assert restored.state == "up" and restored.silence_s == pytest.approx(2.6)
+
+
+def jpeg_size(quality: int) -> int:
+    return 300 * quality  # a size model for the policy test: 25.5 kB at q85
+
+
+def run_budget(budget: FrameBudget, seconds: float, camera_fps: float, ack_lag_frames: int | None = 0):
+    sent = []
+    now = 0.0
+    while now < seconds:
+        decision = budget.decide(now)
+        if decision.send:
+            seq = len(sent)
+            budget.record_sent(seq, jpeg_size(decision.quality), decision.quality, now)
+            sent.append((now, decision.quality))
+            if ack_lag_frames is not None and seq - ack_lag_frames >= 0:
+                budget.record_acked(seq - ack_lag_frames)
+        now += 1.0 / camera_fps
+    return sent
+
+
+def test_budget_unlimited_sends_at_max_fps_and_quality():
+    sent = run_budget(FrameBudget(FrameBudgetConfig(max_fps=5.0)), 10.0, camera_fps=30.0)
+    assert 49 <= len(sent) <= 51
+    assert {q for _, q in sent} == {85}
+
+
+def test_budget_judges_the_rate_on_capture_times():
+    """Frames captured every 0.2 s but offered unevenly (the camera read took 90 ms one step and 20 ms
+    the next, so two were offered 130 ms apart) are all sent at max_fps 5; judged on the times they
+    are offered, every uneven pair would lose a frame."""
+    budget, offered_late = (
+        FrameBudget(FrameBudgetConfig(max_fps=5.0)),
+        FrameBudget(FrameBudgetConfig(max_fps=5.0)),
+    )
+    sent = sent_by_offer = 0
+    for i in range(50):
+        capture_s = 0.2 * i
+        offer_s = capture_s + (0.09 if i % 2 == 0 else 0.02)
+        if budget.decide(offer_s, capture_s).send:
+            budget.record_sent(i, 10_000, 85, offer_s, capture_s)
+            budget.record_acked(i)
+            sent += 1
+        if offered_late.decide(offer_s).send:
+            offered_late.record_sent(i, 10_000, 85, offer_s)
+            offered_late.record_acked(i)
+            sent_by_offer += 1
+    assert sent == 50
+    assert sent_by_offer <= 26
+    # frames captured closer than the rate allows are still skipped, and a clock that went back
+    # (a new run) does not block sending
+    assert not budget.decide(10.0, 0.2 * 49 + 0.05).send
+    assert budget.decide(10.1, 0.0).send
+
+
+def test_budget_lowers_quality_and_keeps_bandwidth():
+    bandwidth = 60_000.0  # 12 kB per frame at 5 fps: q85 (25.5 kB) does not fit, q35 (10.5 kB) does
+    budget = FrameBudget(FrameBudgetConfig(max_fps=5.0, bandwidth_bytes_s=bandwidth, burst_s=1.0))
+    sent = run_budget(budget, 30.0, camera_fps=30.0)
+    total = sum(jpeg_size(q) for _, q in sent)
+    assert total <= bandwidth * 30.0 + bandwidth * 1.0  # the rate plus one bucket of burst
+    late = [q for t, q in sent if t > 5.0]
+    assert late and max(late) <= 40
+    assert len([1 for t, _ in sent if t > 5.0]) >= 0.8 * 5.0 * 25.0  # still close to 5 fps
+
+
+def test_budget_backlog_skips_and_recovers():
+    budget = FrameBudget(FrameBudgetConfig(max_fps=5.0, max_in_flight=2, ack_timeout_s=100.0, recover_s=1.0))
+    sent = run_budget(budget, 5.0, camera_fps=30.0, ack_lag_frames=None)  # nothing is ever acked
+    assert len(sent) == 2
+    assert budget.skipped["backlog"] > 0 and budget.quality_cap < 85
+    budget.record_acked(1)
+    later = run_budget(budget, 1.0, camera_fps=30.0, ack_lag_frames=0)
+    assert later  # sending again once the ground station acknowledged
+
+
+def test_budget_unacked_frames_expire():
+    budget = FrameBudget(FrameBudgetConfig(max_fps=5.0, max_in_flight=1, ack_timeout_s=0.5))
+    sent = run_budget(budget, 5.0, camera_fps=30.0, ack_lag_frames=None)
+    assert 7 <= len(sent) <= 11  # one frame per ack timeout when no acknowledgement ever comes
+
+
+def test_budget_config_errors():
+    with pytest.raises(ValueError, match="max_fps"):
+        FrameBudgetConfig(max_fps=0)
+    with pytest.raises(ValueError, match="quality_min"):
+        FrameBudgetConfig(quality_min=90, quality_max=85)
+
+
+def test_keys_cli(tmp_path):
+    env = subprocess_env()
+    out = run_dronecats("keys", "generate", "--out", str(tmp_path), "--name", "gs1", timeout_s=30, env=env)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "gs1.key_secret").stat().st_mode & 0o777 == 0o600
+    pair = load_keypair(tmp_path / "gs1.key_secret")
+    assert pair.secret_key is not None and len(pair.public_key) == 40
+    assert load_keypair(tmp_path / "gs1.key").public_key == pair.public_key
+    assert parse_public_key(pair.public_key.decode()) == pair.public_key
+    assert parse_public_key(tmp_path / "gs1.key") == pair.public_key
+    again = run_dronecats("keys", "generate", "--out", str(tmp_path), "--name", "gs1", timeout_s=30, env=env)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    generate_keypair(tmp_path, "drone1")
+    os.remove(tmp_path / "drone1.key_secret")
+    listed = run_dronecats("keys", "list", str(tmp_path), timeout_s=30, env=env)
+    assert listed.returncode == 0
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith("drone1") and "public only" in lines[0]
+    assert lines[1].startswith("gs1") and pair.public_key.decode() in lines[1] and "0600" in lines[1]
+    assert [k.name for k in list_keys(tmp_path)] == ["drone1", "gs1"]
+    with pytest.raises(ConfigError):
+        parse_public_key("not-a-key")
+
+
+def test_link_configs_load_from_yaml(tmp_path):
+    from common.config import load_config
+    from common.link import CurveServer, DroneLinkConfig, Insecure, SecurityConfig
+
+    generate_keypair(tmp_path, "drone1")
+    public_gs, _ = generate_keypair(tmp_path, "gs1")
+    path = tmp_path / "link.yaml"
+    path.write_text(
+        "drone_id: drone1\ncommand_endpoint: tcp://0.0.0.0:5557\n"
+        "budget:\n  max_fps: 3\n  bandwidth_bytes_s: 200000\n"
+    )
+    cfg = load_config(DroneLinkConfig, path, ["budget.quality_min=40"])
+    assert cfg.command_endpoint == "tcp://0.0.0.0:5557"
+    assert cfg.budget == FrameBudgetConfig(max_fps=3.0, bandwidth_bytes_s=200000.0, quality_min=40)
+
+    security = load_config(
+        SecurityConfig,
+        None,
+        ["mode=curve", f"secret_key_file={tmp_path / 'drone1.key_secret'}", f"allowed_keys=[{public_gs}]"],
+    ).for_drone()
+    assert isinstance(security, CurveServer)
+    assert security.allowed_client_keys == {load_keypair(public_gs).public_key}
+    with pytest.raises(ConfigError, match="mode"):
+        load_config(SecurityConfig, None, [])  # no silent default to "no security"
+    with pytest.raises(ConfigError, match="allowed"):
+        SecurityConfig("curve", str(tmp_path / "drone1.key_secret")).for_drone()
+    assert isinstance(SecurityConfig("none").for_drone(), Insecure)
+
+
+def test_link_config_limits():
+    from common.link import DroneLinkConfig, GroundLinkConfig
+
+    with pytest.raises(ValueError, match="heartbeat_interval_s"):
+        DroneLinkConfig("d1", heartbeat_interval_s=3.0, link_timeout_s=2.0)
+    with pytest.raises(ValueError, match="drone_id"):
+        DroneLinkConfig("")
+    with pytest.raises(ValueError, match="backoff"):
+        GroundLinkConfig(backoff=0.5)
