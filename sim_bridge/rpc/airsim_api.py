@@ -267,17 +267,10 @@ class AirSimApi:
         return self._wait(start(str(vehicle_name), _yaw_mode(yaw_mode)))
 
     def moveOnPath(
-        self,
-        path: Any,
-        velocity: float,
-        timeout_sec: float,
-        drivetrain: int,
-        yaw_mode: Any,
-        lookahead: float,
-        adaptive_lookahead: float,
-        vehicle_name: str,
+        self, path, velocity, timeout_sec, drivetrain, yaw_mode, lookahead, adaptive_lookahead, vehicle_name
     ) -> bool:
-        """Through the waypoints (local NED) at velocity, ending at the last (see Multirotor.move_on_path)."""
+        """Through the waypoints (local NED) at velocity, ending at the last (see Multirotor.move_on_path);
+        AirSim's carrot-following arguments (drivetrain, lookahead, adaptive_lookahead) are not modelled."""
         if not isinstance(path, list | tuple) or not path:
             raise VehicleError("moveOnPath: the path must be a non-empty list of Vector3r")
         points = [self._to_world(vehicle_name, *parse_vec3(p, f"path[{i}]")) for i, p in enumerate(path)]

@@ -75,23 +75,27 @@ class RenderStats:
             self.full_s += seconds
 
 
+class Placed(Protocol):
+    """What a camera reads of a vehicle's flight model (sim_bridge.sim.multirotor.Multirotor)."""
+
+    name: str
+    floor_z_m: float
+    position_ned: np.ndarray
+    yaw_deg: float
+
+    def pose(self) -> Pose: ...
+
+
 class Viewer(Protocol):
-    """A vehicle as its camera needs it: where it is, its body (hidden when rendering it from
-    elsewhere) and its camera."""
+    """A vehicle as its camera needs it: where it is (`model`), its body (hidden when rendering it
+    from elsewhere) and its camera."""
 
     @property
-    def name(self) -> str: ...
+    def model(self) -> Placed: ...
     @property
     def body_id(self) -> int: ...
     @property
     def camera(self) -> CameraProfile: ...
-    @property
-    def floor_z_m(self) -> float: ...
-    @property
-    def position_ned(self) -> np.ndarray: ...
-    @property
-    def yaw_deg(self) -> float: ...
-    def pose(self) -> Pose: ...
 
 
 @dataclass(frozen=True)
@@ -140,9 +144,9 @@ def projection_matrix(cam: CameraProfile, near_m: float = NEAR_M, far_m: float =
 
 def camera_pose(viewer: Viewer, vehicle_pose: Pose | None = None) -> tuple[np.ndarray, float]:
     """World NED position and yaw of the vehicle's camera (at `vehicle_pose` when given)."""
-    p = vehicle_pose or viewer.pose()
+    p = vehicle_pose or viewer.model.pose()
     pos = np.array([p.x_m, p.y_m, p.z_m]) + yaw_rotation_ned(p.yaw_deg) @ np.asarray(CAMERA_OFFSET_FRD_M)
-    pos[2] = min(pos[2], viewer.floor_z_m - 0.02)  # a landed drone's camera stays above the ground
+    pos[2] = min(pos[2], viewer.model.floor_z_m - 0.02)  # a landed drone's camera stays above the ground
     return pos, p.yaw_deg
 
 
@@ -202,7 +206,7 @@ class Cameras:
             )
         self.stats.add(kind, cam.width_px * cam.height_px, time.perf_counter() - t0)
         if vehicle_pose is not None:
-            scene.place_body(viewer.body_id, viewer.position_ned, viewer.yaw_deg)
+            scene.place_body(viewer.body_id, viewer.model.position_ned, viewer.model.yaw_deg)
         return rgba, zbuf, seg
 
     def render(
@@ -226,7 +230,7 @@ class Cameras:
             eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
             rgba, zbuf, seg = self._image(viewer, cam, eye, yaw, vehicle_pose)
             t = self.now()
-            pose = vehicle_pose or viewer.pose()
+            pose = vehicle_pose or viewer.model.pose()
         h, w = cam.height_px, cam.width_px
         rgba = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
         seg_arr = np.asarray(seg, np.int32).reshape(h, w)
@@ -248,7 +252,7 @@ class Cameras:
         )
         image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
         return Render(
-            image, seg_arr if segmentation else None, depth_arr, t, viewer.name, pose, eye_t, yaw, cam
+            image, seg_arr if segmentation else None, depth_arr, t, viewer.model.name, pose, eye_t, yaw, cam
         )
 
     def _render_in_pool(
@@ -263,8 +267,8 @@ class Cameras:
             cam = camera or viewer.camera
             eye, yaw = camera_pose(viewer, vehicle_pose)
             t = self.now()
-            pose = vehicle_pose or viewer.pose()
-            job = RenderJob(viewer.name, self._scene_state(), camera, depth, pose_tuple(vehicle_pose))
+            pose = vehicle_pose or viewer.model.pose()
+            job = RenderJob(viewer.model.name, self._scene_state(), camera, depth, pose_tuple(vehicle_pose))
         r = self._pool_run(job, "full", cam.width_px * cam.height_px)
         eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
         return Render(
@@ -272,7 +276,7 @@ class Cameras:
             r.seg if segmentation else None,
             r.depth_planar_m,
             t,
-            viewer.name,
+            viewer.model.name,
             pose,
             eye_t,
             yaw,
@@ -304,7 +308,7 @@ class Cameras:
         }
         vehicles = {}
         for name, viewer in self.vehicles.items():
-            p = viewer.pose()
+            p = viewer.model.pose()
             vehicles[name] = ((p.x_m, p.y_m, p.z_m, p.yaw_deg), viewer.body_id)
         return SceneState(objects, vehicles)
 

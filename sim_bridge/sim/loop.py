@@ -10,31 +10,25 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from common.clock import SimClock
 from common.errors import ConfigError, VehicleError
 
 
+@dataclass(eq=False)
 class SimLoop:
     """Runs `step` on `clock`; `lock` is the world's (a pause waits out a tick in progress)."""
 
-    def __init__(
-        self,
-        step: Callable[[float | None], float],
-        clock: SimClock,
-        tick_s: float,
-        lock: threading.RLock,
-        clock_speed: float = 1.0,
-    ) -> None:
-        self._step = step
-        self.clock = clock
-        self.tick_s = tick_s
-        self._lock = lock
-        self._paused = False
-        self._clock_speed = clock_speed
-        self._run_cond = threading.Condition()
-        self._loop: threading.Thread | None = None
-        self._stop = threading.Event()
+    step: Callable[[float | None], float]
+    clock: SimClock
+    tick_s: float
+    lock: threading.RLock
+    speed: float = 1.0  # simulated seconds per wall second (the clock speed)
+    _paused: bool = field(default=False, init=False)
+    _run_cond: threading.Condition = field(default_factory=threading.Condition, init=False)
+    _loop: threading.Thread | None = field(default=None, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
 
     def advance(self, duration_s: float, pace: bool = False) -> float:
         """Run the world for duration_s of simulation time in the caller's thread (lock-step use).
@@ -53,9 +47,9 @@ class SimLoop:
             remaining = end - self.clock.now()
             if remaining <= 1e-9:
                 break
-            self._step(min(self.tick_s, remaining))
-            if pace and self._clock_speed > 0:
-                lag = (self.clock.now() - sim0) / self._clock_speed - (time.monotonic() - wall0)
+            self.step(min(self.tick_s, remaining))
+            if pace and self.speed > 0:
+                lag = (self.clock.now() - sim0) / self.speed - (time.monotonic() - wall0)
                 if lag > 0:
                     time.sleep(lag)
         return self.clock.now()
@@ -72,9 +66,9 @@ class SimLoop:
                 while self._paused and not self._stop.is_set():
                     self._run_cond.wait(0.5)
                 wall0, sim0 = time.monotonic(), self.clock.now()
-                speed = self._clock_speed
-            while not self._stop.is_set() and not self._paused and speed == self._clock_speed:
-                self._step(None)
+                speed = self.speed
+            while not self._stop.is_set() and not self._paused and speed == self.speed:
+                self.step(None)
                 ahead_s = (self.clock.now() - sim0) / speed - (time.monotonic() - wall0)
                 if ahead_s > 0:
                     time.sleep(ahead_s)
@@ -91,17 +85,17 @@ class SimLoop:
             self._run_cond.notify_all()
         if paused:
             # wait out a tick in progress so that the caller sees a still world
-            with self._lock:
+            with self.lock:
                 pass
 
     def set_clock_speed(self, speed: float) -> None:
         if speed <= 0:
             raise ConfigError(f"clock speed {speed} must be > 0")
-        self._clock_speed = speed
+        self.speed = speed
 
     @property
     def clock_speed(self) -> float:
-        return self._clock_speed
+        return self.speed
 
     def continue_for_time(self, duration_s: float) -> None:
         """AirSim's simContinueForTime: run duration_s at the clock speed, then stay paused."""

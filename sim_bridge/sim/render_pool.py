@@ -28,8 +28,9 @@ import numpy as np
 
 from common.camera import CameraProfile
 from common.errors import VehicleError
-from common.pose import Pose, wrap_deg
+from common.pose import Pose
 from sim_bridge.sim.camera import Cameras, Render, RenderJob, SceneState, make_gl_renderer
+from sim_bridge.sim.multirotor import Multirotor
 from sim_bridge.sim.pybullet_import import import_pybullet
 from sim_bridge.sim.scene import Scene
 from sim_bridge.sim.scenes import build_scene
@@ -37,33 +38,6 @@ from sim_bridge.sim.scenes import build_scene
 log = logging.getLogger(__name__)
 
 WORKER_START_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class SceneSpec:
-    """What a worker needs to build the same static scene with the same vehicle bodies."""
-
-    scene: str
-    seed: int
-    vehicles: list[tuple[str, tuple[float, float, float, float]]]  # (name, spawn pose)
-    camera: CameraProfile
-    renderer: str = "tiny"  # the main world's renderer, so workers draw the same pixels
-
-
-@dataclass
-class MirrorVehicle:
-    """A vehicle in a worker: its body, camera and the pose the last job gave it (a camera's Viewer)."""
-
-    name: str
-    body_id: int
-    camera: CameraProfile
-    floor_z_m: float
-    position_ned: np.ndarray
-    yaw_deg: float
-
-    def pose(self) -> Pose:
-        p = self.position_ned
-        return Pose(float(p[0]), float(p[1]), float(p[2]), wrap_deg(self.yaw_deg))
 
 
 class RenderPool:
@@ -146,6 +120,26 @@ class RenderPool:
                 proc.join(timeout=5)
 
 
+@dataclass(frozen=True)
+class SceneSpec:
+    """What a worker needs to build the same static scene with the same vehicle bodies."""
+
+    scene: str
+    seed: int
+    vehicles: list[tuple[str, tuple[float, float, float, float]]]  # (name, spawn pose)
+    camera: CameraProfile
+    renderer: str = "tiny"  # the main world's renderer, so workers draw the same pixels
+
+
+@dataclass
+class MirrorVehicle:
+    """A vehicle in a worker (a camera's Viewer): a flight model only placed, never flown."""
+
+    model: Multirotor
+    body_id: int
+    camera: CameraProfile
+
+
 def _worker_main(conn: Connection, spec: SceneSpec) -> None:
     try:
         mirror = _Mirror(spec)
@@ -178,8 +172,9 @@ class _Mirror:
         build_scene(self.scene, spec.scene, spec.seed)
         self.vehicles: dict[str, MirrorVehicle] = {}
         for name, (x, y, z, yaw) in spec.vehicles:
-            body = self.scene.add_vehicle_body(name, Pose(x, y, z, yaw))
-            self.vehicles[name] = MirrorVehicle(name, body, spec.camera, z, np.array([x, y, z], float), yaw)
+            spawn = Pose(x, y, z, yaw)
+            body = self.scene.add_vehicle_body(name, spawn)
+            self.vehicles[name] = MirrorVehicle(Multirotor(name, spawn), body, spec.camera)
         self.cameras = Cameras(self.scene, self.vehicles, lambda: 0.0)
         self._poses: dict[str, tuple[float, ...]] = {}
 
@@ -202,8 +197,8 @@ class _Mirror:
         for name, (pose, _) in state.vehicles.items():
             if self._poses.get(name) != pose:
                 v = self.vehicles[name]
-                v.position_ned, v.yaw_deg = np.array(pose[:3], float), pose[3]
-                scene.place_body(v.body_id, v.position_ned, v.yaw_deg)
+                v.model.teleport(Pose(*pose))
+                scene.place_body(v.body_id, v.model.position_ned, v.model.yaw_deg)
                 self._poses[name] = pose
         pairs = [(scene.objects[n].body_id, main) for n, (_, _, _, main) in state.objects.items()]
         pairs += [(self.vehicles[n].body_id, main) for n, (_, main) in state.vehicles.items()]

@@ -115,7 +115,7 @@ class GroundTruth:
         with self.scene.lock:
             viewer = self.vehicle(vehicle)
             obj = self.scene.get_object(target)
-            pose = vehicle_pose or viewer.pose()
+            pose = vehicle_pose or viewer.model.pose()
             drone = np.array([pose.x_m, pose.y_m, pose.z_m])
             dist = float(np.linalg.norm(obj.bbox_centre_ned() - drone))
             bbox_dist = obj.bbox_distance_m(drone)

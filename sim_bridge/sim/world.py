@@ -71,25 +71,6 @@ class VehicleSlot:
     camera: CameraProfile
     detection_filters: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
 
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    @property
-    def floor_z_m(self) -> float:
-        return self.model.floor_z_m
-
-    @property
-    def position_ned(self) -> np.ndarray:
-        return self.model.position_ned
-
-    @property
-    def yaw_deg(self) -> float:
-        return self.model.yaw_deg
-
-    def pose(self) -> Pose:
-        return self.model.pose()
-
 
 class World:
     """A scene, its objects and its vehicles on one simulation clock."""
