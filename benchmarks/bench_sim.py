@@ -95,9 +95,9 @@ def bench_rtf(sim_seconds: float) -> None:
         k = 0
         while w.clock.now() - t0_sim < sim_seconds:
             if k % 6 == 0:  # a 3 s step pattern: go, turn
-                w.command("Drone1", "move_velocity_body", 1.2, 0.0, 0.0, 2.5)
+                w.move_velocity_body("Drone1", (1.2, 0.0, 0.0), 2.5)
             elif k % 6 == 3:
-                w.command("Drone1", "rotate_rate", 60.0 if k % 12 == 3 else -60.0, 0.5)
+                w.rotate_rate("Drone1", 60.0 if k % 12 == 3 else -60.0, 0.5)
             w.render("Drone1", segmentation=True)  # a frame (and the ground-truth mask) every 0.5 s
             w.advance(0.5)
             k += 1

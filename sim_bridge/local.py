@@ -14,7 +14,7 @@ import numpy as np
 from common.interfaces import Telemetry, Vehicle
 from common.pose import Frame, Pose
 from common.truth import TruthSample
-from sim_bridge.sim.world import Render, World
+from sim_bridge.sim.world import Render, World, YawMode
 
 # A streamed setpoint keeps the vehicle moving this long; then it brakes to a hold (SimpleFlight-like).
 SETPOINT_WATCHDOG_S = 0.25
@@ -58,7 +58,7 @@ class LocalVehicle(Vehicle):
         self.world.takeoff(self.name, altitude_m)
 
     def land(self) -> None:
-        self.world.command(self.name, "land", timeout_s=LAND_TIMEOUT_S)
+        self.world.land(self.name, timeout_s=LAND_TIMEOUT_S)
 
     def hold(self) -> None:
         with self.world.lock:
@@ -69,15 +69,11 @@ class LocalVehicle(Vehicle):
     ) -> None:
         if self._motors_off:
             return
-        self.world.command(
+        self.world.move_velocity_body(
             self.name,
-            "move_velocity_body",
-            float(forward_m_s),
-            float(right_m_s),
-            float(-up_m_s),
+            (float(forward_m_s), float(right_m_s), float(-up_m_s)),
             self.watchdog_s,
-            yaw_is_rate=True,
-            yaw_value=float(yaw_rate_deg_s),
+            yaw=YawMode(True, float(yaw_rate_deg_s)),
         )
 
     def telemetry(self) -> Telemetry:

@@ -55,7 +55,7 @@ from common.pose import Pose, wrap_deg
 from sim_bridge.emulators.h264_out import H264Streamer
 from sim_bridge.emulators.mavlink_params import ParamStore
 from sim_bridge.sim.multirotor import Multirotor
-from sim_bridge.sim.world import World
+from sim_bridge.sim.world import World, YawMode
 
 log = logging.getLogger(__name__)
 
@@ -300,7 +300,7 @@ class MavlinkEmulator:
         speed = self.params.get("MPC_LAND_SPEED") if self.px4 else self.params.get("LAND_SPEED") / 100
         with self.world.lock:
             self._model().limits.land_speed_m_s = max(0.1, float(speed))
-        self.world.command(self.vehicle, "land", timeout_s=120.0)
+        self.world.land(self.vehicle, timeout_s=120.0)
 
     def in_offboard(self) -> bool:
         return self.main_mode == (PX4_OFFBOARD if self.px4 else APM_GUIDED)
@@ -690,9 +690,7 @@ class MavlinkEmulator:
             mdl = self._model()
             target = np.array([mdl.position_ned[0], mdl.position_ned[1], self.home.z_m - altitude_m])
         speed = self.params.get("MPC_TKO_SPEED") if self.px4 else TAKEOFF_SPEED_M_S
-        self.world.command(
-            self.vehicle, "move_to", target, speed, timeout_s=120.0, yaw_is_rate=False, yaw_value=yaw
-        )
+        self.world.move_to(self.vehicle, target, speed, timeout_s=120.0, yaw=YawMode(False, yaw))
 
     def _start_rtl(self) -> None:
         if self.px4:
@@ -712,9 +710,7 @@ class MavlinkEmulator:
     def _fly_to(self, local_ned: np.ndarray, speed_m_s: float) -> None:
         _p, _v, yaw, _ = self._local()
         target = np.array([self.home.x_m, self.home.y_m, self.home.z_m]) + local_ned
-        self.world.command(
-            self.vehicle, "move_to", target, speed_m_s, timeout_s=300.0, yaw_is_rate=False, yaw_value=yaw
-        )
+        self.world.move_to(self.vehicle, target, speed_m_s, timeout_s=300.0, yaw=YawMode(False, yaw))
 
     def _advance_flight(self, now: float) -> None:
         f = self.flight
@@ -898,14 +894,8 @@ class MavlinkEmulator:
                 target = p + target
             home = np.array([self.home.x_m, self.home.y_m, self.home.z_m])
             speed = self.params.get("MPC_XY_CRUISE") if self.px4 else self.params.get("WPNAV_SPEED") / 100
-            self.world.command(
-                self.vehicle,
-                "move_to",
-                home + target,
-                speed,
-                timeout_s=300.0,
-                yaw_is_rate=yaw_is_rate,
-                yaw_value=yaw_value,
+            self.world.move_to(
+                self.vehicle, home + target, speed, timeout_s=300.0, yaw=YawMode(yaw_is_rate, yaw_value)
             )
         elif use_vel:
             vel = np.array([msg.vx, msg.vy, msg.vz], dtype=float)
@@ -913,19 +903,17 @@ class MavlinkEmulator:
                 vel = np.array([c * msg.vx - s * msg.vy, s * msg.vx + c * msg.vy, msg.vz])
             # the setpoint holds until the next one or the loss rule (COM_OF_LOSS_T / GUID_TIMEOUT)
             hold_s = self.params.get("COM_OF_LOSS_T") if self.px4 else self.params.get("GUID_TIMEOUT")
-            self.world.command(
+            self.world.move_velocity(
                 self.vehicle,
-                "move_velocity",
                 list(map(float, vel)),
                 max(0.1, hold_s) + 0.1,
-                yaw_is_rate=yaw_is_rate,
-                yaw_value=yaw_value,
+                yaw=YawMode(yaw_is_rate, yaw_value),
             )
         elif not (mask & IGNORE_YAW) or not (mask & IGNORE_YAW_RATE):
             if yaw_is_rate:
-                self.world.command(self.vehicle, "rotate_rate", yaw_value, 0.5)
+                self.world.rotate_rate(self.vehicle, yaw_value, 0.5)
             else:
-                self.world.command(self.vehicle, "rotate_to", yaw_value, timeout_s=30.0, margin_deg=1.0)
+                self.world.rotate_to(self.vehicle, yaw_value, timeout_s=30.0, margin_deg=1.0)
 
     def _command(self, msg: Any, is_int: bool) -> None:
         m = self.m

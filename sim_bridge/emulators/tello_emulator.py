@@ -46,13 +46,22 @@ import numpy as np
 
 from common.pose import Pose, wrap_deg
 from sim_bridge.emulators.h264_out import H264Streamer
-from sim_bridge.sim.world import World
+from sim_bridge.sim.world import World, YawMode
 
 log = logging.getLogger(__name__)
 
 TAKEOFF_TIMEOUT_S = 15.0
 SDKS = ("1.3", "2.0", "3.0")
-SDK3_ONLY = ("motoron", "motoroff", "setfps", "setbitrate", "setresolution", "port", "downvision", "EXT")
+SDK3_ONLY: tuple[str, ...] = (
+    "motoron",
+    "motoroff",
+    "setfps",
+    "setbitrate",
+    "setresolution",
+    "port",
+    "downvision",
+    "EXT",
+)
 SDK3_ONLY += ("throwfly", "keepalive", "reboot")
 EDU_ONLY = ("mon", "moff", "mdirection", "ap", "jump")
 VIDEO_SIZE = (960, 720)
@@ -498,7 +507,7 @@ class TelloEmulator:
 
     def _do_land(self, _text: str = "land") -> bool:
         self.rc = (0, 0, 0, 0)
-        task = self.world.command(self.vehicle, "land", timeout_s=30.0)
+        task = self.world.land(self.vehicle, timeout_s=30.0)
         ok = task.wait(32.0)
         self.flying = False
         self.motor_on_s = None
@@ -517,14 +526,8 @@ class TelloEmulator:
 
     def _move_to(self, target: np.ndarray, distance_m: float, speed_m_s: float, yaw_deg: float) -> bool:
         timeout_s = distance_m / speed_m_s * 1.5 + 3.0  # as long as the move takes at that speed
-        task = self.world.command(
-            self.vehicle,
-            "move_to",
-            target,
-            speed_m_s,
-            timeout_s=timeout_s,
-            yaw_is_rate=False,
-            yaw_value=yaw_deg,
+        task = self.world.move_to(
+            self.vehicle, target, speed_m_s, timeout_s=timeout_s, yaw=YawMode(False, yaw_deg)
         )
         return task.wait(timeout_s + 1.0)
 
@@ -538,8 +541,8 @@ class TelloEmulator:
         for k in range(1, steps + 1):
             last = k == steps
             heading = wrap_deg(start + degrees_cw * k / steps)
-            task = self.world.command(
-                self.vehicle, "rotate_to", heading, timeout_s=10.0, margin_deg=1.0 if last else 30.0
+            task = self.world.rotate_to(
+                self.vehicle, heading, timeout_s=10.0, margin_deg=1.0 if last else 30.0
             )
             if not task.wait(11.0) or preempted.is_set():
                 return False
@@ -589,15 +592,11 @@ class TelloEmulator:
     def _apply_rc(self) -> None:
         a, b, c, d = self.rc
         k = self.config.rc_full_scale_m_s / 100.0
-        self.world.command(
+        self.world.move_velocity_body(
             self.vehicle,
-            "move_velocity_body",
-            b * k,
-            a * k,
-            -c * k,
+            (b * k, a * k, -c * k),
             1e6,  # sticks hold until the next rc
-            yaw_is_rate=True,
-            yaw_value=d * self.config.rc_full_scale_yaw_deg_s / 100.0,
+            yaw=YawMode(True, d * self.config.rc_full_scale_yaw_deg_s / 100.0),
         )
 
     def _emergency(self) -> None:

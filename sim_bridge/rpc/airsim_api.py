@@ -1,12 +1,13 @@
 # ruff: noqa: N802 -- the method names are AirSim wire names
-"""AirSim 1.8.1's RPC method table (its wire names and struct encodings) over a `World`, plus extensions.
+"""AirSim 1.8.1's RPC method table (its wire names and struct encodings) over a `World`.
 
 Vehicle APIs use each vehicle's spawn-relative NED frame (axes aligned with the world's); object APIs
 use the world NED frame, as AirSim does. Camera poses (ImageResponse camera_position/orientation,
 simGetCameraInfo pose) are relative to the vehicle's spawn, as AirSim reports them (its camera poses
 come from the vehicle's local frame): a client adds the spawn offset, simGetObjectPose(vehicle) -
-simGetVehiclePose(vehicle). Struct dicts use exactly the airsim client's attribute names. Extensions
-specific to the built-in simulator are prefixed `dc` (see EXTENSIONS).
+simGetVehiclePose(vehicle). Struct dicts use exactly the airsim client's attribute names (see
+sim_bridge.rpc.wire). This class is the stock surface only; `table()` registers the built-in
+simulator's own `dc*` methods (sim_bridge.rpc.extensions) beside it.
 
 Both client generations are served: the server version is 4 (Cosys-AirSim's), the minimum client
 version 1 (AirSim 1.x), and methods whose argument count differs between them (simGetImages,
@@ -21,9 +22,7 @@ import logging
 import math
 import re
 import threading
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import cv2
@@ -33,10 +32,15 @@ from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
 from sim_bridge.rpc import sensors
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
+from sim_bridge.rpc.extensions import EXTENSIONS, DcExtensions, FrameRing, WorldEffects
 from sim_bridge.rpc.server import release_order
+from sim_bridge.rpc.wire import NAN_POSE, parse_pose, parse_vec3, pose_msg, quat_yaw, vec3
 from sim_bridge.settings import MULTIROTOR_TYPES
-from sim_bridge.sim.frames import ned_to_pb, yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
-from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, image_pixel
+from sim_bridge.sim.camera import Render, projection_matrix
+from sim_bridge.sim.frames import yaw_rotation_ned
+from sim_bridge.sim.multirotor import Task, YawMode
+from sim_bridge.sim.truth import VISIBLE_RANGE_M
+from sim_bridge.sim.world import World
 
 log = logging.getLogger(__name__)
 
@@ -58,42 +62,11 @@ SIDE_CAMERAS = {
 HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M = 47.641468, -122.140165, 122.0
 EARTH_RADIUS_M = 6378137.0
 WAIT_WALL_S = 24 * 3600.0  # a motion RPC waits for simulation time, which may be paused for long
-# Segmentations of each vehicle's last frames kept for dcPointOnTargetInFrame: a frame is asked about
-# once its model call returns (~1-2 s on a Jetson-class model, 5-10 frames at 5 fps). int16 ids:
-# 0.46 MB per 640x360 frame, ~7 MB per vehicle.
-FRAME_RING_SIZE = 16
-RING_TIME_TOLERANCE_NS = 1000  # time stamps travel as float seconds in a Frame: allow rounding
-RING_POSE_TOLERANCE = 1e-3  # metres and degrees: the pose the frame reports vs the render's
-TRUTH_RENDER_MODES = ("crop", "full")
 # AirSim's default multirotor sensors (AirSimSettings' defaults): type -> its name; "" picks the first
 DEFAULT_SENSORS = {"IMU": "imu", "barometer": "barometer", "magnetometer": "magnetometer", "gps": "gps"}
 SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
 MIN_CLIENT_VERSION = 1
 
-EXTENSIONS = {
-    "dcGroundTruth": "(vehicle_name, object_name) -> {distance_m, bbox_distance_m, visible, "
-    "pixel_count, min_pixels, box2d, target_pose}: the verifier's ground truth from a fresh render",
-    "dcPointOnTarget": "(vehicle_name, object_name, u, v) -> bool: image point (0-1000) on the object now",
-    "dcPointOnTargetAt": "(vehicle_name, object_name, u, v, [x, y, z, yaw_deg]) -> bool: the same for "
-    "a frame taken at that world vehicle pose (re-rendered with the scene as it is now)",
-    "dcPointOnTargetInFrame": "(vehicle_name, object_name, u, v, time_stamp_ns, [x, y, z, yaw_deg]) -> "
-    "bool: the same for the frame simGetImages served with that time_stamp (and vehicle pose), read from "
-    "its segmentation kept in a ring of the vehicle's last frames; an unknown frame is re-rendered "
-    "at the pose with the scene as it is now (as dcPointOnTargetAt)",
-    "dcRenderStats": "(reset) -> {frames, full, full_pixels, full_s, crop, crop_pixels, crop_s, skipped, "
-    "ring_hits, ring_misses, truth_render, renderer, render_device}: renders since start (or the last "
-    "reset); frames per vehicle",
-    "dcSetTruthRender": "(mode) -> None: 'crop' (default: ground truth renders only the target's region, "
-    "point-on-target answers from the frame ring) or 'full' (a full-frame render for each, for comparison)",
-    "dcSetObjectPath": "(object_name, [[x, y, z], ...] world NED, speed_m_s) -> True: follow from now",
-    "dcGetObjectInfo": "(object_name) -> {name, cls, colour, asset, text, bbox_centre, bbox_half_m, pose}",
-    "dcGetVehicleSpawn": "(vehicle_name) -> Pose: the vehicle's spawn pose in the world NED frame",
-    "dcGetSimTime": "() -> float: simulation time in seconds",
-    "dcSetClockSpeed": "(speed) -> None: simulated seconds per wall second while running",
-    "dcGetWorldEffects": "() -> {wind, weather_enabled, weather, trace_lines}: what simSetWind, "
-    "simEnableWeather, simSetWeatherParameter and simSetTraceLine set (weather and trace lines are "
-    "stored only: the built-in renderers draw neither)",
-}
 # AirSim's WorldSimApiBase::WeatherParameter, by value
 WEATHER_PARAMETERS = (
     "Rain",
@@ -108,67 +81,13 @@ WEATHER_PARAMETERS = (
 )
 
 
-def vec3(x: float, y: float, z: float) -> dict[str, float]:
-    return {"x_val": float(x), "y_val": float(y), "z_val": float(z)}
-
-
-def quat_yaw(yaw_deg: float) -> dict[str, float]:
-    w, x, y, z = yaw_quat_ned_wxyz(yaw_deg)
-    return {"w_val": w, "x_val": x, "y_val": y, "z_val": z}
-
-
-def pose_msg(x: float, y: float, z: float, yaw_deg: float) -> dict[str, Any]:
-    return {"position": vec3(x, y, z), "orientation": quat_yaw(yaw_deg)}
-
-
-NAN_POSE = {
-    "position": vec3(math.nan, math.nan, math.nan),
-    "orientation": {"w_val": math.nan, "x_val": math.nan, "y_val": math.nan, "z_val": math.nan},
-}
-
-
-def parse_vec3(d: Any, name: str) -> tuple[float, float, float]:
-    try:
-        return float(d["x_val"]), float(d["y_val"]), float(d["z_val"])
-    except (KeyError, TypeError, ValueError):
-        raise ConfigError(
-            f"{name}: expected a Vector3r map with x_val, y_val, z_val, got {d!r:.80}"
-        ) from None
-
-
-def parse_pose(d: Any, current: Pose | None = None) -> Pose:
-    """A Pose map -> Pose; NaN components keep the current value (AirSim's simSetVehiclePose rule)."""
-    x, y, z = parse_vec3(d.get("position") if isinstance(d, dict) else None, "pose.position")
-    q = d.get("orientation") or {}
-    try:
-        w, qx, qy, qz = (float(q.get(k, 0.0)) for k in ("w_val", "x_val", "y_val", "z_val"))
-    except (TypeError, ValueError):
-        raise ConfigError(f"pose.orientation: expected a Quaternionr map, got {q!r:.80}") from None
-    yaw = (
-        current.yaw_deg
-        if current and any(map(math.isnan, (w, qx, qy, qz)))
-        else yaw_from_ned_quat(w, qx, qy, qz)
-    )
-    if current is not None:
-        x = current.x_m if math.isnan(x) else x
-        y = current.y_m if math.isnan(y) else y
-        z = current.z_m if math.isnan(z) else z
-    return Pose(x, y, z, yaw)
-
-
-def _yaw_mode(d: Any) -> tuple[bool, float]:
+def _yaw_mode(d: Any) -> YawMode:
     if not isinstance(d, dict):
-        return True, 0.0
-    return bool(d.get("is_rate", True)), float(d.get("yaw_or_rate", 0.0))
+        return YawMode(True, 0.0)
+    return YawMode(bool(d.get("is_rate", True)), float(d.get("yaw_or_rate", 0.0)))
 
 
-@dataclass(frozen=True)
-class FrameSeg:
-    """One served frame's segmentation (body ids), for point-on-target questions about it later."""
-
-    time_stamp_ns: int
-    vehicle_pose: Pose  # world NED at capture
-    seg: np.ndarray
+NOT_HANDLERS = ("world", "frames", "effects", "extensions", "stock_table", "table")
 
 
 class AirSimApi:
@@ -178,17 +97,10 @@ class AirSimApi:
         self.world = world
         self._seg_ids: dict[int, int] = {}  # body id -> segmentation object id (simSetSegmentationObjectID)
         self._seg_lock = threading.Lock()
-        self._frames: dict[str, deque[FrameSeg]] = {}
-        self._frames_served: dict[str, int] = {}
-        self._ring_hits = 0
-        self._ring_misses = 0
-        self._ring_lock = threading.Lock()
-        self._wind = np.zeros(3)
-        self._weather_enabled = False
-        self._weather: dict[str, float] = {}
-        self._trace_lines: dict[str, dict[str, Any]] = {}
+        self.frames = FrameRing()  # the forward camera's frames served, for dcPointOnTargetInFrame
+        self.effects = WorldEffects()
         self._warned: set[str] = set()
-        self.dcSetTruthRender(truth_render)
+        self.extensions = DcExtensions(world, self.frames, self.effects, truth_render)
 
     # ---------------------------------------------------------------- helpers
     def _slot(self, vehicle_name: str) -> Any:
@@ -282,7 +194,7 @@ class AirSimApi:
                 log.info("simAddVehicle(%s): the name is in use", name)
                 return False
             model = self.world.add_vehicle(name, spawn)
-            model.wind_ned = self._wind.copy()
+            model.wind_ned = self.effects.wind_ned.copy()
         return True
 
     def listVehicles(self) -> list[str]:
@@ -310,7 +222,7 @@ class AirSimApi:
     def land(self, timeout_sec: float, vehicle_name: str) -> bool:
         if not self._need_control(vehicle_name):
             return False
-        return self._wait(self.world.command(str(vehicle_name), "land", timeout_s=float(timeout_sec)))
+        return self._wait(self.world.land(str(vehicle_name), float(timeout_sec)))
 
     def hover(self, vehicle_name: str) -> bool:
         with self.world.lock:
@@ -321,88 +233,52 @@ class AirSimApi:
         with self.world.lock:
             self._slot(vehicle_name).model.cancel()
 
-    def moveByVelocityBodyFrame(
-        self,
-        vx: float,
-        vy: float,
-        vz: float,
-        duration: float,
-        drivetrain: int,
-        yaw_mode: Any,
-        vehicle_name: str,
-    ) -> bool:
-        return self._timed_move(
-            vehicle_name, duration, yaw_mode, "move_velocity_body", float(vx), float(vy), float(vz)
-        )
+    # The velocity handlers take AirSim's argument list (numbers vx, vy, vz or z and duration; the
+    # drivetrain, an int, is not modelled: the yaw mode says where the nose points; the YawMode map; the
+    # vehicle name), converted where used.
+    def moveByVelocityBodyFrame(self, vx, vy, vz, duration, drivetrain, yaw_mode, vehicle_name) -> bool:
+        velocity_frd = (float(vx), float(vy), float(vz))
+        return self._timed_move(vehicle_name, duration, yaw_mode, self.world.move_velocity_body, velocity_frd)
 
-    def moveByVelocity(
-        self,
-        vx: float,
-        vy: float,
-        vz: float,
-        duration: float,
-        drivetrain: int,
-        yaw_mode: Any,
-        vehicle_name: str,
-    ) -> bool:
-        return self._timed_move(
-            vehicle_name, duration, yaw_mode, "move_velocity", np.array([vx, vy, vz], float)
-        )
+    def moveByVelocity(self, vx, vy, vz, duration, drivetrain, yaw_mode, vehicle_name) -> bool:
+        velocity = np.array([vx, vy, vz], float)
+        return self._timed_move(vehicle_name, duration, yaw_mode, self.world.move_velocity, velocity)
 
-    def moveByVelocityZ(
-        self,
-        vx: float,
-        vy: float,
-        z: float,
-        duration: float,
-        drivetrain: int,
-        yaw_mode: Any,
-        vehicle_name: str,
-    ) -> bool:
+    def moveByVelocityZ(self, vx, vy, z, duration, drivetrain, yaw_mode, vehicle_name) -> bool:
         """World-frame (vx, vy) at the height z of the vehicle's local NED frame."""
         z_world = float(self._to_world(vehicle_name, 0.0, 0.0, float(z))[2])
         return self._timed_move(
-            vehicle_name, duration, yaw_mode, "move_velocity_z", float(vx), float(vy), z_world
+            vehicle_name, duration, yaw_mode, self.world.move_velocity_z, float(vx), float(vy), z_world
         )
 
-    def _timed_move(self, vehicle_name: str, duration: float, yaw_mode: Any, motion: str, *args: Any) -> bool:
-        """A motion held for `duration` (AirSim: a duration <= 0 returns at once)."""
+    def _timed_move(
+        self, vehicle_name: str, duration: float, yaw_mode: Any, start: Callable[..., Task], *args: Any
+    ) -> bool:
+        """start(vehicle, *args, duration, yaw mode): a World motion held for `duration` (AirSim: a
+        duration <= 0 returns at once)."""
         if float(duration) <= 0:
             return True
-        return self._move(vehicle_name, yaw_mode, motion, *args, float(duration))
+        return self._move(vehicle_name, yaw_mode, lambda name, yaw: start(name, *args, float(duration), yaw))
 
-    def _move(self, vehicle_name: str, yaw_mode: Any, motion: str, *args: Any, **kwargs: Any) -> bool:
-        """World.command(motion, ...) with the yaw mode, and its outcome (none without API control)."""
+    def _move(self, vehicle_name: str, yaw_mode: Any, start: Callable[[str, YawMode], Task]) -> bool:
+        """start(vehicle, yaw mode) -> the motion's task, and its outcome (none without API control)."""
         if not self._need_control(vehicle_name):
             return False
-        is_rate, value = _yaw_mode(yaw_mode)
-        task = self.world.command(
-            str(vehicle_name), motion, *args, yaw_is_rate=is_rate, yaw_value=value, **kwargs
-        )
-        return self._wait(task)
+        return self._wait(start(str(vehicle_name), _yaw_mode(yaw_mode)))
 
     def moveOnPath(
-        self,
-        path: Any,
-        velocity: float,
-        timeout_sec: float,
-        drivetrain: int,
-        yaw_mode: Any,
-        lookahead: float,
-        adaptive_lookahead: float,
-        vehicle_name: str,
+        self, path, velocity, timeout_sec, drivetrain, yaw_mode, lookahead, adaptive_lookahead, vehicle_name
     ) -> bool:
-        """Through the waypoints (local NED) at velocity, ending at the last (see Multirotor.move_on_path)."""
+        """Through the waypoints (local NED) at velocity, ending at the last (see Multirotor.move_on_path);
+        AirSim's carrot-following arguments (drivetrain, lookahead, adaptive_lookahead) are not modelled."""
         if not isinstance(path, list | tuple) or not path:
             raise VehicleError("moveOnPath: the path must be a non-empty list of Vector3r")
         points = [self._to_world(vehicle_name, *parse_vec3(p, f"path[{i}]")) for i, p in enumerate(path)]
+        speed_m_s, timeout_s = float(velocity), min(float(timeout_sec), 1e9)
         return self._move(
             vehicle_name,
             yaw_mode,
-            "move_on_path",
-            points,
-            float(velocity),
-            timeout_s=min(float(timeout_sec), 1e9),
+            lambda n, yaw: self.world.move_on_path(n, points, speed_m_s, timeout_s, yaw),
         )
 
     def moveToPosition(
@@ -419,9 +295,7 @@ class AirSimApi:
         vehicle_name: str,
     ) -> bool:
         target = self._to_world(vehicle_name, float(x), float(y), float(z))
-        return self._move(
-            vehicle_name, yaw_mode, "move_to", target, float(velocity), timeout_s=min(float(timeout_sec), 1e9)
-        )
+        return self._move_to(vehicle_name, yaw_mode, target, velocity, timeout_sec)
 
     def moveToZ(
         self,
@@ -436,8 +310,15 @@ class AirSimApi:
         with self.world.lock:
             here = self._slot(vehicle_name).model.position_ned.copy()
         target = np.array([here[0], here[1], self._to_world(vehicle_name, 0.0, 0.0, float(z))[2]])
+        return self._move_to(vehicle_name, yaw_mode, target, velocity, timeout_sec)
+
+    def _move_to(
+        self, vehicle_name: str, yaw_mode: Any, target: np.ndarray, velocity: float, timeout_sec: float
+    ) -> bool:
+        """To a world NED point at velocity, with AirSim's timeout."""
+        speed_m_s, timeout_s = float(velocity), min(float(timeout_sec), 1e9)
         return self._move(
-            vehicle_name, yaw_mode, "move_to", target, float(velocity), timeout_s=min(float(timeout_sec), 1e9)
+            vehicle_name, yaw_mode, lambda n, yaw: self.world.move_to(n, target, speed_m_s, timeout_s, yaw)
         )
 
     def rotateByYawRate(self, yaw_rate: float, duration: float, vehicle_name: str) -> bool:
@@ -445,19 +326,13 @@ class AirSimApi:
             return True
         if not self._need_control(vehicle_name):
             return False
-        return self._wait(
-            self.world.command(str(vehicle_name), "rotate_rate", float(yaw_rate), float(duration))
-        )
+        return self._wait(self.world.rotate_rate(str(vehicle_name), float(yaw_rate), float(duration)))
 
     def rotateToYaw(self, yaw: float, timeout_sec: float, margin: float, vehicle_name: str) -> bool:
         if not self._need_control(vehicle_name):
             return False
-        task = self.world.command(
-            str(vehicle_name),
-            "rotate_to",
-            float(yaw),
-            timeout_s=min(float(timeout_sec), 1e9),
-            margin_deg=float(margin),
+        task = self.world.rotate_to(
+            str(vehicle_name), float(yaw), min(float(timeout_sec), 1e9), float(margin)
         )
         return self._wait(task)
 
@@ -607,7 +482,7 @@ class AirSimApi:
         if not np.isfinite(w).all():
             raise ConfigError(f"wind must be finite, got {w.tolist()}")
         with self.world.lock:
-            self._wind = w
+            self.effects.wind_ned = w
             for slot in self.world.vehicles.values():
                 slot.model.wind_ned = w.copy()
 
@@ -617,14 +492,14 @@ class AirSimApi:
             log.warning("%s: stored, but the built-in simulator's renderers show no effect of it", method)
 
     def simEnableWeather(self, enable: bool) -> None:
-        self._weather_enabled = bool(enable)
+        self.effects.weather_enabled = bool(enable)
         self._no_visible_effect("simEnableWeather")
 
     def simSetWeatherParameter(self, param: int, val: float) -> None:
         index, value = int(param), float(val)
         if not 0 <= index < len(WEATHER_PARAMETERS) or not math.isfinite(value):
             raise ConfigError(f"weather parameter {param} = {val}: expected 0-{len(WEATHER_PARAMETERS) - 1}")
-        self._weather[WEATHER_PARAMETERS[index]] = value
+        self.effects.weather[WEATHER_PARAMETERS[index]] = value
         self._no_visible_effect("simSetWeatherParameter")
 
     def simSetTraceLine(self, color_rgba: Any, thickness: float, vehicle_name: str) -> None:
@@ -635,16 +510,8 @@ class AirSimApi:
             raise ConfigError(f"color_rgba must be 4 numbers, got {color_rgba!r:.80}") from None
         if len(rgba) != 4 or not math.isfinite(float(thickness)):
             raise ConfigError(f"color_rgba must be 4 numbers and thickness finite, got {rgba}, {thickness}")
-        self._trace_lines[m.name] = {"color_rgba": rgba, "thickness": float(thickness)}
+        self.effects.trace_lines[m.name] = {"color_rgba": rgba, "thickness": float(thickness)}
         self._no_visible_effect("simSetTraceLine")
-
-    def dcGetWorldEffects(self) -> dict[str, Any]:
-        return {
-            "wind": vec3(*self._wind),
-            "weather_enabled": self._weather_enabled,
-            "weather": dict(self._weather),
-            "trace_lines": dict(self._trace_lines),
-        }
 
     # ---------------------------------------------------------------- time
     def simPause(self, is_paused: bool) -> None:
@@ -691,10 +558,17 @@ class AirSimApi:
         physics_enabled: bool,
         is_blueprint: bool,
     ) -> str:
+        asset = self._spawn_asset(str(asset_name))
         sx, sy, sz = parse_vec3(scale, "scale")
-        asset = BLUEPRINTS.get(str(asset_name), str(asset_name))
-        obj = self.world.spawn(str(object_name), asset, parse_pose(pose), (sx, sy, sz))
-        return obj.name
+        name = self._spawn_name(str(object_name))
+        return self.world.spawn(name, asset, parse_pose(pose), (sx, sy, sz)).name
+
+    def _spawn_asset(self, asset_name: str) -> str:
+        """The built-in asset string for simSpawnObject's asset name (a blueprint's, or the string)."""
+        return BLUEPRINTS.get(asset_name, asset_name)
+
+    def _spawn_name(self, object_name: str) -> str:
+        return object_name  # the world appends a number when the name is taken
 
     def simDestroyObject(self, object_name: str) -> bool:
         obj = self.world.objects.get(str(object_name))
@@ -773,20 +647,14 @@ class AirSimApi:
         y = math.radians(lon - HOME_LON_DEG) * EARTH_RADIUS_M * math.cos(math.radians(HOME_LAT_DEG))
         return np.array([x, y, HOME_ALT_M - alt])
 
-    def _line_of_sight(self, a: np.ndarray, b: np.ndarray) -> bool:
-        w = self.world
-        with w.lock:
-            hits = w._p.rayTest(ned_to_pb(*a), ned_to_pb(*b), physicsClientId=w.client)
-        return not hits or int(hits[0][0]) < 0
-
     def simTestLineOfSightBetweenPoints(self, point1: Any, point2: Any) -> bool:
         """True when nothing with a collision shape lies on the segment between the two GeoPoints."""
-        return self._line_of_sight(self._ned_from_geo(point1), self._ned_from_geo(point2))
+        return self.world.scene.line_of_sight(self._ned_from_geo(point1), self._ned_from_geo(point2))
 
     def simTestLineOfSightToPoint(self, point: Any, vehicle_name: str) -> bool:
         with self.world.lock:
             eye, _ = self.world.camera_pose(str(vehicle_name))
-        return self._line_of_sight(np.asarray(eye, float), self._ned_from_geo(point))
+        return self.world.scene.line_of_sight(np.asarray(eye, float), self._ned_from_geo(point))
 
     # ---------------------------------------------------------------- cameras & images
     def _camera_pose_msg(self, vehicle_name: str, camera_name: str = "0") -> dict[str, Any]:
@@ -832,7 +700,7 @@ class AirSimApi:
                 str(vehicle_name), segmentation=True, depth=need_depth, vehicle_pose=pose
             )
             if pose is None:
-                self._keep_frame(renders[key])  # the ring holds the forward camera's frames
+                self.frames.keep(renders[key])  # the ring holds the forward camera's frames
         out = []
         for req, image_type in parsed:
             camera = str(req.get("camera_name", "0"))
@@ -952,8 +820,6 @@ class AirSimApi:
 
     def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: Any = False) -> dict[str, Any]:
         self._camera(camera_name, side_cameras=True)
-        from sim_bridge.sim.world import projection_matrix
-
         cam = self._slot(vehicle_name).camera
         m = np.asarray(projection_matrix(cam)).reshape(4, 4).T
         return {
@@ -1025,148 +891,17 @@ class AirSimApi:
             )
         return out
 
-    # ---------------------------------------------------------------- built-in-sim extensions (dc*)
-    def dcGroundTruth(self, vehicle_name: str, object_name: str) -> dict[str, Any]:
-        if self._truth_render == "full":
-            render = self.world.render(str(vehicle_name), segmentation=True)
-            t = self.world.target_truth(str(vehicle_name), str(object_name), render)
-        else:
-            t = self.world.target_truth(str(vehicle_name), str(object_name))
-        p = t.target_pose
-        return {
-            "distance_m": t.distance_m,
-            "bbox_distance_m": t.bbox_distance_m,
-            "visible": t.visible,
-            "pixel_count": t.pixel_count,
-            "min_pixels": t.min_pixels,
-            "box2d": list(t.box2d_px) if t.box2d_px else None,
-            "target_pose": p.as_list(),
-            "time_s": self.world.clock.now(),
-        }
-
-    def dcPointOnTarget(self, vehicle_name: str, object_name: str, u: float, v: float) -> bool:
-        return self._point_on_target(str(vehicle_name), str(object_name), float(u), float(v), None)
-
-    def dcPointOnTargetAt(
-        self, vehicle_name: str, object_name: str, u: float, v: float, vehicle_pose_world: Any
-    ) -> bool:
-        """point_on_target for a frame taken earlier: re-render from the frame's vehicle pose
-        ([x, y, z, yaw_deg] world NED) with the scene as it is now."""
-        pose = _pose_list(vehicle_pose_world)
-        return self._point_on_target(str(vehicle_name), str(object_name), float(u), float(v), pose)
-
-    def dcPointOnTargetInFrame(
-        self,
-        vehicle_name: str,
-        object_name: str,
-        u: float,
-        v: float,
-        time_stamp_ns: int,
-        vehicle_pose_world: Any,
-    ) -> bool:
-        """point_on_target for the served frame with this time stamp and pose, from the frame ring;
-        a frame no longer (or never) in it is re-rendered at the pose (dcPointOnTargetAt)."""
-        name = self.world.vehicle(str(vehicle_name)).model.name
-        pose = _pose_list(vehicle_pose_world)
-        if self._truth_render == "crop":
-            frame = self._find_frame(name, int(time_stamp_ns), pose)
-            if frame is not None:
-                h, w = frame.seg.shape
-                col, row = image_pixel(w, h, float(u), float(v))
-                return bool(frame.seg[row, col] == self.world.get_object(str(object_name)).body_id)
-        return self._point_on_target(name, str(object_name), float(u), float(v), pose)
-
-    def _point_on_target(self, vehicle: str, target: str, u: float, v: float, pose: Pose | None) -> bool:
-        if self._truth_render == "full":
-            render = self.world.render(vehicle, segmentation=True, vehicle_pose=pose)
-            return self.world.point_on_target(render, target, u, v)
-        return self.world.point_on_target_at(vehicle, target, u, v, pose)
-
-    def _keep_frame(self, render: Render) -> None:
-        if render.seg is None:
-            return
-        seg = render.seg
-        if seg.size and int(seg.min()) >= -32768 and int(seg.max()) <= 32767:
-            seg = seg.astype(np.int16)
-        frame = FrameSeg(round(render.time_s * 1e9), render.vehicle_pose, seg)
-        with self._ring_lock:
-            self._frames.setdefault(render.vehicle, deque(maxlen=FRAME_RING_SIZE)).append(frame)
-            self._frames_served[render.vehicle] = self._frames_served.get(render.vehicle, 0) + 1
-
-    def _find_frame(self, vehicle: str, time_stamp_ns: int, pose: Pose) -> FrameSeg | None:
-        """The newest kept frame of `vehicle` with this time stamp and pose (frames rendered at one
-        paused instant share a time stamp; the pose tells them apart)."""
-        with self._ring_lock:
-            for frame in reversed(self._frames.get(vehicle, ())):
-                p = frame.vehicle_pose
-                if (
-                    abs(frame.time_stamp_ns - time_stamp_ns) <= RING_TIME_TOLERANCE_NS
-                    and max(abs(p.x_m - pose.x_m), abs(p.y_m - pose.y_m), abs(p.z_m - pose.z_m))
-                    <= RING_POSE_TOLERANCE
-                    and abs(wrap_deg(p.yaw_deg - pose.yaw_deg)) <= RING_POSE_TOLERANCE
-                ):
-                    self._ring_hits += 1
-                    return frame
-            self._ring_misses += 1
-        return None
-
-    def dcRenderStats(self, reset: bool) -> dict[str, Any]:
-        w = self.world
-        with w.lock, self._ring_lock:
-            out: dict[str, Any] = dict(vars(w.render_stats))
-            out.update(
-                frames=dict(self._frames_served),
-                ring_hits=self._ring_hits,
-                ring_misses=self._ring_misses,
-                truth_render=self._truth_render,
-                renderer=w.renderer,
-                render_device=w.render_device,
-            )
-            if reset:
-                w.render_stats = RenderStats()
-                self._frames_served.clear()
-                self._ring_hits = self._ring_misses = 0
-        return out
-
-    def dcSetTruthRender(self, mode: str) -> None:
-        if str(mode) not in TRUTH_RENDER_MODES:
-            raise ConfigError(f"truth render mode {mode!r} is not one of {TRUTH_RENDER_MODES}")
-        self._truth_render = str(mode)
-
-    def dcSetObjectPath(self, object_name: str, waypoints: Any, speed_m_s: float) -> bool:
-        pts = [(float(a), float(b), float(c)) for a, b, c in waypoints]
-        self.world.set_path(str(object_name), pts, float(speed_m_s))
-        return True
-
-    def dcGetObjectInfo(self, object_name: str) -> dict[str, Any]:
-        o = self.world.get_object(str(object_name))
-        return {
-            "name": o.name,
-            "cls": o.cls,
-            "colour": o.colour,
-            "asset": o.asset,
-            "text": o.arg,
-            "bbox_centre": o.bbox_centre_ned().tolist(),
-            "bbox_half_m": list(o.bbox_half_m),
-            "pose": o.pose.as_list(),
-        }
-
-    def dcGetVehicleSpawn(self, vehicle_name: str) -> dict[str, Any]:
-        s = self._slot(vehicle_name).model.spawn
-        return pose_msg(s.x_m, s.y_m, s.z_m, s.yaw_deg)
-
-    def dcGetSimTime(self) -> float:
-        return self.world.clock.now()
-
-    def dcSetClockSpeed(self, speed: float) -> None:
-        self.world.set_clock_speed(float(speed))
-
-    def table(self) -> dict[str, Callable[..., Any]]:
+    def stock_table(self) -> dict[str, Callable[..., Any]]:
+        """Name -> handler of AirSim's stock methods (every public method of this class)."""
         return {
             name: getattr(self, name)
             for name in dir(self)
-            if not name.startswith("_") and name not in ("world", "table") and callable(getattr(self, name))
+            if not name.startswith("_") and name not in NOT_HANDLERS and callable(getattr(self, name))
         }
+
+    def table(self) -> dict[str, Callable[..., Any]]:
+        """What the RPC server registers: the stock surface and, beside it, the extensions."""
+        return {**self.stock_table(), **self.extensions.table()}
 
 
 def _camera_key(request: dict[str, Any]) -> str:
@@ -1180,16 +915,6 @@ def _aabb_half(half_m: Any, yaw_deg: float) -> np.ndarray:
     hx, hy, hz = (float(h) for h in half_m)
     c, s = abs(math.cos(math.radians(yaw_deg))), abs(math.sin(math.radians(yaw_deg)))
     return np.array([c * hx + s * hy, s * hx + c * hy, hz])
-
-
-def _pose_list(values: Any) -> Pose:
-    try:
-        x, y, z, yaw = (float(a) for a in values)
-    except (TypeError, ValueError):
-        raise ConfigError(
-            f"vehicle pose: expected [x, y, z, yaw_deg] world NED, got {values!r:.80}"
-        ) from None
-    return Pose(x, y, z, yaw)
 
 
 def segmentation_colours(seg: np.ndarray, object_ids: dict[int, int] | None = None) -> np.ndarray:
@@ -1216,4 +941,4 @@ def segmentation_colour(object_id: int) -> tuple[int, int, int]:
     return (64 + k % 192, 64 + (k >> 8) % 192, 64 + (k >> 16) % 192)
 
 
-__all__ = ["EXTENSIONS", "AirSimApi", "VehicleError"]
+__all__ = ["EXTENSIONS", "AirSimApi", "VehicleError", "parse_pose", "parse_vec3"]

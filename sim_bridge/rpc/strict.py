@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.errors import ConfigError
-from sim_bridge.rpc.airsim_api import AirSimApi, parse_pose, parse_vec3
+from sim_bridge.rpc.airsim_api import AirSimApi
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS
 from sim_bridge.sim.world import World
 
@@ -56,24 +56,12 @@ class StrictAirSimApi(AirSimApi):
         super().__init__(world)
         self.renamed = rename_scene_actors(world)
 
-    def simSpawnObject(
-        self,
-        object_name: str,
-        asset_name: str,
-        pose: Any,
-        scale: Any,
-        physics_enabled: bool,
-        is_blueprint: bool,
-    ) -> str:
-        asset = str(asset_name)
-        if asset not in BLUEPRINTS:
-            raise ConfigError(f"There were no objects with name {asset} found in the Registry")
-        sx, sy, sz = parse_vec3(scale, "scale")
-        name = self._airsim_name(str(object_name))
-        obj = self.world.spawn(name, BLUEPRINTS[asset], parse_pose(pose), (sx, sy, sz))
-        return obj.name
+    def _spawn_asset(self, asset_name: str) -> str:
+        if asset_name not in BLUEPRINTS:
+            raise ConfigError(f"There were no objects with name {asset_name} found in the Registry")
+        return BLUEPRINTS[asset_name]
 
-    def _airsim_name(self, name: str) -> str:
+    def _spawn_name(self, name: str) -> str:
         """WorldSimApi::spawnObject's rule: actors matching .*name.* -> name + (greatest number + 1)."""
         pattern = re.compile(".*" + name + ".*")
         with self.world.lock:
@@ -87,4 +75,5 @@ class StrictAirSimApi(AirSimApi):
         return sorted(BLUEPRINTS) + sorted(MATERIALS)
 
     def table(self) -> dict[str, Callable[..., Any]]:
-        return {name: fn for name, fn in super().table().items() if not name.startswith("dc")}
+        """The stock surface alone: no extension is registered."""
+        return self.stock_table()

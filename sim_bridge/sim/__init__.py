@@ -1,4 +1,5 @@
-"""The built-in simulator: a PyBullet world (scene, collisions, CPU rendering) with kinematic multirotors.
+"""The built-in simulator: a PyBullet scene (collisions, OpenGL or CPU rendering) with kinematic multirotors.
 
-`sim_bridge.sim.world.World` is the in-process API; `sim_bridge.rpc` serves it over AirSim's RPC.
+`sim_bridge.sim.world.World` is the in-process API (over scene, camera, truth and loop);
+`sim_bridge.rpc` serves it over AirSim's RPC.
 """

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 # TinyRenderer's light as PyBullet sets it when getCameraImage gets no lightDirection (world frame,
 # Z up), and its specular exponent: fitted to TinyRenderer's faces of a white box (every face
-# within one grey level; tests/test_sim_gl_render.py compares whole frames).
+# within one grey level; tests/sim_bridge/test_gl_render.py compares whole frames).
 LIGHT_DIR_PB = (-0.426, 0.257, 0.863)
 SPECULAR_EXPONENT = 2.4
 CYLINDER_SEGMENTS = 24

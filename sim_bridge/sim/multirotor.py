@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,6 +38,16 @@ class MultirotorLimits:
 # acceleration limit (a steady wind shows as a small lag); a gale beyond it blows the drone away.
 DRAG_1_M = 0.5 * 1.225 * 0.325 * 0.05
 PATH_PASS_M = 1.0  # moveOnPath: a waypoint within this distance counts as passed
+
+
+class YawMode(NamedTuple):
+    """AirSim's YawMode during a motion: hold a yaw rate (deg/s), or turn to and hold a heading (deg)."""
+
+    is_rate: bool = True
+    value: float = 0.0
+
+
+NO_TURN = YawMode()  # a yaw rate of 0: keep the heading the motion starts with
 
 
 class Task:
@@ -137,12 +148,7 @@ class Multirotor:
         self._goal = _Goal("hold", target_ned=stop, yaw_is_rate=False, yaw_value=self.yaw_deg)
 
     def move_velocity(
-        self,
-        velocity_ned: np.ndarray,
-        duration_s: float,
-        now_s: float,
-        yaw_is_rate: bool = True,
-        yaw_value: float = 0.0,
+        self, velocity_ned: np.ndarray, duration_s: float, now_s: float, yaw: YawMode = NO_TURN
     ) -> Task:
         self.landed = False
         return self._start(
@@ -150,8 +156,8 @@ class Multirotor:
                 "velocity",
                 velocity_ned=np.asarray(velocity_ned, float),
                 end_t_s=now_s + duration_s,
-                yaw_is_rate=yaw_is_rate,
-                yaw_value=yaw_value,
+                yaw_is_rate=yaw.is_rate,
+                yaw_value=yaw.value,
             )
         )
 
@@ -162,28 +168,21 @@ class Multirotor:
         z_m: float,
         duration_s: float,
         now_s: float,
-        yaw_is_rate: bool = True,
-        yaw_value: float = 0.0,
+        yaw: YawMode = NO_TURN,
     ) -> Task:
         """AirSim's moveByVelocityZ: world (vx, vy) while holding the NED height z (world frame)."""
-        task = self.move_velocity(np.array([vx_m_s, vy_m_s, 0.0]), duration_s, now_s, yaw_is_rate, yaw_value)
+        task = self.move_velocity(np.array([vx_m_s, vy_m_s, 0.0]), duration_s, now_s, yaw)
         self._goal.hold_z_m = float(z_m)
         return task
 
     def move_on_path(
-        self,
-        path_ned: list[np.ndarray],
-        speed_m_s: float,
-        now_s: float,
-        timeout_s: float = math.inf,
-        yaw_is_rate: bool = True,
-        yaw_value: float = 0.0,
+        self, path_ned: list[np.ndarray], speed_m_s: float, now_s: float, timeout_s: float, yaw: YawMode
     ) -> Task:
         """AirSim's moveOnPath: through each waypoint at speed without stopping, stopping at the last.
         A waypoint counts as passed once within PATH_PASS_M of it (AirSim's carrot follows the path
         `lookahead` ahead instead; corners are cut by about the same)."""
         points = [np.asarray(p, float) for p in path_ned]
-        task = self.move_to(points[0], speed_m_s, now_s, timeout_s, yaw_is_rate, yaw_value, kind="path")
+        task = self.move_to(points[0], speed_m_s, now_s, timeout_s, yaw, kind="path")
         self._goal.path_ned = points[1:]
         return task
 
@@ -194,13 +193,12 @@ class Multirotor:
         down_m_s: float,
         duration_s: float,
         now_s: float,
-        yaw_is_rate: bool = True,
-        yaw_value: float = 0.0,
+        yaw: YawMode,
     ) -> Task:
         """AirSim's moveByVelocityBodyFrame: (vx, vy) rotated by the yaw at start, vz world-down."""
         horizontal = yaw_rotation_ned(self.yaw_deg) @ np.array([forward_m_s, right_m_s, 0.0])
         velocity = np.array([horizontal[0], horizontal[1], down_m_s])
-        return self.move_velocity(velocity, duration_s, now_s, yaw_is_rate, yaw_value)
+        return self.move_velocity(velocity, duration_s, now_s, yaw)
 
     def move_to(
         self,
@@ -208,8 +206,7 @@ class Multirotor:
         speed_m_s: float,
         now_s: float,
         timeout_s: float = math.inf,
-        yaw_is_rate: bool = True,
-        yaw_value: float = 0.0,
+        yaw: YawMode = NO_TURN,
         kind: str = "position",
     ) -> Task:
         self.landed = False
@@ -218,8 +215,8 @@ class Multirotor:
             target_ned=np.asarray(target_ned, float),
             speed_m_s=max(speed_m_s, 0.05),
             end_t_s=now_s + timeout_s,
-            yaw_is_rate=yaw_is_rate,
-            yaw_value=yaw_value,
+            yaw_is_rate=yaw.is_rate,
+            yaw_value=yaw.value,
         )
         task = self._start(goal)
         task.kind = kind

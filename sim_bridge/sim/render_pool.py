@@ -1,10 +1,11 @@
-"""Render worker processes for one `World` (`dronecats sim --render-workers K`).
+"""Render worker processes for one world's cameras (`dronecats sim --render-workers K`).
 
 A render holds the GIL for the whole frame (TinyRenderer ~35-60 ms at 640x360; the OpenGL
 renderer ~11 ms, which makes workers matter much less), so in one process the renders of several
 drones run one after another and every RPC (telemetry, setpoints) waits behind them. Each worker
-here builds the same scene (same scene name and seed, same vehicles at the same spawns) in its own
-PyBullet instance and renders on request; the main process keeps the physics, the clock and the
+here builds the same scene (same scene name and seed, same vehicle bodies at the same spawns) in its
+own PyBullet instance, and cameras over it, and renders on request: a scene and cameras, no world
+(no physics, no clock, no flight models). The main process keeps the physics, the clock and the
 RPC, and waits for a render without holding the GIL or the world lock.
 
 A request carries the scene's dynamic state at the moment it was taken (every object's asset, scale
@@ -28,45 +29,21 @@ import numpy as np
 from common.camera import CameraProfile
 from common.errors import VehicleError
 from common.pose import Pose
+from sim_bridge.sim.camera import Cameras, Render, RenderJob, SceneState, make_gl_renderer
+from sim_bridge.sim.multirotor import Multirotor
+from sim_bridge.sim.pybullet_import import import_pybullet
+from sim_bridge.sim.scene import Scene
+from sim_bridge.sim.scenes import build_scene
 
 log = logging.getLogger(__name__)
 
 WORKER_START_TIMEOUT_S = 120.0
 
 
-@dataclass(frozen=True)
-class SceneState:
-    """The dynamic part of a world: what a worker must copy before it renders."""
-
-    objects: dict[str, tuple[str, tuple[float, float, float], tuple[float, float, float, float], int]]
-    # name -> (asset, scale, (x, y, z, yaw_deg) world NED, main body id)
-    vehicles: dict[str, tuple[tuple[float, float, float, float], int]]  # name -> (pose, main body id)
-
-
-@dataclass(frozen=True)
-class WorldSpec:
-    """What a worker needs to build the same static world."""
-
-    scene: str
-    seed: int
-    vehicles: list[tuple[str, tuple[float, float, float, float]]]  # (name, spawn pose)
-    camera: CameraProfile
-    renderer: str = "tiny"  # the main world's renderer, so workers draw the same pixels
-
-
-@dataclass(frozen=True)
-class RenderJob:
-    vehicle: str
-    state: SceneState
-    camera: CameraProfile | None = None  # a full render with this camera (None: the vehicle's)
-    depth: bool = False
-    vehicle_pose: tuple[float, float, float, float] | None = None
-
-
 class RenderPool:
     """K worker processes, each with a copy of the world; `run` blocks the calling thread only."""
 
-    def __init__(self, spec: WorldSpec, workers: int) -> None:
+    def __init__(self, spec: SceneSpec, workers: int) -> None:
         if workers < 1:
             raise ValueError(f"a render pool needs >= 1 worker, got {workers}")
         ctx = mp.get_context("spawn")  # never fork a process with PyBullet and threads in it
@@ -98,7 +75,7 @@ class RenderPool:
                 raise VehicleError(f"render worker {index} failed to start: {status}")
             self._idle.put(conn)
 
-    def run(self, job: RenderJob) -> Any:
+    def run(self, job: RenderJob) -> Render:
         """The Render (body ids in the main world's numbering), by the next idle worker."""
         conn = self._take()
         try:
@@ -112,6 +89,7 @@ class RenderPool:
         self._idle.put(conn)
         if not ok:
             raise VehicleError(f"render worker: {result}")
+        assert isinstance(result, Render)
         return result
 
     def _take(self) -> Connection:
@@ -142,24 +120,33 @@ class RenderPool:
                 proc.join(timeout=5)
 
 
-def _worker_main(conn: Connection, spec: WorldSpec) -> None:
-    try:
-        from sim_bridge.sim.world import World
+@dataclass(frozen=True)
+class SceneSpec:
+    """What a worker needs to build the same static scene with the same vehicle bodies."""
 
-        world = World(
-            spec.scene,
-            vehicles=[name for name, _ in spec.vehicles],
-            camera=spec.camera,
-            seed=spec.seed,
-            spawns=[Pose(*pose) for _, pose in spec.vehicles],
-            renderer=spec.renderer,
-        )
-        world.pause(True)
+    scene: str
+    seed: int
+    vehicles: list[tuple[str, tuple[float, float, float, float]]]  # (name, spawn pose)
+    camera: CameraProfile
+    renderer: str = "tiny"  # the main world's renderer, so workers draw the same pixels
+
+
+@dataclass
+class MirrorVehicle:
+    """A vehicle in a worker (a camera's Viewer): a flight model only placed, never flown."""
+
+    model: Multirotor
+    body_id: int
+    camera: CameraProfile
+
+
+def _worker_main(conn: Connection, spec: SceneSpec) -> None:
+    try:
+        mirror = _Mirror(spec)
     except Exception as exc:  # reported to the parent, which refuses to start
         conn.send(f"{type(exc).__name__}: {exc}")
         return
     conn.send("ready")
-    mirror = _Mirror(world)
     while True:
         try:
             job = conn.recv()
@@ -172,49 +159,65 @@ def _worker_main(conn: Connection, spec: WorldSpec) -> None:
         except Exception as exc:
             log.exception("render job failed")
             conn.send((False, f"{type(exc).__name__}: {exc}"))
-    world.close()
+    mirror.scene.close()
 
 
 class _Mirror:
-    """A worker's world kept equal to the main world's state as each job describes it."""
+    """A worker's scene and cameras, kept equal to the main world's state as each job describes it."""
 
-    def __init__(self, world: Any) -> None:
-        self.world = world
+    def __init__(self, spec: SceneSpec) -> None:
+        p = import_pybullet()
+        gl = make_gl_renderer(spec.renderer)  # before PyBullet's client, as the main world
+        self.scene = Scene(p, gl)
+        build_scene(self.scene, spec.scene, spec.seed)
+        self.vehicles: dict[str, MirrorVehicle] = {}
+        for name, (x, y, z, yaw) in spec.vehicles:
+            spawn = Pose(x, y, z, yaw)
+            body = self.scene.add_vehicle_body(name, spawn)
+            self.vehicles[name] = MirrorVehicle(Multirotor(name, spawn), body, spec.camera)
+        self.cameras = Cameras(self.scene, self.vehicles, lambda: 0.0)
         self._poses: dict[str, tuple[float, ...]] = {}
 
     def sync(self, state: SceneState) -> np.ndarray:
         """Copy the state; returns the lookup table worker body id -> main body id."""
-        w = self.world
-        for name in [n for n in w.objects if n not in state.objects]:
-            w.destroy(name)
+        scene = self.scene
+        for name in [n for n in scene.objects if n not in state.objects]:
+            scene.destroy(name)
             self._poses.pop(name, None)
         for name, (asset, scale, pose, _) in state.objects.items():
-            if name not in w.objects:
+            if name not in scene.objects:
                 if asset == "scenery":
                     raise VehicleError(f"scenery {name!r} is not in the worker's scene")
-                spawned = w.spawn(name, asset, Pose(*pose), scale)
+                spawned = scene.spawn(name, asset, Pose(*pose), scale)
                 if spawned.name != name:
                     raise VehicleError(f"worker spawned {name!r} as {spawned.name!r}")
             elif self._poses.get(name) != pose:
-                w.set_object_pose(name, Pose(*pose))
+                scene.set_object_pose(name, Pose(*pose))
             self._poses[name] = pose
         for name, (pose, _) in state.vehicles.items():
             if self._poses.get(name) != pose:
-                w.set_vehicle_pose(name, Pose(*pose))
+                v = self.vehicles[name]
+                v.model.teleport(Pose(*pose))
+                scene.place_body(v.body_id, v.model.position_ned, v.model.yaw_deg)
                 self._poses[name] = pose
-        pairs = [(w.objects[n].body_id, main) for n, (_, _, _, main) in state.objects.items()]
-        pairs += [(w.vehicles[n].body_id, main) for n, (_, main) in state.vehicles.items()]
+        pairs = [(scene.objects[n].body_id, main) for n, (_, _, _, main) in state.objects.items()]
+        pairs += [(self.vehicles[n].body_id, main) for n, (_, main) in state.vehicles.items()]
         lut = np.full(max(b for b, _ in pairs) + 1 if pairs else 1, -1, np.int32)
         for body, main in pairs:
             lut[body] = main
         return lut
 
-    def run(self, job: RenderJob) -> Any:
+    def run(self, job: RenderJob) -> Render:
         lut = self.sync(job.state)
         pose = Pose(*job.vehicle_pose) if job.vehicle_pose is not None else None
-        render = self.world.render(
-            job.vehicle, segmentation=True, depth=job.depth, camera=job.camera, vehicle_pose=pose
+        render = self.cameras.render(
+            self.vehicles[job.vehicle],
+            segmentation=True,
+            depth=job.depth,
+            camera=job.camera,
+            vehicle_pose=pose,
         )
+        assert render.seg is not None
         render.seg = _to_main_ids(render.seg, lut)
         return render
 

@@ -17,7 +17,7 @@ from sim_bridge.sim.assets import Part, house_parts, tree_parts
 from sim_bridge.sim.ground import GroundMap, rgba_to_bgr
 
 if TYPE_CHECKING:
-    from sim_bridge.sim.world import World
+    from sim_bridge.sim.scene import Scene
 
 GRASS = (0.30, 0.50, 0.25, 1.0)
 ASPHALT = (0.22, 0.22, 0.23, 1.0)
@@ -44,7 +44,7 @@ def _spawn_grid(points: list[tuple[float, float]], yaw_deg: float = 0.0) -> list
     return [Pose(x, y, 0.0, yaw_deg) for x, y in points]
 
 
-def residential(world: World, seed: int) -> SceneInfo:
+def residential(world: Scene, seed: int) -> SceneInfo:
     """A 140 m street running north (+x): road, kerbs, pavements, houses and trees both sides, parked cars."""
     rng = random.Random(seed)
     # local PyBullet frame: +Y is west, i.e. NED y = -Y
@@ -113,7 +113,7 @@ def _plate_text(rng: random.Random) -> str:
     )
 
 
-def blocks(world: World, seed: int) -> SceneInfo:
+def blocks(world: Scene, seed: int) -> SceneInfo:
     """A plaza at the origin with four 8 m wide corridors (north, east, south, west), a sign at each end."""
     world.ground = GroundMap(rgba_to_bgr(PAVEMENT))
     half_w, length, height = 4.0, 40.0, 6.0
@@ -145,7 +145,7 @@ def blocks(world: World, seed: int) -> SceneInfo:
     )
 
 
-def indoor(world: World, seed: int) -> SceneInfo:
+def indoor(world: Scene, seed: int) -> SceneInfo:
     """A 16 x 10 m single-storey house interior: living room, kitchen, bedroom, hall (no ceiling)."""
     world.ground = GroundMap(rgba_to_bgr(GRASS))
     world.ground.add(-8.0, 8.0, -5.0, 5.0, FLOOR)
@@ -187,7 +187,7 @@ def indoor(world: World, seed: int) -> SceneInfo:
 SCENES = {"residential": residential, "blocks": blocks, "indoor": indoor}
 
 
-def build_scene(world: World, name: str, seed: int) -> SceneInfo:
+def build_scene(world: Scene, name: str, seed: int) -> SceneInfo:
     if name not in SCENES:
         raise ConfigError(f"unknown scene {name!r}; built-in scenes: {sorted(SCENES)}")
     return SCENES[name](world, seed)

@@ -104,7 +104,7 @@ def test_empty_battery_forces_a_landing(world: World) -> None:
         world.takeoff("Drone1", altitude_m=3.0)
         world.advance(6.0)
     m.battery.energy_wh = 0.01  # ~0.2 s of hover left
-    world.command("Drone1", "move_velocity", np.array([1.0, 0.0, 0.0]), 30.0)
+    world.move_velocity("Drone1", np.array([1.0, 0.0, 0.0]), 30.0)
     world.advance(10.0)  # 3 m at 0.5 m/s after the pack dies
     assert m.battery.empty and m.landed
     assert m.position_ned[2] == pytest.approx(m.floor_z_m)

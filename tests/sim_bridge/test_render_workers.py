@@ -167,3 +167,25 @@ def test_a_dead_worker_is_an_error_not_a_hang() -> None:
         with pytest.raises(VehicleError, match="no render worker is left"):
             w.render("Drone1")
         assert w.target_truth("Drone1", "sign_north").pixel_count >= 0  # crops render in-process still
+
+
+def test_a_worker_builds_a_scene_and_cameras_not_a_world() -> None:
+    """No module a render worker imports reaches sim_bridge.sim.world (no render_pool <-> world
+    circle): read from the sources, every import (also those inside functions or for types only)."""
+    import ast
+
+    sim = Path(__file__).resolve().parent.parent / "sim_bridge" / "sim"
+
+    def imports(module: str) -> set[str]:
+        tree = ast.parse((sim / f"{module}.py").read_text())
+        found = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        return {m.rsplit(".", 1)[1] for m in found if m.startswith("sim_bridge.sim.")}
+
+    seen, todo = set(), ["render_pool"]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += sorted(imports(module))
+    assert "world" not in seen, sorted(seen)
+    assert {"scene", "camera", "scenes"} <= seen

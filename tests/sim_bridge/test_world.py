@@ -32,7 +32,7 @@ def fly_to(world: World, name: str, pose: Pose) -> None:
 def test_body_frame_velocity_moves_two_metres_in_the_commanded_direction(world: World) -> None:
     fly_to(world, "Drone1", Pose(0.0, 0.0, -3.0, 90.0))  # facing east, above the road
     start = world.vehicle_pose("Drone1")
-    task = world.command("Drone1", "move_velocity_body", 1.0, 0.0, 0.0, 2.0)
+    task = world.move_velocity_body("Drone1", (1.0, 0.0, 0.0), 2.0)
     world.advance(3.0)  # 2 s of command, then the hold brakes
     end = world.vehicle_pose("Drone1")
     assert task.done and task.result is True
@@ -43,7 +43,7 @@ def test_body_frame_velocity_moves_two_metres_in_the_commanded_direction(world: 
 
 def test_vz_is_world_down_and_hold_after_duration(world: World) -> None:
     fly_to(world, "Drone1", Pose(0.0, 0.0, -3.0, 0.0))
-    world.command("Drone1", "move_velocity_body", 0.0, 0.0, -0.5, 2.0)  # climb 0.5 m/s
+    world.move_velocity_body("Drone1", (0.0, 0.0, -0.5), 2.0)  # climb 0.5 m/s
     world.advance(2.0)
     mid = world.vehicle_pose("Drone1")
     world.advance(2.0)
@@ -54,16 +54,16 @@ def test_vz_is_world_down_and_hold_after_duration(world: World) -> None:
 
 def test_yaw_rate_turns_the_vehicle(world: World) -> None:
     fly_to(world, "Drone1", Pose(0.0, 0.0, -3.0, 0.0))
-    world.command("Drone1", "rotate_rate", 60.0, 1.5)
+    world.rotate_rate("Drone1", 60.0, 1.5)
     world.advance(2.0)
     assert world.vehicle_pose("Drone1").yaw_deg == pytest.approx(90.0, abs=5.0)
 
 
 def test_new_motion_cancels_the_running_one(world: World) -> None:
     fly_to(world, "Drone1", Pose(0.0, 0.0, -3.0, 0.0))
-    first = world.command("Drone1", "move_velocity_body", 1.0, 0.0, 0.0, 5.0)
+    first = world.move_velocity_body("Drone1", (1.0, 0.0, 0.0), 5.0)
     world.advance(0.5)
-    second = world.command("Drone1", "move_velocity_body", 0.0, 1.0, 0.0, 0.5)
+    second = world.move_velocity_body("Drone1", (0.0, 1.0, 0.0), 0.5)
     assert first.done and first.result is False
     world.advance(1.5)
     assert second.result is True
@@ -75,14 +75,14 @@ def test_takeoff_and_land(world: World) -> None:
     world.advance(6.0)
     assert task.result is True
     assert world.vehicle_pose("Drone2").z_m == pytest.approx(-3.0, abs=0.15)
-    land = world.command("Drone2", "land", timeout_s=30.0)
+    land = world.land("Drone2", timeout_s=30.0)
     world.advance(8.0)
     assert land.result is True and world.vehicle("Drone2").model.landed
 
 
 def test_collision_is_reported_and_the_drone_stops(world: World) -> None:
     fly_to(world, "Drone2", Pose(20.0, 7.0, -2.0, 90.0))  # a house wall at y = 10 m ahead
-    task = world.command("Drone2", "move_velocity_body", 2.0, 0.0, 0.0, 4.0)
+    task = world.move_velocity_body("Drone2", (2.0, 0.0, 0.0), 4.0)
     world.advance(4.0)
     info = world.vehicle("Drone2").model.collision
     assert info is not None and info["object_name"].startswith("houses_east")
@@ -146,9 +146,9 @@ def test_lock_step_is_deterministic() -> None:
         with World("blocks", vehicles=1) as w:
             w.takeoff("Drone1", 2.0)
             w.advance(3.0)
-            w.command("Drone1", "move_velocity_body", 1.2, 0.3, 0.0, 2.5)
+            w.move_velocity_body("Drone1", (1.2, 0.3, 0.0), 2.5)
             w.advance(1.234)
-            w.command("Drone1", "rotate_rate", -60.0, 1.0)
+            w.rotate_rate("Drone1", -60.0, 1.0)
             w.advance(2.0)
             return [w.clock.now(), *w.vehicle_pose("Drone1").as_list()]
 
