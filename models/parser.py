@@ -35,6 +35,7 @@ from common.actions import (
     Plan,
     Rotate,
     Think,
+    action_name,
 )
 from common.errors import MalformedReply
 from models.schemas import (
@@ -322,3 +323,30 @@ def parse_commander(raw: str, n_drones: int) -> tuple[Order, ...]:
             raise MalformedReply(f"{where}order for drone {drone} is empty", raw)
         by_drone[drone] = Order(drone=drone, order=text)
     return tuple(by_drone[d] for d in range(1, n_drones + 1))
+
+
+def reply_object(action: Action, point_order: str = "xy") -> dict[str, Any]:
+    """The strict-schema JSON object a model would have written for `action` (the inverse of
+    parsing: the baseline, the random-weights fixtures and the serving benchmark answer in this
+    shape): plan fields first when present, unused fields null."""
+    out: dict[str, Any] = {}
+    if action.plan is not None:
+        plan = action.plan
+        out.update(
+            target_in_view=plan.target_in_view,
+            target_match=plan.target_match,
+            closing_in=plan.closing_in,
+            current_frame=plan.current_frame,
+            action_planning=plan.action_planning,
+        )
+    point = None
+    depth = None
+    angle = None
+    if isinstance(action, Go):
+        x, y = action.point
+        point = [x, y] if point_order == "xy" else [y, x]
+        depth = action.depth_m
+    elif isinstance(action, Rotate):
+        angle = action.angle_deg
+    out.update(action=action_name(action), point=point, depth_m=depth, angle_deg=angle)
+    return out

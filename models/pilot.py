@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from common.actions import Action, Go, Rotate, Think, action_name
+from common.actions import Action, Think
 from common.camera import CameraProfile
 from common.errors import BackendError, MalformedReply
 from models.backends.base import CallStats, ModelBackend
@@ -105,31 +105,6 @@ class Pilot(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def reply_object(action: Action, point_order: str = "xy") -> dict[str, Any]:
-    """The strict-schema JSON object of `action`: plan fields first when present, unused fields null."""
-    out: dict[str, Any] = {}
-    if action.plan is not None:
-        plan = action.plan
-        out.update(
-            target_in_view=plan.target_in_view,
-            target_match=plan.target_match,
-            closing_in=plan.closing_in,
-            current_frame=plan.current_frame,
-            action_planning=plan.action_planning,
-        )
-    point = None
-    depth = None
-    angle = None
-    if isinstance(action, Go):
-        x, y = action.point
-        point = [x, y] if point_order == "xy" else [y, x]
-        depth = action.depth_m
-    elif isinstance(action, Rotate):
-        angle = action.angle_deg
-    out.update(action=action_name(action), point=point, depth_m=depth, angle_deg=angle)
-    return out
 
 
 # ---- the prompt-based model pilot ----------------------------------------------------------------

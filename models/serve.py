@@ -33,7 +33,8 @@ from typing import Any
 
 from common.errors import BackendError, ConfigError, DroneCatsError, ProtocolError
 from models.chat_decode import DecodedChat, decode_chat
-from models.pilot import Observation, Pilot, reply_object
+from models.parser import reply_object
+from models.pilot import Observation, Pilot
 
 logger = logging.getLogger(__name__)
 

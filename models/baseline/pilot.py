@@ -23,7 +23,8 @@ from common.pose import wrap_deg
 from models.baseline.classes import OBJECT_CLASSES
 from models.baseline.detector import MIN_DEPTH_M, Detection, Detector
 from models.baseline.instruction import TargetSpec, parse_instruction
-from models.pilot import Decision, Observation, reply_object
+from models.parser import reply_object
+from models.pilot import Decision, Observation
 
 logger = logging.getLogger(__name__)
 

@@ -128,7 +128,7 @@ def _random_action(rng: random.Random, think: bool, plan: bool) -> Any:
 def corpus(seed: int = 0) -> list[str]:
     """The project's own text: every system prompt, user messages with histories, replies."""
     from models.history import render_history
-    from models.pilot import reply_object
+    from models.parser import reply_object
     from models.templates import (
         PromptSwitches,
         commander_system,

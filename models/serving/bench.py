@@ -33,7 +33,8 @@ from common.actions import Action, Go, Rotate, action_name
 from common.errors import BackendError
 from models.backends.openai_http import OpenAIBackend
 from models.history import compact
-from models.pilot import FailureKind, ModelPilot, Observation, reply_object
+from models.parser import reply_object
+from models.pilot import FailureKind, ModelPilot, Observation
 
 logger = logging.getLogger(__name__)
 

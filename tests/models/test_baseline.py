@@ -13,8 +13,8 @@ from common.errors import ConfigError
 from models.baseline import BaselinePilot
 from models.baseline.detector import Detector
 from models.baseline.instruction import TargetSpec, parse_instruction
-from models.parser import parse_action
-from models.pilot import Observation, reply_object
+from models.parser import parse_action, reply_object
+from models.pilot import Observation
 from tests.support.pilots import draw_box, scene
 
 RED = (20, 20, 204)

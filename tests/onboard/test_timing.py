@@ -14,7 +14,8 @@ from common.clock import WallClock
 from common.interfaces import Telemetry
 from common.pose import Pose
 from models.backends.base import CallStats, Completion
-from models.pilot import ModelPilot, Observation, reply_object
+from models.parser import reply_object
+from models.pilot import ModelPilot, Observation
 from models.profile import load_profile
 from onboard.actuation import ActuationThread, Actuator
 from onboard.realtime import set_thread_fifo
