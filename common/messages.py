@@ -262,28 +262,27 @@ class Judgement(Body, frozen=True, forbid_unknown_fields=True):
     operator: Reason = ""
 
 
-class EStop(Body, frozen=True, forbid_unknown_fields=True):
+class SafetyCommand(Body, frozen=True, forbid_unknown_fields=True):
+    """The operator's safety commands carry a reason only; each subclass is one of them on the wire
+    (its own TYPE; this base is in no list of message types, so it is never sent or decoded)."""
+
+    reason: Reason = ""
+
+
+class EStop(SafetyCommand, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "estop"
 
-    reason: Reason = ""
 
-
-class Hold(Body, frozen=True, forbid_unknown_fields=True):
+class Hold(SafetyCommand, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "hold"
 
-    reason: Reason = ""
 
-
-class Land(Body, frozen=True, forbid_unknown_fields=True):
+class Land(SafetyCommand, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "land"
 
-    reason: Reason = ""
 
-
-class ReturnHome(Body, frozen=True, forbid_unknown_fields=True):
+class ReturnHome(SafetyCommand, frozen=True, forbid_unknown_fields=True):
     TYPE: ClassVar[str] = "return_home"
-
-    reason: Reason = ""
 
 
 class GoTo(Body, frozen=True, forbid_unknown_fields=True):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from common.actions import Action, Think
 from common.camera import CameraProfile
@@ -24,6 +24,8 @@ from models.pilot_prompt import CommanderPrompt, MultiDronePrompt, PilotPrompt
 from models.profile import ModelProfile
 from models.request import ChatRequest
 from models.templates import PromptSwitches
+
+Parsed = TypeVar("Parsed")
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,31 @@ class CommanderDecision:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class _Reply(Generic[Parsed]):
+    """One model call of the N-drone and commander calls: the parsed reply, or None and why not."""
+
+    parsed: Parsed | None
+    raw: str
+    stats: CallStats | None = None
+    error: str | None = None
+
+
+def _ask(
+    backend: ModelBackend, request: ChatRequest, parse: Callable[[str, ChatRequest], Parsed]
+) -> _Reply[Parsed]:
+    """Send `request` and parse the reply; a backend error or a malformed reply is the error."""
+    try:
+        completion = backend.complete(request)
+    except BackendError as exc:
+        return _Reply(None, "", error=f"backend: {exc}")
+    try:
+        parsed = parse(completion.text, request)
+    except MalformedReply as exc:
+        return _Reply(None, completion.text, completion.stats, exc.reason)
+    return _Reply(parsed, completion.text, completion.stats)
+
+
 def decide_multi(
     backend: ModelBackend,
     prompt: MultiDronePrompt,
@@ -225,16 +252,10 @@ def decide_multi(
 ) -> MultiDecision:
     """One call for N drones: the frames in drone order, N actions back (all holds if malformed)."""
     request = prompt.request(instruction, histories, [encode_frame(image) for image in images])
-    holds: tuple[Action | None, ...] = (None,) * prompt.n_drones
-    try:
-        completion = backend.complete(request)
-    except BackendError as exc:
-        return MultiDecision(holds, "", error=f"backend: {exc}")
-    try:
-        actions = prompt.parse(completion.text, request)
-    except MalformedReply as exc:
-        return MultiDecision(holds, completion.text, completion.stats, exc.reason)
-    return MultiDecision(tuple(actions), completion.text, completion.stats)
+    reply = _ask(backend, request, prompt.parse)
+    if reply.parsed is None:
+        return MultiDecision((None,) * prompt.n_drones, reply.raw, reply.stats, reply.error)
+    return MultiDecision(tuple(reply.parsed), reply.raw, reply.stats)
 
 
 def command(
@@ -250,15 +271,10 @@ def command(
     request = prompt.request(
         instruction, last_actions, frames, encode_frame(map_image) if map_image is not None else None
     )
-    try:
-        completion = backend.complete(request)
-    except BackendError as exc:
-        return CommanderDecision(None, "", error=f"backend: {exc}")
-    try:
-        orders = prompt.parse(completion.text, request)
-    except MalformedReply as exc:
-        return CommanderDecision(None, completion.text, completion.stats, exc.reason)
-    return CommanderDecision(tuple(o.order for o in orders), completion.text, completion.stats)
+    reply = _ask(backend, request, prompt.parse)
+    if reply.parsed is None:
+        return CommanderDecision(None, reply.raw, reply.stats, reply.error)
+    return CommanderDecision(tuple(o.order for o in reply.parsed), reply.raw, reply.stats)
 
 
 def profile_for_url(url: str) -> ModelProfile:

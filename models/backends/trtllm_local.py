@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 from common.errors import BackendError, ConfigError
 from models.backends.base import Completion
 from models.backends.images import decode_data_url, split_content
-from models.backends.vllm_local import chat_kwargs, completion_from_request_output, sampling_kwargs
+from models.backends.vllm_local import (
+    chat_kwargs,
+    completion_from_request_output,
+    engine_errors,
+    sampling_kwargs,
+)
 
 if TYPE_CHECKING:
     from models.request import ChatRequest
@@ -72,12 +77,8 @@ class TRTLLMBackend:
         if self._llm is not None:
             return
         self._trt = import_trtllm()
-        try:
+        with engine_errors(f"tensorrt_llm could not load {self.engine}"):
             self._llm = self._trt.LLM(model=self.engine, **self.llm_kwargs)
-        except Exception as exc:
-            raise BackendError(
-                f"tensorrt_llm could not load {self.engine}: {type(exc).__name__}: {exc}"
-            ) from exc
 
     def sampling_params(self, request: ChatRequest) -> Any:
         self.load()
@@ -91,12 +92,8 @@ class TRTLLMBackend:
         params = self.sampling_params(request)
         inputs = prompt_inputs(request, self._llm.tokenizer.apply_chat_template)
         started = time.perf_counter()
-        try:
+        with engine_errors(f"tensorrt_llm {self.engine}: generation failed"):
             output = self._llm.generate(inputs, sampling_params=params)
-        except Exception as exc:
-            raise BackendError(
-                f"tensorrt_llm {self.engine}: generation failed: {type(exc).__name__}: {exc}"
-            ) from exc
         outputs = output if isinstance(output, list) else [output]
         return completion_from_request_output(outputs, "trtllm", self.engine, time.perf_counter() - started)
 

@@ -7,9 +7,11 @@ the installed version provides. vLLM is imported only in `load()`, never at impo
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -124,10 +126,8 @@ class VLLMBackend:
             return
         self._vllm = import_vllm()
         logger.info("loading %s in-process with %s", self.model, self.engine)
-        try:
+        with engine_errors(f"vllm could not load {self.model}"):
             self._llm = self._vllm.LLM(model=self.model, **self.engine)
-        except Exception as exc:  # vLLM raises many types (CUDA, config, download errors)
-            raise BackendError(f"vllm could not load {self.model}: {type(exc).__name__}: {exc}") from exc
 
     def sampling_params(self, request: ChatRequest) -> Any:
         self.load()
@@ -138,16 +138,24 @@ class VLLMBackend:
     def complete(self, request: ChatRequest) -> Completion:
         params = self.sampling_params(request)
         started = time.perf_counter()
-        try:
+        with engine_errors(f"vllm {self.model}: generation failed"):
             outputs = self._llm.chat(
                 request.messages(), sampling_params=params, use_tqdm=False, **chat_kwargs(request)
             )
-        except Exception as exc:
-            raise BackendError(f"vllm {self.model}: generation failed: {type(exc).__name__}: {exc}") from exc
         return completion_from_request_output(outputs, "vllm", self.model, time.perf_counter() - started)
 
     def close(self) -> None:
         self._llm = None
+
+
+@contextlib.contextmanager
+def engine_errors(what: str) -> Iterator[None]:
+    """Whatever an in-process engine raises in the block as one BackendError `WHAT: TYPE: MESSAGE`:
+    vLLM and TensorRT-LLM raise many types (CUDA, config, download errors), none of them ours."""
+    try:
+        yield
+    except Exception as exc:
+        raise BackendError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 def completion_from_request_output(outputs: Any, backend: str, model: str, latency_s: float) -> Completion:

@@ -33,16 +33,15 @@ def view_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _calibrate(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_dronecats("calibrate", *args, timeout_s=120)
+def _calibrate(source: object, out: Path, *more: str, pattern: str = "9x6") -> subprocess.CompletedProcess:
+    """`dronecats calibrate` of `source` against a board of 30 mm squares, the profile to `out`."""
+    args = ["--source", str(source), "--pattern", pattern, "--square-mm", "30", "--out", str(out)]
+    return run_dronecats("calibrate", *args, *more, timeout_s=120)
 
 
 def test_folder_calibration_writes_a_camera_profile(view_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "cam.yaml"
-    proc = _calibrate(
-        "--source", str(view_folder), "--pattern", "9x6", "--square-mm", "30", "--out", str(out),
-        "--min-views", "8", "--name", "testcam",
-    )  # fmt: skip
+    proc = _calibrate(view_folder, out, "--min-views", "8", "--name", "testcam")
     assert proc.returncode == 0, proc.stderr
     assert "accepted as view 1" in proc.stdout
     assert "blurry" in proc.stdout  # the blurred copy is judged and refused
@@ -63,10 +62,7 @@ def test_folder_calibration_writes_a_camera_profile(view_folder: Path, tmp_path:
 
 def test_wrong_pattern_exits_2_with_a_hint(view_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "cam.yaml"
-    proc = _calibrate(
-        "--source", str(view_folder), "--pattern", "10x7", "--square-mm", "30", "--out", str(out),
-        "--max-frames", "1",
-    )  # fmt: skip
+    proc = _calibrate(view_folder, out, "--max-frames", "1", pattern="10x7")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "board not found" in proc.stderr and "9x6 inner corners was detected" in proc.stderr
@@ -74,19 +70,13 @@ def test_wrong_pattern_exits_2_with_a_hint(view_folder: Path, tmp_path: Path) ->
 
 
 def test_too_few_views_exits_2(view_folder: Path, tmp_path: Path) -> None:
-    proc = _calibrate(
-        "--source", str(view_folder), "--pattern", "9x6", "--square-mm", "30",
-        "--out", str(tmp_path / "c.yaml"), "--min-views", "20",
-    )  # fmt: skip
+    proc = _calibrate(view_folder, tmp_path / "c.yaml", "--min-views", "20")
     assert proc.returncode == 2
     assert "too few views" in proc.stderr and "need at least 20" in proc.stderr
 
 
 def test_tello_source_not_available_yet(tmp_path: Path) -> None:
-    proc = _calibrate(
-        "--source", "tello://192.168.10.1", "--pattern", "9x6", "--square-mm", "30",
-        "--out", str(tmp_path / "c.yaml"),
-    )  # fmt: skip
+    proc = _calibrate("tello://192.168.10.1", tmp_path / "c.yaml")
     assert proc.returncode == 2
     assert "not available yet" in proc.stderr
 
@@ -94,10 +84,7 @@ def test_tello_source_not_available_yet(tmp_path: Path) -> None:
 def test_profile_drives_the_controller(view_folder: Path, tmp_path: Path) -> None:
     """The written YAML is what `--camera` takes: the controller turns toward the undistorted pixel."""
     out = tmp_path / "cam.yaml"
-    proc = _calibrate(
-        "--source", str(view_folder), "--pattern", "9x6", "--square-mm", "30", "--out", str(out),
-        "--min-views", "8",
-    )  # fmt: skip
+    proc = _calibrate(view_folder, out, "--min-views", "8")
     assert proc.returncode == 0, proc.stderr
     action = '{"action":"go","point":[100,100],"depth_m":5}'
     explained = run_dronecats("explain", "--camera", str(out), action)

@@ -4,8 +4,12 @@ against the built-in simulator's own path follower (what in-process runs use) at
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,6 +50,40 @@ def object_xyz(client, name: str) -> np.ndarray:
     return np.array([p.x_val, p.y_val, p.z_val])
 
 
+@dataclass(frozen=True)
+class MovingTarget:
+    """The record's moving target, placed in a running simulator, with the mover that drives it."""
+
+    vehicle: Any  # sim_bridge.airsim_vehicle.AirSimVehicle (imported where the simulator runs)
+    client: Any
+    mod: Any
+    name: str
+    obj: SceneObject
+    t0_s: float
+    mover: RouteMover
+    ref: Any  # the built-in simulator's MovingPath for the same route: the expected positions
+
+
+@contextlib.contextmanager
+def moving_target(port: int, record) -> Iterator[MovingTarget]:
+    """Set up `record` on the simulator at `port` over stock AirSim RPC, its first target starting
+    its route now; torn down and disconnected when the block ends."""
+    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
+
+    vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{port}/Drone1?api=airsim"))
+    client, mod = vehicle.client(), vehicle.module
+    done = set_up(client, mod, record, load_asset_map("builtin-strict"))
+    try:
+        name = done.names["ep_target"]
+        t0 = vehicle.sim_time_s()
+        obj = record.targets[0]
+        mover = RouteMover(name, list(obj.path or []), obj.speed_m_s or 0.0, t0)
+        yield MovingTarget(vehicle, client, mod, name, obj, t0, mover, reference(obj, t0))
+    finally:
+        tear_down(client, done)
+        vehicle.close()
+
+
 @pytest.fixture(scope="module")
 def lockstep_port():
     with sim_server("--scene", "residential", "--strict-airsim", "--clock-speed", "1000", "--paused") as port:
@@ -54,72 +92,51 @@ def lockstep_port():
 
 def test_lockstep_mover_follows_a_3d_route(lockstep_port: int) -> None:
     from common.clock import SimClock
-    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
 
     # a corner and a climb: 3-D interpolation, heading along each leg
     record = track_record([(-2.0, -1.0, 0.0), (2.0, -1.0, 0.0), (2.0, 2.0, -1.5)])
-    vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{lockstep_port}/Drone1?api=airsim"))
-    client, mod = vehicle.client(), vehicle.module
-    done = set_up(client, mod, record, load_asset_map("builtin-strict"))
-    try:
-        name = done.names["ep_target"]
-        t0 = vehicle.sim_time_s()
-        obj = record.targets[0]
-        mover = RouteMover(name, list(obj.path or []), obj.speed_m_s or 0.0, t0)
-        mover.place(client, mod, t0)
-        clock = SimClock(t0)
+    with moving_target(lockstep_port, record) as target:
+        vehicle, client, mover = target.vehicle, target.client, target.mover
+        mover.place(client, target.mod, target.t0_s)
+        clock = SimClock(target.t0_s)
         stepper = RpcStepper(vehicle, clock, [mover])
-        ref = reference(obj, t0)
         worst = 0.0
         for _ in range(60):  # 30 s of simulated time in 0.5 s advances
             stepper.advance(0.5)
             now = vehicle.sim_time_s()  # the server's own clock
             assert now == pytest.approx(clock.now(), abs=1e-6)
-            expected, _ = ref.at(now)
-            worst = max(worst, float(np.linalg.norm(object_xyz(client, name) - expected)))
+            expected, _ = target.ref.at(now)
+            worst = max(worst, float(np.linalg.norm(object_xyz(client, target.name) - expected)))
         assert worst <= TOLERANCE_M, worst
         assert worst < 1e-6  # placed at the very instant it is asked about
         assert mover.updates >= 30.0 / MAX_LOCKSTEP_CHUNK_S  # >= 10 Hz of simulated time
-        assert object_xyz(client, name)[2] == pytest.approx(-1.5)  # reached the end of the climb
-    finally:
-        tear_down(client, done)
-        vehicle.close()
+        assert object_xyz(client, target.name)[2] == pytest.approx(-1.5)  # reached the end of the climb
 
 
 def test_realtime_mover_follows_the_record_route() -> None:
-    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
-
     record = track_record()
-    with sim_server("--scene", "residential", "--strict-airsim", "--clock-speed", "1") as port:
-        vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{port}/Drone1?api=airsim"))
-        client, mod = vehicle.client(), vehicle.module
-        done = set_up(client, mod, record, load_asset_map("builtin-strict"))
-        try:
-            name = done.names["ep_target"]
-            t0 = vehicle.sim_time_s()
-            obj = record.targets[0]
-            mover = RouteMover(name, list(obj.path or []), obj.speed_m_s or 0.0, t0)
-            movers = RealTimeMovers(
-                [mover],
-                lambda: airsim.MultirotorClient(ip="127.0.0.1", port=port, timeout_value=30),
-                mod,
-                "Drone1",
-            )
-            movers.start()
-            ref = reference(obj, t0)
-            errors = []
-            wall0 = time.monotonic()
-            while time.monotonic() - wall0 < 3.0:
-                where = object_xyz(client, name)
-                now = vehicle.sim_time_s()
-                expected, _ = ref.at(now)
-                errors.append(float(np.linalg.norm(where - expected)))
-                time.sleep(0.05)
-            movers.stop()
-            assert movers.error is None
-            assert max(errors) <= TOLERANCE_M, max(errors)
-            assert mover.updates >= 3.0 * 10 * 0.8  # ~10 Hz (a loaded machine may miss a few)
-            assert object_xyz(client, name)[0] > obj.pose[0] + 0.5  # it did drive (0.3 m/s)
-        finally:
-            tear_down(client, done)
-            vehicle.close()
+    with (
+        sim_server("--scene", "residential", "--strict-airsim", "--clock-speed", "1") as port,
+        moving_target(port, record) as target,
+    ):
+        vehicle, client, mover = target.vehicle, target.client, target.mover
+        movers = RealTimeMovers(
+            [mover],
+            lambda: airsim.MultirotorClient(ip="127.0.0.1", port=port, timeout_value=30),
+            target.mod,
+            "Drone1",
+        )
+        movers.start()
+        errors = []
+        wall0 = time.monotonic()
+        while time.monotonic() - wall0 < 3.0:
+            where = object_xyz(client, target.name)
+            now = vehicle.sim_time_s()
+            expected, _ = target.ref.at(now)
+            errors.append(float(np.linalg.norm(where - expected)))
+            time.sleep(0.05)
+        movers.stop()
+        assert movers.error is None
+        assert max(errors) <= TOLERANCE_M, max(errors)
+        assert mover.updates >= 3.0 * 10 * 0.8  # ~10 Hz (a loaded machine may miss a few)
+        assert object_xyz(client, target.name)[0] > target.obj.pose[0] + 0.5  # it did drive (0.3 m/s)

@@ -58,8 +58,7 @@ def test_failsafe_log_disk_fills_mid_flight_frames_stop_the_flight_goes_on(sim, 
         filler = disk / "filler"
         filler.write_bytes(b"\0" * (os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize - FREE_BYTES))
         log_dir = disk / "flight"
-        wait_until(lambda: poses.samples, 5.0)
-        x_start, _, ground_z = poses.latest()
+        x_start, _, ground_z = poses.wait_first()
         drone = onboard(port, log_dir, "--set", "t_max_s=25", out_dir=tmp_path)
         try:
             assert drone.wait(timeout=120) == 0, describe(log_dir, tmp_path)
@@ -115,8 +114,7 @@ def test_failsafe_read_only_log_dir_refuses_to_arm_with_one_line(sim, tmp_path) 
         log_dir.chmod(0o555)
         mount = contextlib.nullcontext(log_dir)
     with mount, PoseRecorder(port) as poses:
-        wait_until(lambda: poses.samples, 5.0)
-        ground_z = poses.latest()[2]
+        ground_z = poses.wait_first()[2]
         result = run_dronecats(
             *baseline_onboard_args(f"airsim://127.0.0.1:{port}/Drone1", log_dir), timeout_s=120
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +35,14 @@ SAFETY = ["--set", f"safety.link_lost_hold_s={HOLD_S}", "--set", f"safety.link_l
 def sim():
     with sim_server("--scene", "residential") as port:
         yield port, airsim_client(port)
+
+
+def fresh_flight(sim, tmp_path: Path) -> tuple[int, int, Path]:
+    """The world reset with the car 40 m ahead; the simulator's port, a free base port for the link
+    and the drone's log dir."""
+    port, client = sim
+    reset_world(client, target_x_m=40.0)
+    return port, free_base_port(), tmp_path / "flight"
 
 
 def ground_station(base: int, out) -> subprocess.Popen:
@@ -93,13 +102,9 @@ def assert_held_then_landed(log_dir, poses, ground_z: float, reference_t: float 
 
 @pytest.mark.slow
 def test_failsafe_link_killed_mid_flight_holds_then_lands(sim, tmp_path) -> None:
-    port, client = sim
-    reset_world(client, target_x_m=40.0)
-    base = free_base_port()
-    log_dir = tmp_path / "flight"
+    port, base, log_dir = fresh_flight(sim, tmp_path)
     with PoseRecorder(port) as poses, open(tmp_path / "gs.out", "w") as gs_out:
-        wait_until(lambda: poses.samples, 5.0)
-        ground_z = poses.latest()[2]
+        ground_z = poses.wait_first()[2]
         drone = onboard(
             port, log_dir, "--gs", f"tcp://127.0.0.1:{base}", *SAFETY, "--set", "t_max_s=90", instruction=""
         )
@@ -126,13 +131,9 @@ def test_failsafe_link_killed_mid_flight_holds_then_lands(sim, tmp_path) -> None
 
 @pytest.mark.slow
 def test_failsafe_link_that_never_comes_up_holds_then_lands(sim, tmp_path) -> None:
-    port, client = sim
-    reset_world(client, target_x_m=40.0)
-    base = free_base_port()
-    log_dir = tmp_path / "flight"
+    port, base, log_dir = fresh_flight(sim, tmp_path)
     with PoseRecorder(port) as poses:
-        wait_until(lambda: poses.samples, 5.0)
-        ground_z = poses.latest()[2]
+        ground_z = poses.wait_first()[2]
         drone = onboard(port, log_dir, "--gs", f"tcp://127.0.0.1:{base}", *SAFETY, "--set", "t_max_s=90")
         try:
             assert drone.wait(timeout=90) == 0, describe(log_dir)

@@ -114,6 +114,11 @@ class PoseRecorder:
         _, x, y, z = self.samples[-1]
         return x, y, z
 
+    def wait_first(self, timeout_s: float = 5.0) -> tuple[float, float, float]:
+        """The pose once the first sample is in (the thread starts with the `with` block)."""
+        wait_until(lambda: self.samples, timeout_s)
+        return self.latest()
+
 
 def jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line parses (a line cut in half would raise here)."""

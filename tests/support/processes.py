@@ -12,6 +12,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+# Re-exported: tests stop their processes the way the library does (SIGTERM, grace, SIGKILL).
+from common.procs import stop_process as stop_process
 from tests.support import ROOT
 
 
@@ -77,16 +79,6 @@ def sim_server(
         yield int(listening.rsplit(":", 1)[1])
     finally:
         stop_process(proc)
-
-
-def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    """Terminate a process a test started; kill it when it does not exit within timeout_s."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def wait_for(predicate: Callable[[], object], timeout_s: float = 5.0, interval_s: float = 0.01) -> bool:
