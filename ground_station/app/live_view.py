@@ -13,11 +13,35 @@ from PyQt6.QtCore import QObject, QTimer
 from PyQt6.QtWidgets import QLabel
 
 from ground_station.app.metrics import LoopMonitor, Metrics, percentile
-from ground_station.app.plots import TelemetryPlots
 from ground_station.app.supervision import DroneSupervisor
 from ground_station.app.views import Views
 from ground_station.fleet.client import FleetClient
 from ground_station.fleet.structures import Structure
+
+
+class StatusFigures:
+    """The status bar's line: the running structure, whether orders are paused, and the app's own
+    latency figures (frame age p95 and event-loop stall p99)."""
+
+    def __init__(
+        self, label: QLabel, fleet: FleetClient, metrics: Metrics, loop_monitor: LoopMonitor
+    ) -> None:
+        self.label = label
+        self.fleet = fleet
+        self.metrics = metrics
+        self.loop_monitor = loop_monitor
+
+    def show(self, structure: Structure | None) -> None:
+        age = percentile(list(self.metrics.frame_age_s)[-500:], 95)
+        stall = percentile(list(self.loop_monitor.stalls_s)[-3000:], 99)
+        name = structure.name if structure is not None else "none"
+        paused = f" (orders paused: {self.fleet.orders_paused})" if self.fleet.orders_paused else ""
+        self.label.setText(
+            f"structure: {name}{paused} · frame age p95 "
+            + (f"{age * 1000:.0f} ms" if age is not None else "?")
+            + " · event-loop stall p99 "
+            + (f"{stall * 1000:.0f} ms" if stall is not None else "?")
+        )
 
 
 class LiveView(QObject):
@@ -30,10 +54,7 @@ class LiveView(QObject):
         fleet: FleetClient,
         views: Views,
         supervisor: DroneSupervisor,
-        plots: TelemetryPlots,
-        figures: QLabel,
-        metrics: Metrics,
-        loop_monitor: LoopMonitor,
+        figures: StatusFigures,
         structure: Callable[[], Structure | None],
         parent: QObject | None = None,
     ) -> None:
@@ -42,10 +63,7 @@ class LiveView(QObject):
         self.fleet = fleet
         self.views = views
         self.supervisor = supervisor
-        self.plots = plots
         self.figures = figures
-        self.metrics = metrics
-        self.loop_monitor = loop_monitor
         self.structure = structure
         self._map_image: Any = None
         self._map_lock = threading.Lock()
@@ -62,24 +80,15 @@ class LiveView(QObject):
             view.set_drone(drone_id, pose, list(snap.trail), snap.is_stale(now, self.fleet.stale_after_s))
             if snap.home is not None:
                 view.homes[drone_id] = snap.home
-            self.plots.add(drone_id, snap, now)
-        if self.plots.isVisible():
-            self.plots.update()
+            self.views.plots.add(drone_id, snap, now)
+        if self.views.plots.isVisible():
+            self.views.plots.update()
         view.update()
         structure = self.structure()
         if getattr(structure, "map_image_source", None) is not None:  # a model commander reads it
             with self._map_lock:
                 self._map_image = view.render_bgr()
-        age = percentile(list(self.metrics.frame_age_s)[-500:], 95)
-        stall = percentile(list(self.loop_monitor.stalls_s)[-3000:], 99)
-        name = structure.name if structure is not None else "none"
-        paused = f" (orders paused: {self.fleet.orders_paused})" if self.fleet.orders_paused else ""
-        self.figures.setText(
-            f"structure: {name}{paused} · frame age p95 "
-            + (f"{age * 1000:.0f} ms" if age is not None else "?")
-            + " · event-loop stall p99 "
-            + (f"{stall * 1000:.0f} ms" if stall is not None else "?")
-        )
+        self.figures.show(structure)
 
     def map_image(self) -> Any:
         """For the commander's worker thread: the newest map rendered on the GUI thread."""

@@ -30,7 +30,6 @@ from PyQt6.QtCore import Qt, QTimer
 from PyQt6.QtGui import QKeySequence, QShortcut
 from PyQt6.QtWidgets import (
     QApplication,
-    QComboBox,
     QFileDialog,
     QGridLayout,
     QLabel,
@@ -48,16 +47,16 @@ from ground_station.app.bridge import FleetBridge
 from ground_station.app.commands import OperatorCommands
 from ground_station.app.events import FleetEventView
 from ground_station.app.goto import GotoControl
-from ground_station.app.live_view import LiveView
+from ground_station.app.live_view import LiveView, StatusFigures
 from ground_station.app.map_view import DRONE_COLOURS, MapView
 from ground_station.app.metrics import LoopMonitor, Metrics
 from ground_station.app.panels import DeclarationLog, InstructionPanel, OrderHistory, SafetyBar
 from ground_station.app.plots import TelemetryPlots
+from ground_station.app.safety_commands import SafetyCommands
 from ground_station.app.supervision import DroneSupervisor
 from ground_station.app.tiles import DroneTile
 from ground_station.app.views import Views
 from ground_station.fleet.client import FleetClient
-from ground_station.fleet.lifecycle import LifeState
 from ground_station.fleet.structures import Structure
 
 log = logging.getLogger(__name__)
@@ -65,10 +64,11 @@ log = logging.getLogger(__name__)
 
 class MainWindow(QMainWindow):
     """Builds the layout and composes the controllers that do the work, each with one job:
-    DroneSupervisor (each drone's life on its tile, and its alerts), FleetEventView (fleet events
-    into the panels), OperatorCommands (safety, instruction/structure, judgement, re-launch),
-    GotoControl (GoTo from the map) and LiveView (the periodic refresh). FleetBridge's signals and
-    the refresh timer are connected straight to their slots."""
+    DroneSupervisor (each drone's life on its tile, its alerts and its re-launch), FleetEventView
+    (fleet events into the panels), SafetyCommands (e-stop, hold, land, return home),
+    OperatorCommands (instruction or structure, judgement), GotoControl (GoTo from the map) and
+    LiveView (the periodic refresh). FleetBridge's signals and the refresh timer are connected
+    straight to their slots."""
 
     def __init__(
         self,
@@ -85,7 +85,6 @@ class MainWindow(QMainWindow):
         self.loop_monitor = LoopMonitor()
         self.bridge = FleetBridge(fleet)
         self.launcher = launcher
-        self.operator = _operator_name()
         self.alerts = AlertModel(beep=beep)
         self.colours = {d: DRONE_COLOURS[i % len(DRONE_COLOURS)] for i, d in enumerate(fleet.drone_ids)}
 
@@ -124,7 +123,14 @@ class MainWindow(QMainWindow):
         self.figures.setObjectName("figures")
 
         views = Views(
-            self.tiles, self.safety, self.map, self.instruction, self.orders, self.declarations, self.alerts
+            self.tiles,
+            self.safety,
+            self.map,
+            self.instruction,
+            self.orders,
+            self.declarations,
+            self.alerts,
+            self.plots,
         )
         self.supervisor = DroneSupervisor(fleet, views, launcher)
         self.events = FleetEventView(views, self.supervisor)
@@ -132,25 +138,19 @@ class MainWindow(QMainWindow):
             fleet,
             views,
             self.supervisor,
-            self.plots,
-            self.figures,
-            self.metrics,
-            self.loop_monitor,
+            StatusFigures(self.figures, fleet, self.metrics, self.loop_monitor),
             structure=lambda: self.commands.structure,
             parent=self,
         )
-        self.commands = OperatorCommands(
-            fleet,
-            self.bridge,
-            views,
-            self.supervisor,
-            self.metrics,
-            self.operator,
-            self.live.map_image,
-            launcher,
-        )
+        self.safety_commands = SafetyCommands(fleet, self.bridge, views, self.metrics)
+        self.commands = OperatorCommands(fleet, self.bridge, views, self.live.map_image)
+        self.operator = self.commands.operator
         self.goto = GotoControl(fleet, self.bridge, views)
         self.map.on_pick = self.goto.on_picked
+        # What the controllers own, under the names callers use (the same objects, never replaced).
+        self.life = self.supervisor.life
+        self.goto_drone = self.goto.drone
+        self.goto_pick = self.goto.pick
         self._lay_out()
 
         for kind, _, keys in SafetyBar.ACTIONS:
@@ -162,9 +162,10 @@ class MainWindow(QMainWindow):
 
         self.bridge.fleet_event.connect(self.events.on_event)
         self.bridge.frame_ready.connect(self.events.on_frame)
+        self.bridge.done.connect(self.safety_commands.on_done)
         self.bridge.done.connect(self.commands.on_done)
         self.bridge.done.connect(self.goto.on_done)
-        self.bridge.ack_ready.connect(self.commands.on_ack)
+        self.bridge.ack_ready.connect(self.safety_commands.on_ack)
         self.refresh_timer = self.live.timer
         self.refresh_timer.start()
         self.resize(1280, 800)
@@ -222,22 +223,10 @@ class MainWindow(QMainWindow):
         shortcut.setContext(Qt.ShortcutContext.ApplicationShortcut)
         shortcut.activated.connect(slot)
 
-    # ---- what the controllers own, under the names callers use -------------------------------------
+    # ---- what the controllers replace while running, under the names callers use ----------------
     @property
     def structure(self) -> Structure | None:
         return self.commands.structure
-
-    @property
-    def life(self) -> dict[str, LifeState]:
-        return self.supervisor.life
-
-    @property
-    def goto_drone(self) -> QComboBox:
-        return self.goto.drone
-
-    @property
-    def goto_pick(self) -> QPushButton:
-        return self.goto.pick
 
     @property
     def goto_confirm(self) -> QMessageBox | None:
@@ -245,10 +234,10 @@ class MainWindow(QMainWindow):
 
     # ---- slots the widgets call (built before the controllers that handle them) --------------------
     def on_safety(self, kind: str, drone: str | None) -> None:
-        self.commands.on_safety(kind, drone)
+        self.safety_commands.on_safety(kind, drone)
 
     def on_relaunch(self, drone: str) -> None:
-        self.commands.on_relaunch(drone)
+        self.supervisor.relaunch(drone)
 
     def on_send(self, text: str, target: str, structure: str, model: str) -> None:
         self.commands.on_send(text, target, structure, model)
@@ -296,15 +285,6 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
         self.shutdown()
         super().closeEvent(event)
-
-
-def _operator_name() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:  # no user name in this environment
-        return "operator"
 
 
 def send_when_linked(window: MainWindow, timeout_s: float = 120.0) -> None:

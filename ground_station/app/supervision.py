@@ -1,9 +1,11 @@
 """Each drone's life as the operator sees it: its tile refreshed from the fleet state and its
-process's end, and an alert whenever that life, its own safety layer or its link changes."""
+process's end, an alert whenever that life, its own safety layer or its link changes, and the
+re-launch of its process."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from ground_station.app.views import Views
@@ -19,7 +21,7 @@ class DroneSupervisor:
     alert is raised once per change, not once per refresh."""
 
     def __init__(self, fleet: FleetClient, views: Views, launcher: Any = None) -> None:
-        """`launcher`: the SimFleet that started the drones (exit_info), or None."""
+        """`launcher`: the SimFleet that started the drones (exit_info, relaunch), or None."""
         self.fleet = fleet
         self.views = views
         self.launcher = launcher
@@ -62,10 +64,24 @@ class DroneSupervisor:
         self._safety_seen[drone_id] = safety
         return snap
 
-    def relaunched(self, drone: str) -> None:
-        """Its previous process's end no longer describes it: clear the log lines its tile shows."""
-        self.views.tiles[drone].show_problem([])
+    def relaunch(self, drone: str) -> None:
+        """The operator's re-launch of a drone's process (from its tile): what its previous process
+        showed and said (its end, its last log lines, its telemetry) no longer describes it."""
+        if self.launcher is None:
+            return
+        try:
+            self.launcher.relaunch(drone)
+            self.fleet.forget_telemetry(drone)
+        except Exception as exc:
+            self.views.alerts.raise_alert("error", drone, f"cannot re-launch: {exc}", key="relaunch")
+            return
+        tile = self.views.tiles[drone]
+        tile.show_problem([])
         self._problem_shown.pop(drone, None)
+        tile.show_ack("re-launched: waiting for it to report …")
+        self.refresh_tile(drone, time.monotonic())  # "connecting" now, not the last launch's end
+        self.views.alerts.raise_alert("info", drone, "re-launched", key="relaunch")
+        self.views.orders.add(f"{drone} re-launched by the operator")
 
     def _life_alert(self, drone: str, previous: LifeState, life: LifeState) -> None:
         alerts = self.views.alerts

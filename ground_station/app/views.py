@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ground_station.app.alerts import AlertModel
 from ground_station.app.map_view import MapView
 from ground_station.app.panels import DeclarationLog, InstructionPanel, OrderHistory, SafetyBar
+from ground_station.app.plots import TelemetryPlots
 from ground_station.app.tiles import DroneTile
 from ground_station.fleet.client import SAFETY_COMMANDS
 from ground_station.fleet.state import AckRecord
@@ -28,6 +29,7 @@ class Views:
     orders: OrderHistory
     declarations: DeclarationLog
     alerts: AlertModel
+    plots: TelemetryPlots
 
 
 def ack_text(kind: str, ack: AckRecord) -> str:

@@ -121,7 +121,7 @@ class FleetClient:
             on_link=self.intake.on_link,
         )
         self._acks = AckFanOut(self.state, self.link.send_command_async)
-        self._relay = TrafficRelay(self.state, ids, stale_after_s, traffic_hz, self.link.send_traffic)
+        self._relay = TrafficRelay(self.state, stale_after_s, traffic_hz, self.link.send_traffic)
         self._started = False
 
     # ---- lifecycle -------------------------------------------------------------------------------

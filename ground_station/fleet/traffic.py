@@ -20,13 +20,11 @@ class TrafficRelay:
     def __init__(
         self,
         state: FleetState,
-        drone_ids: list[str],
         stale_after_s: float,
         traffic_hz: float,
         send: Callable[[str, Traffic], None],
     ) -> None:
         self.state = state
-        self.drone_ids = drone_ids
         self.stale_after_s = stale_after_s
         self.traffic_hz = traffic_hz
         self._send = send
@@ -67,5 +65,5 @@ class TrafficRelay:
         period_s = 1.0 / self.traffic_hz
         while not self._stop.wait(period_s):
             now_s = time.monotonic()
-            for drone_id in self.drone_ids:
+            for drone_id in self.state.drones:  # its keys are the fleet's drones, fixed at its start
                 self._send(drone_id, self.traffic_for(drone_id, now_s))
