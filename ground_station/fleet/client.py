@@ -2,20 +2,19 @@
 
 Commands are acked by each drone (common.link); the safety commands go to every drone at once and
 return one AckRecord per drone, so the operator sees exactly who confirmed. Nothing here blocks the
-link's I/O thread: its callbacks only update FleetState.
+link's I/O thread: its callbacks (FleetIntake) only update FleetState. The jobs are split: FleetIntake
+records what the drones send, AckFanOut sends a command to several drones and records their acks,
+TrafficRelay tells each drone where the others are; FleetClient composes them with the operator's
+commands.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from concurrent.futures import CancelledError, Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,16 +22,14 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from common import messages, wire
+from common import messages
 from common.actions import Action, action_to_dict
-from common.errors import ConfigError, LinkError
-from common.link import CurveClient, DroneEndpoint, GroundLink, GroundLinkConfig, Insecure, LinkEvent
+from common.errors import ConfigError
+from common.link import CurveClient, DroneEndpoint, GroundLink, GroundLinkConfig, Insecure
 from common.messages import (
     Ack,
     Body,
-    Declaration,
     EStop,
-    FrameMeta,
     GoTo,
     Hold,
     Instruction,
@@ -42,22 +39,13 @@ from common.messages import (
     Order,
     RemoteAction,
     ReturnHome,
-    Step,
-    Telemetry,
     Traffic,
-    TrafficEntry,
 )
+from ground_station.fleet.acks import AckFanOut
 from ground_station.fleet.geo import GeoPoint, ned_from_geo
-from ground_station.fleet.state import (
-    AckRecord,
-    DeclarationRecord,
-    FleetState,
-    FrameRecord,
-    OrderRecord,
-    StepRecord,
-)
-
-log = logging.getLogger(__name__)
+from ground_station.fleet.intake import FleetIntake
+from ground_station.fleet.state import AckRecord, FleetState, FrameRecord, OrderRecord
+from ground_station.fleet.traffic import TrafficRelay
 
 SAFETY_COMMANDS = {"estop": EStop, "hold": Hold, "land": Land, "return_home": ReturnHome}
 
@@ -120,17 +108,20 @@ class FleetClient:
         # Set by a fleet-wide e-stop, hold, land or return home: the commander and the one-context
         # model give no more orders until the operator starts a structure again (resume_orders).
         self.orders_paused: str | None = None
-        self._relay_stop = threading.Event()
-        self._relay: threading.Thread | None = None
+        # The link is built with the intake's callbacks; the intake reads the link's clock offsets
+        # only when a frame arrives, by which time `self.link` exists.
+        self.intake = FleetIntake(self.state, lambda drone_id: self.link.clock_offset(drone_id))
         self.link = GroundLink(
             config or GroundLinkConfig(),
             security if security is not None else Insecure(),
-            on_telemetry=self._on_telemetry,
-            on_frame=self._on_frame,
-            on_step=self._on_step,
-            on_declaration=self._on_declaration,
-            on_link=self._on_link,
+            on_telemetry=self.intake.on_telemetry,
+            on_frame=self.intake.on_frame,
+            on_step=self.intake.on_step,
+            on_declaration=self.intake.on_declaration,
+            on_link=self.intake.on_link,
         )
+        self._acks = AckFanOut(self.state, self.link.send_command_async)
+        self._relay = TrafficRelay(self.state, stale_after_s, traffic_hz, self.link.send_traffic)
         self._started = False
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -140,46 +131,18 @@ class FleetClient:
             self.link.add_drone(address.to_endpoint())
         self._started = True
         if self.traffic_hz > 0 and len(self.drone_ids) > 1:
-            self._relay_stop.clear()
-            self._relay = threading.Thread(target=self._relay_traffic, name="traffic-relay", daemon=True)
             self._relay.start()
         return self
 
     def close(self) -> None:
         if self._started:
-            self._relay_stop.set()
-            if self._relay is not None:
-                self._relay.join(timeout=5)
-                self._relay = None
+            self._relay.stop()
             self.link.close()
             self._started = False
 
-    # ---- traffic relay ---------------------------------------------------------------------------
     def traffic_for(self, drone_id: str, now_s: float | None = None) -> Traffic:
         """What `drone_id` is sent: every other drone whose telemetry is fresh (not stale), as heard."""
-        now_s = time.monotonic() if now_s is None else now_s
-        entries = []
-        with self.state.lock:
-            for other, state in self.state.drones.items():
-                t, received_s = state.telemetry, state.telemetry_received_s
-                if other == drone_id or t is None or received_s is None:
-                    continue
-                if state.is_stale(now_s, self.stale_after_s):
-                    continue
-                p = t.pose_ned
-                entries.append(
-                    TrafficEntry(
-                        other, (p.x_m, p.y_m, p.z_m), t.velocity_ned_m_s, max(0.0, now_s - received_s)
-                    )
-                )
-        return Traffic(tuple(entries))
-
-    def _relay_traffic(self) -> None:
-        period_s = 1.0 / self.traffic_hz
-        while not self._relay_stop.wait(period_s):
-            now_s = time.monotonic()
-            for drone_id in self.drone_ids:
-                self.link.send_traffic(drone_id, self.traffic_for(drone_id, now_s))
+        return self._relay.traffic_for(drone_id, now_s)
 
     def __enter__(self) -> FleetClient:
         return self.start()
@@ -212,68 +175,9 @@ class FleetClient:
         wait_s: float = 10.0,
         on_ack: Callable[[AckRecord], None] | None = None,
     ) -> dict[str, AckRecord]:
-        """Send `command` to every drone named (all by default) at once; one AckRecord each.
-
-        Each ack is timed when it arrives (on the link's I/O thread, as the future completes), not
-        when this call gets round to reading it: one unreachable drone delays nobody else's figure.
-        Every ack is recorded, announced (an "ack" event) and passed to `on_ack` as it arrives; the
-        call returns once all have arrived or given up.
-        """
-        targets = list(drones or self.drone_ids)
-        started = time.monotonic()
-        records: dict[str, AckRecord] = {}
-        all_done = threading.Event()
-        lock = threading.Lock()
-
-        def arrived(drone_id: str, future: Future[Ack]) -> None:
-            latency_s = time.monotonic() - started
-            try:
-                ack = future.result(timeout=0)
-                record = AckRecord(drone_id, command.TYPE, ack.result, ack.reason, latency_s)
-            except (LinkError, FutureTimeout, CancelledError) as exc:
-                why = str(exc) or type(exc).__name__
-                record = AckRecord(drone_id, command.TYPE, "no ack", why, latency_s)
-            self._record_ack(record, on_ack)
-            with lock:
-                records[drone_id] = record
-                if len(records) == len(targets):
-                    all_done.set()
-
-        futures = {d: self.link.send_command_async(d, command) for d in targets}
-        for drone_id, future in futures.items():
-            future.add_done_callback(functools.partial(arrived, drone_id))
-        if not all_done.wait(timeout=wait_s):
-            for drone_id, future in futures.items():
-                future.cancel()  # the link's own retries gave up later than wait_s: stop waiting
-                with lock:
-                    missing = drone_id not in records
-                if missing:
-                    record = AckRecord(
-                        drone_id, command.TYPE, "no ack", f"no answer within {wait_s:g} s", wait_s
-                    )
-                    self._record_ack(record, on_ack)
-                    with lock:
-                        records.setdefault(drone_id, record)
-        with lock:
-            return {d: records[d] for d in targets}
-
-    def _record_ack(self, record: AckRecord, on_ack: Callable[[AckRecord], None] | None) -> None:
-        with self.state.lock:
-            self.state.drones[record.drone].acks[record.command] = record
-        self.state.emit(
-            "ack",
-            record.drone,
-            record,
-            command=record.command,
-            result=record.result,
-            reason=record.reason,
-            latency_s=round(record.latency_s, 4),
-        )
-        if on_ack is not None:
-            try:
-                on_ack(record)
-            except Exception:  # a broken view must not break the link thread
-                log.exception("on_ack failed for %s", record.drone)
+        """Send `command` to every drone named (all by default) at once; one AckRecord each, timed
+        when it arrives (see AckFanOut.fan_out); returns once all have arrived or given up."""
+        return self._acks.fan_out(command, list(drones or self.drone_ids), wait_s, on_ack)
 
     def safety(
         self,
@@ -418,121 +322,6 @@ class FleetClient:
         command = RemoteAction(action, call_id, frame.seq, frame.pose, frame.capture_time_s, raw)
         self.state.emit("remote_action", drone_id, action=action_to_dict(action), call_id=call_id)
         return self.link.send_command_async(drone_id, command)
-
-    # ---- link callbacks (I/O thread: update state, return) ----------------------------------------
-    def _on_telemetry(self, drone_id: str, envelope: wire.Envelope, body: Telemetry) -> None:
-        now_s = time.monotonic()
-        with self.state.lock:
-            drone = self.state.drones[drone_id]
-            drone.telemetry = body
-            drone.telemetry_received_s = now_s
-            if drone.home is None:
-                # Its take-off spot: where it first reports from (it climbs straight up), on the
-                # ground of its local frame (z = 0 there: the vehicle's origin, as the tiles' alt).
-                drone.home = (body.pose_ned.x_m, body.pose_ned.y_m, 0.0)
-            drone.trail.append((body.pose_ned.x_m, body.pose_ned.y_m))
-        self.state.emit("telemetry", drone_id, body)
-
-    def _on_frame(self, drone_id: str, envelope: wire.Envelope, meta: FrameMeta, jpeg: bytes) -> None:
-        now_s = time.monotonic()
-        offset = self.link.clock_offset(drone_id)
-        capture_ground_s = offset.to_ground_time(meta.capture_time_s) if offset.ready else meta.capture_time_s
-        record = FrameRecord(
-            meta.frame_seq,
-            meta.capture_time_s,
-            meta.pose_ned,
-            jpeg,
-            meta.width_px,
-            meta.height_px,
-            now_s,
-            capture_ground_s,
-        )
-        with self.state.lock:
-            self.state.drones[drone_id].frames.append(record)
-            # Frames travel on their own socket: a declaration can arrive before the frame it names.
-            waiting = [
-                d
-                for d in self.state.declarations
-                if d.drone == drone_id and d.thumbnail_jpeg is None and d.frame_seq <= meta.frame_seq
-            ]
-            for declaration in waiting:
-                declaration.thumbnail_jpeg = jpeg
-        self.state.emit("frame", drone_id, record)
-        for declaration in waiting:
-            self.state.emit("declaration_frame", drone_id, declaration)
-
-    def _on_step(self, drone_id: str, envelope: wire.Envelope, body: Step) -> None:
-        record = StepRecord(
-            body.t_s,
-            body.frame_seq,
-            body.action,
-            body.raw,
-            body.call_id,
-            body.executed,
-            body.latencies_s.get("model_s"),
-            body.malformed_reason,
-            time.monotonic(),
-            body.order_id,
-            body.order_steps_left,
-        )
-        with self.state.lock:
-            drone = self.state.drones[drone_id]
-            drone.steps.append(record)
-            drone.step_count += 1
-            if body.executed and body.action is not None:
-                drone.history.append(body.action)
-                del drone.history[:-20]
-                order = drone.order
-                # The drone counts the order's steps itself (it holds when the order expires); the
-                # step says which order it ran under and how many steps that order has left.
-                if (
-                    order is not None
-                    and body.order_id == order.order_id
-                    and body.order_steps_left is not None
-                ):
-                    order.steps_used = order.expires_after_steps - body.order_steps_left
-        self.state.emit(
-            "step",
-            drone_id,
-            record,
-            t_s=round(body.t_s, 3),
-            action=None if body.action is None else action_to_dict(body.action),
-            call_id=body.call_id,
-            executed=body.executed,
-        )
-
-    def _on_declaration(self, drone_id: str, envelope: wire.Envelope, body: Declaration) -> None:
-        with self.state.lock:
-            frame = self.state.drones[drone_id].frame(body.frame_seq)
-            record = DeclarationRecord(
-                body.declaration_id,
-                drone_id,
-                body.t_s,
-                body.pose_ned,
-                body.frame_seq,
-                body.distance_m,
-                body.bbox_distance_m,
-                body.visible,
-                frame.jpeg if frame is not None else None,
-                time.time(),
-            )
-            self.state.declarations.append(record)
-        self.state.emit(
-            "declaration",
-            drone_id,
-            record,
-            declaration_id=body.declaration_id,
-            t_s=round(body.t_s, 3),
-            distance_m=body.distance_m,
-            visible=body.visible,
-            pose=body.pose_ned.as_list(),
-        )
-
-    def _on_link(self, event: LinkEvent) -> None:
-        with self.state.lock:
-            if event.peer in self.state.drones:
-                self.state.drones[event.peer].link_state = event.state
-        self.state.emit("link", event.peer, event, state=event.state, silence_s=round(event.silence_s, 3))
 
     # ---- session log ------------------------------------------------------------------------------
     def export_session(self, path: str | Path) -> Path:
