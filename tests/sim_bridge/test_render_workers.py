@@ -174,7 +174,7 @@ def test_a_worker_builds_a_scene_and_cameras_not_a_world() -> None:
     circle): read from the sources, every import (also those inside functions or for types only)."""
     import ast
 
-    sim = Path(__file__).resolve().parent.parent / "sim_bridge" / "sim"
+    sim = Path(__file__).resolve().parents[2] / "sim_bridge" / "sim"
 
     def imports(module: str) -> set[str]:
         tree = ast.parse((sim / f"{module}.py").read_text())
