@@ -168,7 +168,7 @@ class Commands:
         why = None if force else ap.prearm_failure()
         if why is not None:
             ap.statustext(m.MAV_SEVERITY_CRITICAL, why)
-            return ap.flavour.arming_refused(m)
+            return ap.flavour.arming_refused_result
         ap.arm()
         if ap.px4 and ap.main_mode == PX4_AUTO and ap.sub_mode == PX4_AUTO_TAKEOFF:
             self.manoeuvres.start_takeoff(ap.params.get("MIS_TAKEOFF_ALT"))

@@ -11,11 +11,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from sim_bridge.emulators.mavlink_emulator.airframe import Airframe
-from sim_bridge.emulators.mavlink_emulator.config import MavlinkEmulatorConfig
-from sim_bridge.emulators.mavlink_emulator.flavour import Flavour
+from sim_bridge.emulators.mavlink_emulator.config import MavlinkEmulatorConfig as EmulatorConfig
+from sim_bridge.emulators.mavlink_emulator.flavour import Setting, flavour_for
 from sim_bridge.emulators.mavlink_emulator.link import MavLink
 from sim_bridge.emulators.mavlink_emulator.protocol import (
     APM_ARMABLE,
@@ -41,27 +40,19 @@ class Flight:
 
 
 class Autopilot:
-    def __init__(
-        self,
-        config: MavlinkEmulatorConfig,
-        link: MavLink,
-        airframe: Airframe,
-        params: ParamStore,
-        flavour: Flavour,
-        m: Any,
-    ) -> None:
+    def __init__(self, config: EmulatorConfig, link: MavLink, airframe: Airframe, params: ParamStore) -> None:
         self.config = config
         self.link = link
         self.airframe = airframe
         self.params = params
-        self.flavour = flavour
-        self.m = m  # pymavlink's dialect module (enums)
-        self.px4 = flavour.px4
+        self.flavour = flavour_for(config.dialect)
+        self.m = link.m  # pymavlink's dialect module (enums)
+        self.px4 = self.flavour.px4
         self.vehicle = airframe.vehicle
         self.armed = False
         self.armed_s = 0.0
         self.landed_s: float | None = None
-        self.main_mode, self.sub_mode = flavour.initial_mode(config.rc_present)
+        self.main_mode, self.sub_mode = self.flavour.initial_mode(config.rc_present)
         self.failsafes: list[str] = []
         self.last_setpoint_s: float | None = None
         self.setpoints = 0
@@ -75,6 +66,10 @@ class Autopilot:
         self.flew = False  # took off since arming (else COM_DISARM_PRFLT disarms)
 
     # ---- reading the state
+    def setting(self, setting: Setting) -> float:
+        """One of the flavour's settings, from the parameters as they are now."""
+        return setting.read(self.params)
+
     @property
     def mode_name(self) -> str:
         return self.flavour.mode_name(self.main_mode, self.sub_mode)
@@ -85,7 +80,7 @@ class Autopilot:
     def gcs_ok(self, now: float) -> bool:
         if self.last_gcs_heartbeat_s is None:
             return False
-        return now - self.last_gcs_heartbeat_s <= self.flavour.gcs_timeout_s()
+        return now - self.last_gcs_heartbeat_s <= self.setting(self.flavour.gcs_timeout_s)
 
     def offboard_available(self, now: float) -> bool:
         # offboardCheck.cpp: the newest offboard_control_mode must be younger than COM_OF_LOSS_T
@@ -141,7 +136,7 @@ class Autopilot:
         self.airframe.hover()
 
     def land(self) -> None:
-        self.airframe.land(self.flavour.land_speed_m_s())
+        self.airframe.land(self.setting(self.flavour.land_speed_m_s))
 
     def arm(self) -> None:
         self.armed = True

@@ -7,16 +7,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
-from common.pose import Pose
 from sim_bridge.emulators.h264_out import H264Streamer
 from sim_bridge.emulators.mavlink_emulator.airframe import Airframe
 from sim_bridge.emulators.mavlink_emulator.commands import Commands
 from sim_bridge.emulators.mavlink_emulator.config import MavlinkEmulatorConfig
-from sim_bridge.emulators.mavlink_emulator.core import Autopilot, Flight
+from sim_bridge.emulators.mavlink_emulator.core import Autopilot
 from sim_bridge.emulators.mavlink_emulator.failsafes import ArduPilotFailsafes, FailsafeRules, Px4Failsafes
-from sim_bridge.emulators.mavlink_emulator.flavour import flavour_for
 from sim_bridge.emulators.mavlink_emulator.link import MavLink
 from sim_bridge.emulators.mavlink_emulator.manoeuvres import Manoeuvres
 from sim_bridge.emulators.mavlink_emulator.offboard import Offboard
@@ -28,7 +27,23 @@ from sim_bridge.sim.world import World
 log = logging.getLogger(__name__)
 
 
+T = TypeVar("T")
+
+
+class ReadThrough(Generic[T]):
+    """A read-only attribute of the emulator that reads a part's current value (the parts own the
+    state; the emulator keeps the names its callers read)."""
+
+    def __init__(self, read: Callable[[MavlinkEmulator], T]) -> None:
+        self.read = read
+
+    def __get__(self, emulator: MavlinkEmulator, owner: type | None = None) -> T:
+        return self.read(emulator)
+
+
 class MavlinkEmulator:
+    """One autopilot for `vehicle` of `world`; `start()` opens the link, `close()` ends it."""
+
     def __init__(self, world: World, vehicle: str, config: MavlinkEmulatorConfig | None = None) -> None:
         from pymavlink import mavutil
 
@@ -45,8 +60,7 @@ class MavlinkEmulator:
         self.conn = self.link.conn
         self.airframe = Airframe(world, vehicle)
         self.home = self.airframe.home
-        flavour = flavour_for(self.config.dialect, self.params)
-        self.autopilot = Autopilot(self.config, self.link, self.airframe, self.params, flavour, self.m)
+        self.autopilot = Autopilot(self.config, self.link, self.airframe, self.params)
         self.manoeuvres = Manoeuvres(self.autopilot)
         self.telemetry = Telemetry(self.autopilot)
         self.failsafe_rules: FailsafeRules = (
@@ -58,6 +72,18 @@ class MavlinkEmulator:
         self.commands = Commands(self.autopilot, self.manoeuvres, self.telemetry)
         self.param_protocol = ParamProtocol(self.params, self.link, self.m)
         self.received: list[tuple[float, str]] = []  # (wall, message type or command)
+        # The containers and queries callers read, shared with the part that owns them (never rebound)
+        self.statustexts = self.link.statustexts
+        self.failsafes = self.autopilot.failsafes
+        self.setpoint_intervals_s = self.autopilot.setpoint_intervals_s
+        self.intervals_s = self.telemetry.intervals_s
+        self.in_offboard = self.autopilot.in_offboard
+        self.prearm_failure = self.autopilot.prearm_failure  # why arming would be refused now, or None
+        self.statustext = self.link.statustext
+        self.send_message = self.telemetry.send_message  # one message of the streamable kinds
+        self.pose = self.airframe.pose
+        self.distance_from_home_m = self.airframe.distance_from_home_m
+        self.altitude_m = self.airframe.altitude_m
         self._lock = threading.RLock()  # mode, arming and failsafe state (rx thread vs tx thread)
         self._stop = threading.Event()
         self._threads = [
@@ -109,82 +135,13 @@ class MavlinkEmulator:
             ap.set_mode(ap.flavour.takeover_mode, 0)
             ap.hover()
 
-    # ---- what tests and benchmarks read
-    @property
-    def armed(self) -> bool:
-        return self.autopilot.armed
-
-    @property
-    def mode_name(self) -> str:
-        return self.autopilot.mode_name
-
-    @property
-    def main_mode(self) -> int:
-        return self.autopilot.main_mode
-
-    @property
-    def sub_mode(self) -> int:
-        return self.autopilot.sub_mode
-
-    @property
-    def flight(self) -> Flight | None:
-        return self.autopilot.flight
-
-    @property
-    def failsafes(self) -> list[str]:
-        return self.autopilot.failsafes
-
-    @property
-    def gcs_lost(self) -> bool:
-        return self.autopilot.gcs_lost
-
-    @property
-    def setpoints(self) -> int:
-        return self.autopilot.setpoints
-
-    @property
-    def setpoint_intervals_s(self) -> list[float]:
-        return self.autopilot.setpoint_intervals_s
-
-    @property
-    def statustexts(self) -> list[str]:
-        return self.link.statustexts
-
-    @property
-    def intervals_s(self) -> dict[int, float]:
-        return self.telemetry.intervals_s
-
-    @property
-    def battery_pct(self) -> float:
-        """The simulated pack's state of charge (sim_bridge.sim.battery), in percent."""
-        return self.airframe.battery_pct()
-
-    @property
-    def heading_deg(self) -> float:
-        return self.airframe.heading_deg()
-
-    def in_offboard(self) -> bool:
-        return self.autopilot.in_offboard()
-
-    def prearm_failure(self) -> str | None:
-        """Why arming would be refused now (PX4 health and arming checks), or None."""
-        return self.autopilot.prearm_failure()
-
-    def statustext(self, severity: int, text: str) -> None:
-        self.link.statustext(severity, text)
-
-    def send_message(self, msg_id: int) -> bool:
-        """Send one message of the streamable kinds; False for an id this emulator does not produce."""
-        return self.telemetry.send_message(msg_id)
-
-    def pose(self) -> Pose:
-        return self.airframe.pose()
-
-    def distance_from_home_m(self) -> float:
-        return self.airframe.distance_from_home_m()
-
-    def altitude_m(self) -> float:
-        return self.airframe.altitude_m()
+    # ---- what tests and benchmarks read: live values owned by the parts
+    armed = ReadThrough(lambda e: e.autopilot.armed)
+    mode_name = ReadThrough(lambda e: e.autopilot.mode_name)
+    gcs_lost = ReadThrough(lambda e: e.autopilot.gcs_lost)
+    setpoints = ReadThrough(lambda e: e.autopilot.setpoints)  # SET_POSITION_TARGET_LOCAL_NED taken
+    battery_pct = ReadThrough(lambda e: e.airframe.battery_pct())  # the simulated pack's charge, %
+    heading_deg = ReadThrough(lambda e: e.airframe.heading_deg())
 
     # ---- the threads
     def _tx_loop(self) -> None:

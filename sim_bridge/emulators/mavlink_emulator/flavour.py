@@ -6,6 +6,7 @@ shape (mode changes, failsafes, take-off) branch on `Flavour.px4` in the module 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any
 
 from sim_bridge.emulators.mavlink_emulator.protocol import (
@@ -15,10 +16,14 @@ from sim_bridge.emulators.mavlink_emulator.protocol import (
     APM_MODES,
     APM_RTL,
     APM_STABILIZE,
+    CAP_PARAM_ENCODE_BYTEWISE,
+    CAP_PARAM_ENCODE_C_CAST,
     FRAME_BODY_NED,
     FRAME_BODY_OFFSET_NED,
     FRAME_LOCAL_NED,
     FRAME_LOCAL_OFFSET_NED,
+    MAV_RESULT_FAILED,
+    MAV_RESULT_TEMPORARILY_REJECTED,
     PX4_AUTO,
     PX4_AUTO_LAND,
     PX4_AUTO_LOITER,
@@ -32,17 +37,45 @@ from sim_bridge.emulators.mavlink_emulator.protocol import (
 from sim_bridge.emulators.mavlink_params import ParamStore
 
 
+@dataclass(frozen=True)
+class Setting:
+    """A firmware parameter in SI units: its value divided by `per` (ArduPilot keeps cm, ms), or
+    `fixed` where the firmware has no parameter for it."""
+
+    param: str | None
+    per: float = 1.0
+    fixed: float = 0.0
+
+    def read(self, params: ParamStore) -> float:
+        if self.param is None:
+            return self.fixed
+        value = params.get(self.param)
+        return value if self.per == 1.0 else value / self.per
+
+
 class Flavour(ABC):
-    """One firmware's facts, reading its parameters from `params` (they can change by PARAM_SET)."""
+    """One firmware's facts; settings are read from the live parameters (PARAM_SET changes them)."""
 
     px4: bool
     offboard_mode: int  # the mode that follows SET_POSITION_TARGET_LOCAL_NED
     takeover_mode: int  # where the RC mode switch puts the vehicle (rc_takeover)
     setpoint_frames: tuple[int, ...]
+    rtl_mode: tuple[int, int]  # (main, sub) of return to launch
+    landing_modes: tuple[tuple[int, int], ...]  # (main, sub): EXTENDED_SYS_STATE says LANDING
+    ground_disarm_modes: tuple[tuple[int, int], ...]  # (main, sub) that disarm once landed
+    arming_refused_result: int  # MAV_RESULT of a refused arming
     low_battery_text: str
-
-    def __init__(self, params: ParamStore) -> None:
-        self.params = params
+    # AUTOPILOT_VERSION: parameter encoding capability, flight sw version, vendor and product id
+    version: tuple[int, int, int, int]
+    gcs_timeout_s: Setting  # no GCS heartbeat this long: the data link is lost
+    land_speed_m_s: Setting
+    cruise_m_s: Setting
+    takeoff_speed_m_s: Setting
+    setpoint_hold_s: Setting  # a velocity setpoint holds this long before the loss rule
+    return_alt_m: Setting
+    return_loiter_s: Setting  # hover above home before landing; negative: forever
+    landed_disarm_s: Setting
+    preflight_disarm_s: Setting  # armed on the ground this long without taking off: disarm
 
     @abstractmethod
     def initial_mode(self, rc_present: bool) -> tuple[int, int]: ...
@@ -54,59 +87,28 @@ class Flavour(ABC):
     def heartbeat_mode(self, m: Any, main: int, sub: int) -> tuple[int, int, int]:
         """(autopilot, base_mode without the armed bit, custom_mode) for HEARTBEAT."""
 
-    @abstractmethod
-    def version(self, m: Any) -> tuple[int, int, int, int]:
-        """(encoding capability bit, flight sw version, vendor id, product id) for AUTOPILOT_VERSION."""
-
-    @abstractmethod
-    def arming_refused(self, m: Any) -> int:
-        """The COMMAND_ACK result of a refused arming."""
-
-    @abstractmethod
-    def is_landing(self, main: int, sub: int) -> bool:
-        """A landing mode (EXTENDED_SYS_STATE says LANDING)."""
-
-    @abstractmethod
-    def disarms_on_ground(self, main: int, sub: int) -> bool:
-        """A mode that disarms once landed (land or return)."""
-
-    @abstractmethod
-    def gcs_timeout_s(self) -> float: ...
-
-    @abstractmethod
-    def land_speed_m_s(self) -> float: ...
-
-    @abstractmethod
-    def cruise_m_s(self) -> float: ...
-
-    @abstractmethod
-    def takeoff_speed_m_s(self) -> float: ...
-
-    @abstractmethod
-    def setpoint_hold_s(self) -> float:
-        """How long a velocity setpoint holds before the loss rule (COM_OF_LOSS_T / GUID_TIMEOUT)."""
-
-    @abstractmethod
-    def return_alt_m(self) -> float: ...
-
-    @abstractmethod
-    def return_loiter_s(self) -> float:
-        """Hover above home before landing; negative: forever."""
-
-    @abstractmethod
-    def landed_disarm_s(self) -> float: ...
-
-    @abstractmethod
-    def preflight_disarm_s(self) -> float:
-        """Armed on the ground this long without taking off: disarm."""
-
 
 class Px4(Flavour):
     px4 = True
     offboard_mode = PX4_OFFBOARD
     takeover_mode = PX4_POSCTL
     setpoint_frames = (FRAME_LOCAL_NED, FRAME_BODY_NED)
+    rtl_mode = (PX4_AUTO, PX4_AUTO_RTL)
+    landing_modes = ((PX4_AUTO, PX4_AUTO_LAND),)
+    ground_disarm_modes = ((PX4_AUTO, PX4_AUTO_LAND), (PX4_AUTO, PX4_AUTO_RTL))
+    arming_refused_result = MAV_RESULT_TEMPORARILY_REJECTED  # commander: a refused transition
     low_battery_text = "Preflight Fail: low battery"
+    # v1.15.0 FIRMWARE_VERSION_TYPE_OFFICIAL; vendor and product as PX4 SITL reports them
+    version = (CAP_PARAM_ENCODE_BYTEWISE, (1 << 24) | (15 << 16) | (0 << 8) | 255, 0x26AC, 0x0011)
+    gcs_timeout_s = Setting("COM_DL_LOSS_T")
+    land_speed_m_s = Setting("MPC_LAND_SPEED")
+    cruise_m_s = Setting("MPC_XY_CRUISE")
+    takeoff_speed_m_s = Setting("MPC_TKO_SPEED")
+    setpoint_hold_s = Setting("COM_OF_LOSS_T")
+    return_alt_m = Setting("RTL_RETURN_ALT")
+    return_loiter_s = Setting("RTL_LAND_DELAY")
+    landed_disarm_s = Setting("COM_DISARM_LAND")
+    preflight_disarm_s = Setting("COM_DISARM_PRFLT")
 
     def initial_mode(self, rc_present: bool) -> tuple[int, int]:
         return (PX4_POSCTL, 0) if rc_present else (PX4_AUTO, PX4_AUTO_LOITER)
@@ -133,54 +135,29 @@ class Px4(Flavour):
             base |= m.MAV_MODE_FLAG_MANUAL_INPUT_ENABLED | m.MAV_MODE_FLAG_GUIDED_ENABLED
         return m.MAV_AUTOPILOT_PX4, base, custom
 
-    def version(self, m: Any) -> tuple[int, int, int, int]:
-        version = (1 << 24) | (15 << 16) | (0 << 8) | 255  # v1.15.0, FIRMWARE_VERSION_TYPE_OFFICIAL
-        # vendor, product: what PX4 SITL reports
-        return m.MAV_PROTOCOL_CAPABILITY_PARAM_ENCODE_BYTEWISE, version, 0x26AC, 0x0011
-
-    def arming_refused(self, m: Any) -> int:
-        return int(m.MAV_RESULT_TEMPORARILY_REJECTED)  # commander: a refused transition
-
-    def is_landing(self, main: int, sub: int) -> bool:
-        return main == PX4_AUTO and sub == PX4_AUTO_LAND
-
-    def disarms_on_ground(self, main: int, sub: int) -> bool:
-        return main == PX4_AUTO and sub in (PX4_AUTO_LAND, PX4_AUTO_RTL)
-
-    def gcs_timeout_s(self) -> float:
-        return self.params.get("COM_DL_LOSS_T")
-
-    def land_speed_m_s(self) -> float:
-        return self.params.get("MPC_LAND_SPEED")
-
-    def cruise_m_s(self) -> float:
-        return self.params.get("MPC_XY_CRUISE")
-
-    def takeoff_speed_m_s(self) -> float:
-        return self.params.get("MPC_TKO_SPEED")
-
-    def setpoint_hold_s(self) -> float:
-        return self.params.get("COM_OF_LOSS_T")
-
-    def return_alt_m(self) -> float:
-        return self.params.get("RTL_RETURN_ALT")
-
-    def return_loiter_s(self) -> float:
-        return self.params.get("RTL_LAND_DELAY")
-
-    def landed_disarm_s(self) -> float:
-        return self.params.get("COM_DISARM_LAND")
-
-    def preflight_disarm_s(self) -> float:
-        return self.params.get("COM_DISARM_PRFLT")
-
 
 class ArduPilot(Flavour):
     px4 = False
     offboard_mode = APM_GUIDED
     takeover_mode = APM_LOITER
     setpoint_frames = (FRAME_LOCAL_NED, FRAME_LOCAL_OFFSET_NED, FRAME_BODY_NED, FRAME_BODY_OFFSET_NED)
+    # ArduCopter modes have no sub-mode: it is always 0 here
+    rtl_mode = (APM_RTL, 0)
+    landing_modes = ((APM_LAND, 0),)
+    ground_disarm_modes = ((APM_LAND, 0), (APM_RTL, 0))
+    arming_refused_result = MAV_RESULT_FAILED
     low_battery_text = "Arming denied: battery low"
+    # ArduCopter V4.5.7; vendor and product as ArduPilot SITL reports them
+    version = (CAP_PARAM_ENCODE_C_CAST, (4 << 24) | (5 << 16) | (7 << 8) | 255, 0x1209, 0x5740)
+    gcs_timeout_s = Setting("FS_GCS_TIMEOUT")
+    land_speed_m_s = Setting("LAND_SPEED", per=100)  # cm/s
+    cruise_m_s = Setting("WPNAV_SPEED", per=100)  # cm/s
+    takeoff_speed_m_s = Setting(None, fixed=TAKEOFF_SPEED_M_S)
+    setpoint_hold_s = Setting("GUID_TIMEOUT")
+    return_alt_m = Setting("RTL_ALT", per=100)  # cm
+    return_loiter_s = Setting("RTL_LOIT_TIME", per=1000)  # ms
+    landed_disarm_s = Setting(None, fixed=0.0)
+    preflight_disarm_s = Setting(None, fixed=10.0)
 
     def initial_mode(self, rc_present: bool) -> tuple[int, int]:
         return APM_STABILIZE, 0
@@ -192,47 +169,6 @@ class ArduPilot(Flavour):
         base = m.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED | m.MAV_MODE_FLAG_STABILIZE_ENABLED
         return m.MAV_AUTOPILOT_ARDUPILOTMEGA, base, main
 
-    def version(self, m: Any) -> tuple[int, int, int, int]:
-        version = (4 << 24) | (5 << 16) | (7 << 8) | 255  # ArduCopter V4.5.7
-        # vendor, product: ArduPilot SITL
-        return m.MAV_PROTOCOL_CAPABILITY_PARAM_ENCODE_C_CAST, version, 0x1209, 0x5740
 
-    def arming_refused(self, m: Any) -> int:
-        return int(m.MAV_RESULT_FAILED)
-
-    def is_landing(self, main: int, sub: int) -> bool:
-        return main == APM_LAND
-
-    def disarms_on_ground(self, main: int, sub: int) -> bool:
-        return main in (APM_LAND, APM_RTL)
-
-    def gcs_timeout_s(self) -> float:
-        return self.params.get("FS_GCS_TIMEOUT")
-
-    def land_speed_m_s(self) -> float:
-        return self.params.get("LAND_SPEED") / 100  # cm/s
-
-    def cruise_m_s(self) -> float:
-        return self.params.get("WPNAV_SPEED") / 100  # cm/s
-
-    def takeoff_speed_m_s(self) -> float:
-        return TAKEOFF_SPEED_M_S
-
-    def setpoint_hold_s(self) -> float:
-        return self.params.get("GUID_TIMEOUT")
-
-    def return_alt_m(self) -> float:
-        return self.params.get("RTL_ALT") / 100.0  # cm
-
-    def return_loiter_s(self) -> float:
-        return self.params.get("RTL_LOIT_TIME") / 1000  # ms
-
-    def landed_disarm_s(self) -> float:
-        return 0.0
-
-    def preflight_disarm_s(self) -> float:
-        return 10.0
-
-
-def flavour_for(dialect: str, params: ParamStore) -> Flavour:
-    return Px4(params) if dialect == "px4" else ArduPilot(params)
+def flavour_for(dialect: str) -> Flavour:
+    return Px4() if dialect == "px4" else ArduPilot()

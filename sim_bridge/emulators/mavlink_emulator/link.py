@@ -13,6 +13,7 @@ log = logging.getLogger(__name__)
 
 class MavLink:
     def __init__(self, mavutil: Any, companion: tuple[str, int]) -> None:
+        self.m = mavutil.mavlink  # the dialect module (enums)
         host, port = companion
         self.conn = mavutil.mavlink_connection(f"udpout:{host}:{port}", source_system=1, source_component=1)
         self.mav = self.conn.mav  # pymavlink's encoder: mav.<message>_send(...)

@@ -15,16 +15,12 @@ import math
 import numpy as np
 
 from sim_bridge.emulators.mavlink_emulator.core import Autopilot, Flight
-from sim_bridge.emulators.mavlink_emulator.protocol import (
-    APM_RTL,
-    PX4_AUTO,
-    PX4_AUTO_LOITER,
-    PX4_AUTO_RTL,
-    PX4_AUTO_TAKEOFF,
-)
+from sim_bridge.emulators.mavlink_emulator.protocol import PX4_AUTO, PX4_AUTO_LOITER, PX4_AUTO_TAKEOFF
 
 
 class Manoeuvres:
+    """The autopilot's (`ap`) own flights; the current one is `ap.flight`."""
+
     def __init__(self, autopilot: Autopilot) -> None:
         self.ap = autopilot
 
@@ -32,15 +28,12 @@ class Manoeuvres:
         ap = self.ap
         ap.flight = Flight("takeoff", "climb", altitude_m)
         ap.flew = True
-        ap.airframe.climb_to(altitude_m, ap.flavour.takeoff_speed_m_s())
+        ap.airframe.climb_to(altitude_m, ap.setting(ap.flavour.takeoff_speed_m_s))
 
     def start_rtl(self) -> None:
         ap = self.ap
-        if ap.px4:
-            ap.set_mode(PX4_AUTO, PX4_AUTO_RTL)
-        else:
-            ap.set_mode(APM_RTL)
-        return_alt_m = ap.flavour.return_alt_m()
+        ap.set_mode(*ap.flavour.rtl_mode)
+        return_alt_m = ap.setting(ap.flavour.return_alt_m)
         if ap.airframe.landed():
             ap.flight = None
             return
@@ -64,10 +57,10 @@ class Manoeuvres:
             return
         if f.phase == "climb" and abs(-float(p[2]) - f.altitude_m) < 0.2:
             f.phase = "return"
-            ap.airframe.fly_to(np.array([0.0, 0.0, -f.altitude_m]), ap.flavour.cruise_m_s())
+            ap.airframe.fly_to(np.array([0.0, 0.0, -f.altitude_m]), ap.setting(ap.flavour.cruise_m_s))
         elif f.phase == "return" and math.hypot(float(p[0]), float(p[1])) < 0.3 and settled:
             f.phase = "loiter"
-            delay_s = ap.flavour.return_loiter_s()
+            delay_s = ap.setting(ap.flavour.return_loiter_s)
             f.until_s = now + (math.inf if delay_s < 0 else delay_s)
         elif f.phase == "loiter" and now >= f.until_s:
             f.phase = "land"
@@ -82,14 +75,14 @@ class Manoeuvres:
             return
         if ap.flight is not None and ap.flight.kind == "takeoff":
             return
-        landing = ap.flavour.disarms_on_ground(ap.main_mode, ap.sub_mode)
+        landing = (ap.main_mode, ap.sub_mode) in ap.flavour.ground_disarm_modes
         if ap.landed_s is None:
             ap.landed_s = now
         since_arm = now - ap.armed_s
         if landing:
-            if now - ap.landed_s >= ap.flavour.landed_disarm_s():
+            if now - ap.landed_s >= ap.setting(ap.flavour.landed_disarm_s):
                 ap.disarm()
                 ap.statustext(ap.m.MAV_SEVERITY_INFO, "Landing detected, disarmed")
-        elif not ap.flew and since_arm > ap.flavour.preflight_disarm_s():
+        elif not ap.flew and since_arm > ap.setting(ap.flavour.preflight_disarm_s):
             ap.disarm()
             ap.statustext(ap.m.MAV_SEVERITY_INFO, "Disarmed: no takeoff")

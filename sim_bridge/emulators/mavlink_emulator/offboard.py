@@ -29,8 +29,11 @@ from sim_bridge.sim.world import YawMode
 
 
 class Offboard:
+    """Takes setpoints for the autopilot (`ap`) and flies them with its airframe."""
+
     def __init__(self, autopilot: Autopilot) -> None:
         self.ap = autopilot
+        self.airframe = autopilot.airframe
 
     def on_setpoint(self, msg: Any) -> None:
         ap = self.ap
@@ -57,7 +60,7 @@ class Offboard:
         self._follow(msg, frame, mask)
 
     def _follow(self, msg: Any, frame: int, mask: int) -> None:
-        ap, airframe = self.ap, self.ap.airframe
+        ap, airframe = self.ap, self.airframe
         use_pos = (mask & IGNORE_POS) != IGNORE_POS
         use_vel = (mask & IGNORE_VEL) != IGNORE_VEL
         p, _v, yaw_now, _ = airframe.local()
@@ -84,13 +87,13 @@ class Offboard:
                 target = p + np.array([c * msg.x - s * msg.y, s * msg.x + c * msg.y, msg.z])
             elif frame == FRAME_LOCAL_OFFSET_NED:
                 target = p + target
-            airframe.fly_to(target, ap.flavour.cruise_m_s(), yaw=YawMode(yaw_is_rate, yaw_value))
+            airframe.fly_to(target, ap.setting(ap.flavour.cruise_m_s), yaw=YawMode(yaw_is_rate, yaw_value))
         elif use_vel:
             vel = np.array([msg.vx, msg.vy, msg.vz], dtype=float)
             if body:
                 vel = np.array([c * msg.vx - s * msg.vy, s * msg.vx + c * msg.vy, msg.vz])
             # the setpoint holds until the next one or the loss rule (COM_OF_LOSS_T / GUID_TIMEOUT)
-            hold_s = ap.flavour.setpoint_hold_s()
+            hold_s = ap.setting(ap.flavour.setpoint_hold_s)
             airframe.fly_velocity(
                 list(map(float, vel)), max(0.1, hold_s) + 0.1, YawMode(yaw_is_rate, yaw_value)
             )

@@ -67,3 +67,8 @@ TAKEOFF_SPEED_M_S = 1.5
 def int_param(value: float) -> int:
     """An integer command parameter; NaN (MAVLink's "unset") and infinities read as 0."""
     return round(value) if math.isfinite(value) else 0
+
+
+# MAVLink common enums that differ between the firmwares (MAV_RESULT, MAV_PROTOCOL_CAPABILITY)
+MAV_RESULT_TEMPORARILY_REJECTED, MAV_RESULT_FAILED = 1, 4
+CAP_PARAM_ENCODE_BYTEWISE, CAP_PARAM_ENCODE_C_CAST = 16, 131072

@@ -166,7 +166,7 @@ class Telemetry:
         ap, m = self.ap, self.ap.m
         if ap.airframe.landed():
             return int(m.MAV_LANDED_STATE_ON_GROUND)
-        landing = ap.flavour.is_landing(ap.main_mode, ap.sub_mode)
+        landing = (ap.main_mode, ap.sub_mode) in ap.flavour.landing_modes
         if landing or (ap.flight is not None and ap.flight.phase == "land"):
             return int(m.MAV_LANDED_STATE_LANDING)
         if ap.flight is not None and ap.flight.kind == "takeoff":
@@ -176,7 +176,7 @@ class Telemetry:
     def autopilot_version(self) -> None:
         """AUTOPILOT_VERSION (MAV_CMD_REQUEST_MESSAGE 512 or REQUEST_AUTOPILOT_CAPABILITIES 520)."""
         m = self.ap.m
-        encoding, version, vendor, product = self.ap.flavour.version(m)
+        encoding, version, vendor, product = self.ap.flavour.version
         caps = (
             m.MAV_PROTOCOL_CAPABILITY_MAVLINK2
             | m.MAV_PROTOCOL_CAPABILITY_PARAM_FLOAT
