@@ -45,6 +45,15 @@ class Transition:
 TransitionSink = Callable[[Transition], None]
 
 
+@dataclass(frozen=True)
+class Failsafe:
+    """The failsafe source whose silence asks for a mode change, and when it was last heard (runtime
+    clock; None: never)."""
+
+    source: str
+    last_heard_s: float | None
+
+
 @dataclass
 class SafetyStatus:
     mode: Mode = Mode.FLYING
@@ -77,17 +86,21 @@ class ModeMachine:
     def mode(self) -> Mode:
         return self.status.mode
 
-    def set_mode(
-        self,
-        mode: Mode,
-        reason: str,
-        source: str | None = None,
-        now_s: float | None = None,
-        last_heard_s: float | None = None,
-        planned: bool = False,
+    def set_mode(self, mode: Mode, reason: str, now_s: float | None = None, planned: bool = False) -> bool:
+        """A change asked for by anything but a failsafe source (the operator, pilot failures, a
+        collision, ...); `planned`: the end of a run (logged at INFO). True when the mode or its reason
+        changed."""
+        return self._change(mode, reason, now_s, planned, None)
+
+    def trip(self, mode: Mode, reason: str, now_s: float, by: Failsafe) -> bool:
+        """A change asked for by a failsafe source's silence (onboard.safety_watchdogs)."""
+        return self._change(mode, reason, now_s, False, by)
+
+    def _change(
+        self, mode: Mode, reason: str, now_s: float | None, planned: bool, by: Failsafe | None
     ) -> bool:
-        """Change the mode unless that would de-escalate. `source`: the failsafe source that asks
-        (None: anything else). True when the mode or its reason changed."""
+        """Change the mode unless that would de-escalate."""
+        source = None if by is None else by.source
         if ORDER.index(mode) < ORDER.index(self.status.mode):
             return False
         if mode == Mode.HOLD:
@@ -107,7 +120,7 @@ class ModeMachine:
                 reason,
                 self._clock() if now_s is None else now_s,
                 source,
-                last_heard_s,
+                None if by is None else by.last_heard_s,
             )
         )
         return True

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from onboard.safety_config import SafetyConfig
-from onboard.safety_modes import ORDER, Mode, ModeMachine
+from onboard.safety_modes import ORDER, Failsafe, Mode, ModeMachine
 
 # Failsafe sources (SafetyGovernor.watch / heard): what each one does when silent is its SourceRule.
 LINK, PILOT, VIDEO, TELEMETRY = "link", "pilot", "video", "telemetry"
@@ -196,7 +196,7 @@ class FailsafeWatchdogs:
             if wanted is not None and _rank(wanted) > _rank(source.tripped):
                 source.tripped = wanted
                 why = rule.why(source, silent_s, now_s)
-                self._modes.set_mode(wanted, why, source.name, now_s, source.last_heard_s)
+                self._modes.trip(wanted, why, now_s, Failsafe(source.name, source.last_heard_s))
             elif source.tripped is not None and rule.back(source, silent_s, self.config):
                 self._back(source, now_s)
 
