@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from common.pose import Pose
 from onboard.controller import plan_toward
 from onboard.profiles import FlightProfile
-from onboard.safety import SafetyConfig
+from onboard.safety_config import SafetyConfig
 from onboard.setpoints import MotionSchedule
 
 ARRIVE_M = 0.5  # within this of the target (3-D) the GoTo has arrived

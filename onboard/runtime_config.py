@@ -11,7 +11,7 @@ import msgspec
 from onboard.config_limits import check_limits
 from onboard.decision import LATENCY_GOALS
 from onboard.recorder import RecorderConfig
-from onboard.safety import SafetyConfig
+from onboard.safety_config import SafetyConfig
 
 
 class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):

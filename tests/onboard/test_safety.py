@@ -419,3 +419,91 @@ def test_a_goto_target_is_checked_against_the_fence_and_altitudes_around_home() 
     assert "above the ceiling: altitude 15.1 m" in goto_refusal((10.0, -5.0, -16.1), home, safety)
     assert "below the floor: altitude 0.3 m" in goto_refusal((10.0, -5.0, -1.3), home, safety)
     assert "not finite" in goto_refusal((math.nan, 0.0, -3.0), home, safety)
+
+
+def test_every_failsafe_source_records_each_transition_with_its_exact_fields() -> None:
+    """The one watchdog rule, source by source: what each trips, when, and what events.jsonl gets."""
+    link_heard: list[float | None] = [None]
+    g = SafetyGovernor(SafetyConfig(), Pose(0, 0, 0, 0), clock=lambda: 0.0)
+    seen: list[Transition] = []
+    g.on_transition = seen.append
+    g.watch(LINK, 0.0, poll=lambda: link_heard[0])
+    g.flight_started(1.0)  # a link never heard is timed from take-off, and so is the telemetry
+
+    def tick(t: float) -> None:  # the telemetry stays fresh: only the link is silent here
+        g.heard(TELEMETRY, t)
+        g.check_failsafes(t)
+
+    for t in (3.9, 4.0, 4.5):
+        tick(t)
+    link_heard[0] = 4.6  # the link comes back: logged, the hold stays
+    tick(4.7)
+    link_heard[0] = None  # (a poll that says nothing new keeps the last time it said)
+    tick(34.5)
+    tick(34.6)  # 30 s after it was last heard: land, straight from the back-again state
+    tick(35.0)
+    assert [(x.mode, x.previous, x.reason, x.now_s, x.source, x.last_heard_s) for x in seen] == [
+        (
+            Mode.HOLD,
+            Mode.FLYING,
+            "ground-station link lost (never heard in 3.00 s of flight)",
+            4.0,
+            LINK,
+            None,
+        ),
+        (Mode.HOLD, Mode.HOLD, "link back; hold stays until the operator lifts it", 4.7, LINK, 4.6),
+        (Mode.LANDING, Mode.HOLD, "ground-station link lost (last heard 30.00 s ago)", 34.6, LINK, 4.6),
+    ]
+    assert g.status().events == [
+        "hold: ground-station link lost (never heard in 3.00 s of flight)",
+        "landing: ground-station link lost (last heard 30.00 s ago)",
+    ]
+    assert g.land_requested() and not g.land_requested()  # once
+
+    g = SafetyGovernor(SafetyConfig(), Pose(0, 0, 0, 0), clock=lambda: 0.0)
+    seen = []
+    g.on_transition = seen.append
+    g.flight_started(0.0)
+    g.heard(TELEMETRY, 0.5)
+    g.heard(VIDEO, 0.5)
+    g.pilot_asked(0.5, deadline_s=1.0)
+    g.video_stale(0.6)
+    g.check_failsafes(1.5)  # the video trips first
+    g.heard(TELEMETRY, 3.0)
+    g.check_failsafes(3.5)  # the pilot's reply is due (3 s after the ask): joins the hold, no event
+    g.heard(VIDEO, 3.6)
+    g.check_failsafes(3.6)
+    g.check_failsafes(4.9)
+    g.check_failsafes(5.0)
+    assert [(x.mode, x.previous, x.reason, x.now_s, x.source, x.last_heard_s) for x in seen] == [
+        (Mode.HOLD, Mode.FLYING, "video stale (last heard 1.00 s ago)", 1.5, VIDEO, 0.5),
+        (
+            Mode.HOLD,
+            Mode.HOLD,
+            "video back; hold stays until the operator or a fresh valid pilot action lifts it",
+            3.6,
+            VIDEO,
+            3.6,
+        ),
+        (Mode.LANDING, Mode.HOLD, "vehicle telemetry stale (last heard 2.00 s ago)", 5.0, TELEMETRY, 3.0),
+    ]
+    assert g.status().reason == "vehicle telemetry stale (last heard 2.00 s ago)"
+
+    g = SafetyGovernor(SafetyConfig(), Pose(0, 0, 0, 0), clock=lambda: 0.0)
+    seen = []
+    g.on_transition = seen.append
+    g.pilot_asked(1.0, deadline_s=1.0)
+    g.pilot_asked(2.0, deadline_s=9.0)  # the first request left unanswered sets the due time
+    g.check_failsafes(4.0)
+    assert g.pilot_ok(4.5)
+    assert [(x.mode, x.previous, x.reason, x.now_s, x.source, x.last_heard_s) for x in seen] == [
+        (
+            Mode.HOLD,
+            Mode.FLYING,
+            "pilot silent (no valid action): no valid action in 3.00 s (request unanswered 3.00 s)",
+            4.0,
+            PILOT,
+            None,
+        ),
+        (Mode.FLYING, Mode.HOLD, "fresh valid pilot action after pilot back", 4.5, None, None),
+    ]

@@ -1,0 +1,245 @@
+"""The failsafes timed from when each source was last heard, on the runtime's clock: the ground-station
+link (hold, then land), the pilot (no valid action: hold), the video (no fresh frame: hold) and the
+vehicle's telemetry (land).
+
+One rule for every source, applied on every actuation tick (`FailsafeWatchdogs.check`): the source's
+`SourceRule` says which mode its silence calls for now; a source trips once to each mode above the one
+it has caused already, and when its rule says it is back, that is logged while the mode stays (a
+source that comes back never resumes flight by itself). The rules differ only in their limits and in
+what "silent" and "back" mean for that source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from onboard.safety_config import SafetyConfig
+from onboard.safety_modes import ORDER, Failsafe, Mode, ModeMachine
+
+# Failsafe sources (SafetyGovernor.watch / heard): what each one does when silent is its SourceRule.
+LINK, PILOT, VIDEO, TELEMETRY = "link", "pilot", "video", "telemetry"
+
+
+@dataclass
+class Source:
+    """One failsafe source, on the runtime's clock."""
+
+    name: str
+    since_s: float  # watched since (the reference while never heard)
+    last_heard_s: float | None = None
+    failing: bool = False  # known silent or stale now (video: a read found it stale; pilot: unanswered)
+    asked_s: float | None = None  # pilot: the first request still unanswered by a valid action
+    due_s: float | None = None  # pilot: when that request's reply is overdue
+    tripped: Mode | None = None  # the mode this source's silence has caused (until it is back)
+    poll: Callable[[], float | None] | None = None  # link: the link's own last-heard time
+
+    def reference_s(self) -> float:
+        return self.last_heard_s if self.last_heard_s is not None else self.since_s
+
+
+class SourceRule:
+    """What one source's silence calls for. `silent_s`: seconds since it was last heard (since it was
+    watched, when never)."""
+
+    label: str = ""
+
+    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
+        """The highest mode the source's silence calls for now (None: none)."""
+        raise NotImplementedError
+
+    def back(self, source: Source, silent_s: float, c: SafetyConfig) -> bool:
+        """Whether a source that tripped is back by itself (False: only something else clears it)."""
+        return False
+
+    def why(self, source: Source, silent_s: float, now_s: float) -> str:
+        """The reason of the mode change it trips."""
+        if source.last_heard_s is not None:
+            since = f"last heard {silent_s:.2f} s ago"
+        else:
+            since = f"never heard in {silent_s:.2f} s of flight"
+        return f"{self.label} ({since})"
+
+
+class LinkRule(SourceRule):
+    """The ground-station link: hold after link_lost_hold_s, land after link_lost_land_s; back once
+    heard within link_lost_hold_s."""
+
+    label = "ground-station link lost"
+
+    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
+        if silent_s >= c.link_lost_land_s:
+            return Mode.LANDING
+        return Mode.HOLD if silent_s >= c.link_lost_hold_s else None
+
+    def back(self, source: Source, silent_s: float, c: SafetyConfig) -> bool:
+        return silent_s < c.link_lost_hold_s
+
+
+class PilotRule(SourceRule):
+    """The pilot: hold once a request's reply is overdue with no valid action (the deadline is set by
+    `pilot_asked`); only a valid action (the governor's pilot_ok) or a resume clears it."""
+
+    label = "pilot silent (no valid action)"
+
+    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
+        return Mode.HOLD if source.due_s is not None and now_s >= source.due_s else None
+
+    def why(self, source: Source, silent_s: float, now_s: float) -> str:
+        waited_s = now_s - (source.asked_s if source.asked_s is not None else now_s)
+        return f"{self.label}: no valid action in {silent_s:.2f} s (request unanswered {waited_s:.2f} s)"
+
+
+class VideoRule(SourceRule):
+    """The video: hold frame_stale_hold_s after the last fresh frame, once a read found it stale; back
+    with the next fresh frame."""
+
+    label = "video stale"
+
+    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
+        return Mode.HOLD if source.failing and silent_s >= c.frame_stale_hold_s else None
+
+    def back(self, source: Source, silent_s: float, c: SafetyConfig) -> bool:
+        return not source.failing
+
+
+class TelemetryRule(SourceRule):
+    """The vehicle's telemetry: land after telemetry_stale_land_s; a landing is never undone."""
+
+    label = "vehicle telemetry stale"
+
+    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
+        return Mode.LANDING if silent_s >= c.telemetry_stale_land_s else None
+
+
+RULES: dict[str, SourceRule] = {
+    LINK: LinkRule(),
+    PILOT: PilotRule(),
+    VIDEO: VideoRule(),
+    TELEMETRY: TelemetryRule(),
+}
+SOURCE_LABELS = {name: rule.label for name, rule in RULES.items()}
+
+
+def _rank(mode: Mode | None) -> int:
+    return -1 if mode is None else ORDER.index(mode)
+
+
+class FailsafeWatchdogs:
+    """Every watched source, and the mode changes their silence causes (through the ModeMachine).
+
+    Not thread-safe on its own: SafetyGovernor calls every method under its one lock."""
+
+    def __init__(self, config: SafetyConfig, modes: ModeMachine) -> None:
+        self.config = config
+        self._modes = modes
+        self._sources: dict[str, Source] = {}  # checked in the order they were first watched
+
+    def watch(self, name: str, now_s: float, poll: Callable[[], float | None] | None = None) -> None:
+        if name not in RULES:
+            raise ValueError(f"unknown failsafe source {name!r} (one of {sorted(SOURCE_LABELS)})")
+        self._sources[name] = Source(name, now_s, poll=poll)
+
+    def flight_started(self, now_s: float) -> None:
+        for source in self._sources.values():
+            if source.last_heard_s is None and (source.poll is None or source.poll() is None):
+                source.since_s = now_s
+        self._sources[TELEMETRY] = Source(TELEMETRY, now_s)
+
+    def watching(self, name: str) -> bool:
+        return name in self._sources
+
+    def _source(self, name: str, now_s: float) -> Source:
+        """The source, watched from now_s when it was not yet."""
+        source = self._sources.get(name)
+        if source is None:
+            source = self._sources[name] = Source(name, now_s)
+        return source
+
+    def heard(self, name: str, now_s: float) -> None:
+        source = self._source(name, now_s)
+        source.last_heard_s = now_s if source.last_heard_s is None else max(source.last_heard_s, now_s)
+        source.failing = False
+
+    def video_stale(self, now_s: float) -> None:
+        self._source(VIDEO, now_s).failing = True
+
+    def pilot_asked(self, now_s: float, deadline_s: float) -> None:
+        source = self._source(PILOT, now_s)
+        if source.due_s is None:
+            source.asked_s = now_s
+            source.due_s = now_s + max(self.config.pilot_silence_hold_s, deadline_s)
+            source.failing = True
+
+    def source_age_s(self, name: str, now_s: float) -> float | None:
+        source = self._sources.get(name)
+        return None if source is None else now_s - self._last_heard(source)
+
+    def last_heard_s(self, name: str) -> float | None:
+        source = self._sources.get(name)
+        return None if source is None else source.last_heard_s
+
+    def _last_heard(self, source: Source) -> float:
+        """The source's reference time, after taking in its own polled last-heard time (the link's)."""
+        if source.poll is not None:
+            polled = source.poll()
+            if polled is not None and (source.last_heard_s is None or polled > source.last_heard_s):
+                source.last_heard_s = polled
+        return source.reference_s()
+
+    def check(self, now_s: float) -> None:
+        """The one rule, for every source in turn: trip to what its silence calls for, or log it back."""
+        for source in list(self._sources.values()):
+            rule = RULES[source.name]
+            silent_s = now_s - self._last_heard(source)
+            wanted = rule.calls_for(source, silent_s, now_s, self.config)
+            if wanted is not None and _rank(wanted) > _rank(source.tripped):
+                source.tripped = wanted
+                why = rule.why(source, silent_s, now_s)
+                self._modes.trip(wanted, why, now_s, Failsafe(source.name, source.last_heard_s))
+            elif source.tripped is not None and rule.back(source, silent_s, self.config):
+                self._back(source, now_s)
+
+    def _back(self, source: Source, now_s: float) -> None:
+        source.tripped = None
+        lifted_by = "operator" if LINK in self._sources else "operator or a fresh valid pilot action"
+        self._modes.source_back(source.name, source.last_heard_s, now_s, lifted_by)
+
+    def pilot_may_lift(self, require_back: bool = True) -> bool:
+        """Whether a fresh valid pilot action may lift the current hold: no ground station attached,
+        and only the pilot and the video caused it (`require_back`: and the video is fresh again)."""
+        hold_causes = self._modes.hold_causes
+        if self._modes.mode != Mode.HOLD or LINK in self._sources:
+            return False
+        if not hold_causes or not hold_causes <= {PILOT, VIDEO}:
+            return False
+        video = self._sources.get(VIDEO)
+        video_back = not (VIDEO in hold_causes and video is not None and video.failing)
+        return video_back or not require_back
+
+    def pilot_ok(self, now_s: float) -> bool:
+        """A valid pilot action at now_s: the pilot is heard, and a hold it may lift is lifted (True)."""
+        lifted = False
+        source = self._sources.get(PILOT)
+        tripped = source is not None and source.tripped is not None
+        if source is not None:
+            source.last_heard_s = now_s
+            source.failing = False
+            source.asked_s = source.due_s = None
+        if self.pilot_may_lift():
+            causes = " and ".join(sorted(self._modes.hold_causes))
+            lifted = self._modes.resume(f"fresh valid pilot action after {causes} back", now_s)
+        if source is not None:
+            if tripped and not lifted:
+                self._back(source, now_s)
+            source.tripped = None
+        return lifted
+
+    def timed_afresh(self, now_s: float) -> None:
+        """After an operator's resume: the pilot and the video are timed from now, nothing has tripped."""
+        for source in self._sources.values():
+            if source.name in (PILOT, VIDEO):
+                source.failing = False
+                source.asked_s = source.due_s = None
+                source.last_heard_s = now_s
+            source.tripped = None
