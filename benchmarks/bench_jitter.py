@@ -8,10 +8,12 @@ scene and the same latency draws (paired seeds). Latency models:
   jittered   lognormal, median 0.6 s, p95 2.0 s
   slow       lognormal, median 1.5 s, p95 3.0 s
 Loops:
-  tolerant       late `go` re-expressed from the current pose toward the point the model aimed at,
-                 fixed in the world at capture (cap and bands applied again from there)
-  tolerant-step  the same, toward the end of the capped step planned at capture (last session's
-                 reading: under jitter the drone reaches it early and hovers until the next reply)
+  tolerant       the default (latency goal "in-view", onboard.latency_compensation): late `go`
+                 re-expressed from the current pose toward the point the model aimed at, fixed in
+                 the world at capture, the move cut where that point would leave the image
+  tolerant-point the same without the cut (cap and bands applied again): the default at f304ac5
+  tolerant-step  toward the end of the capped step planned at capture (an earlier reading: under
+                 jitter the drone reaches it early and hovers until the next reply)
   naive          capture -> wait for the model -> execute the plan fully -> repeat
 Per episode: mean distance to the target's centre while tracking (trace samples from t = 15 s on,
 after the initial approach; the headline metric), time inside δ (trace dwell, δ 5 m), and success by
@@ -42,6 +44,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -49,7 +52,8 @@ DELTA_M = 5.0
 TRACK_FROM_S = 15.0
 DECLARE_FROM_S = TRACK_FROM_S  # the scripted declaration's instant: uniform in [this, T_max]
 LOOPS = {  # name -> (RuntimeConfig.loop, RuntimeConfig.latency_goal)
-    "tolerant": ("tolerant", "point"),
+    "tolerant": ("tolerant", "in-view"),  # the default (onboard.latency_compensation)
+    "tolerant-point": ("tolerant", "point"),  # the default at f304ac5
     "tolerant-step": ("tolerant", "step"),
     "naive": ("naive", "point"),
 }
@@ -93,20 +97,11 @@ def scripted_success(trace: list, t_declare_s: float, drone: str = "Drone1") -> 
     return qualifies(line, DELTA_M)
 
 
-def fly(args: tuple[int, str, str, float, float]) -> dict:
-    seed, latency_kind, loop_name, t_max_s, speed_m_s = args
-    loop, latency_goal = LOOPS[loop_name]
+def build_scene(seed: int, t_max_s: float, speed_m_s: float) -> tuple[Any, Any]:
+    """The episode's world (not paused, not started) and its target, driving its zig-zag route."""
     import random
 
     from common.pose import Pose
-    from episodes.logs import read_episode
-    from episodes.verifier import VerifierSettings, verify
-    from models.baseline.pilot import BaselinePilot
-    from onboard.lockstep import LockstepDriver
-    from onboard.recorder import FlightRecorder, RecorderConfig
-    from onboard.runtime import OnboardRuntime, RuntimeConfig
-    from onboard.safety import SafetyConfig
-    from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
     from sim_bridge.sim.world import World
 
     rng = random.Random(seed)
@@ -118,6 +113,42 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
             route.append((x0 + 6.0 * i, rng.choice((-2.5, 2.5)) if i % 2 else 0.0, 0.0))
         target = world.spawn("target", "car@red", Pose(x0, 0.0, 0.0, 0.0))
         world.set_path(target.name, route, speed_m_s)
+    except BaseException:
+        world.close()
+        raise
+    return world, target
+
+
+def episode_figures(out: Path, seed: int, t_max_s: float) -> dict:
+    """The scored figures of one flown episode, from its logs."""
+    from episodes.logs import read_episode
+    from episodes.verifier import VerifierSettings, verify
+
+    logs = read_episode(out)
+    verdict = verify(logs, VerifierSettings(delta_m=DELTA_M, t_max_s=t_max_s))
+    tracking = [tr.distance_m for tr in logs.trace if tr.t >= TRACK_FROM_S and tr.distance_m is not None]
+    within = [tr for tr in logs.trace if tr.distance_m is not None and tr.distance_m <= DELTA_M]
+    return {
+        "success": scripted_success(logs.trace, scripted_declaration_t(seed, t_max_s)),
+        "pilot_success": bool(verdict.success),
+        "mean_tracking_distance_m": statistics.fmean(tracking) if tracking else math.nan,
+        "time_inside_delta_s": 0.5 * len(within),  # trace is 2 Hz
+        "collisions": verdict.collisions,
+    }
+
+
+def fly(args: tuple[int, str, str, float, float]) -> dict:
+    seed, latency_kind, loop_name, t_max_s, speed_m_s = args
+    loop, latency_goal = LOOPS[loop_name]
+    from models.baseline.pilot import BaselinePilot
+    from onboard.lockstep import LockstepDriver
+    from onboard.recorder import FlightRecorder, RecorderConfig
+    from onboard.runtime import OnboardRuntime, RuntimeConfig
+    from onboard.safety import SafetyConfig
+    from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
+
+    world, target = build_scene(seed, t_max_s, speed_m_s)
+    try:
         world.pause(True)
         out = Path(tempfile.mkdtemp(prefix=f"jitter-{speed_m_s}-{latency_kind}-{loop_name}-{seed}-"))
         camera = LocalCamera(world, "Drone1")
@@ -151,23 +182,15 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
         runtime.recorder.close()
     finally:
         world.close()
-    logs = read_episode(out)
-    verdict = verify(logs, VerifierSettings(delta_m=DELTA_M, t_max_s=t_max_s))
-    tracking = [tr.distance_m for tr in logs.trace if tr.t >= TRACK_FROM_S and tr.distance_m is not None]
-    within = [tr for tr in logs.trace if tr.distance_m is not None and tr.distance_m <= DELTA_M]
     return {
         "seed": seed,
         "latency": latency_kind,
         "loop": loop_name,
         "speed_m_s": speed_m_s,
         "log_dir": str(out),
-        "success": scripted_success(logs.trace, scripted_declaration_t(seed, t_max_s)),
-        "pilot_success": bool(verdict.success),
-        "mean_tracking_distance_m": statistics.fmean(tracking) if tracking else math.nan,
-        "time_inside_delta_s": 0.5 * len(within),  # trace is 2 Hz
+        **episode_figures(out, seed, t_max_s),
         "steps": runtime.steps,
         "stale": runtime.counters.stale,
-        "collisions": verdict.collisions,
         "wall_s": wall_s,
         "sim_s": t_max_s,
     }

@@ -33,15 +33,9 @@ from models.pilot import Decision, Observation, Pilot
 from onboard.actuation import ActuationThread, Actuator
 from onboard.config_limits import check_limits
 from onboard.controller import ControlPlan, hold_plan
-from onboard.decision import (
-    LATENCY_GOALS,
-    DecisionCounters,
-    StageLatencies,
-    count_action,
-    make_plan,
-    wall_timer,
-)
+from onboard.decision import DecisionCounters, StageLatencies, count_action, wall_timer
 from onboard.jetson import JetsonMonitor
+from onboard.latency_compensation import DEFAULT_LATENCY_GOAL, LATENCY_GOALS, make_plan
 from onboard.profiles import flight_profile
 from onboard.realtime import restore_thread_nice, set_thread_nice
 from onboard.recorder import FlightRecorder, RecorderConfig
@@ -80,10 +74,11 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     max_frame_age_s: float = 1.0
     plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
     compensate_latency: bool = True  # tolerant loop: re-express late plans from the current pose
-    # What a late `go` flies toward from the current pose: "point" (the point the model aimed at,
-    # fixed in the world at capture; cap and bands applied again) or "step" (the end of the capped
-    # step planned at capture; the previous reading, kept for comparison). onboard.decision.
-    latency_goal: str = "point"
+    # What a late `go` flies toward from the current pose: "in-view" (the point the model aimed at,
+    # fixed in the world at capture, the move cut where it would leave the image;
+    # onboard.latency_compensation), "point" (that point, cap and bands applied again: f304ac5's
+    # default) or "step" (the end of the capped step planned at capture). Kept for comparison.
+    latency_goal: str = DEFAULT_LATENCY_GOAL
     flight_profile: str = "outdoor"
     camera: str | None = None  # camera profile for back-projection; default: the flight profile's
     canonical_focal_px: float | None = None  # from the model profile's depth convention
@@ -582,6 +577,7 @@ class OnboardRuntime:
             self.canonical_focal_px,
             compensate,
             self.config.latency_goal,
+            self.governor.home.z_m - self.config.safety.altitude_floor_m,  # the floor, as NED z
         )
         if self.governor.mode == Mode.FLYING:
             self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))

@@ -1,0 +1,216 @@
+"""Rate-jitter benchmark in real time (issue 25): bench_jitter's scenario, flown on the clock.
+
+The same scene and paired seeds as benchmarks/bench_jitter.py (a red car on a zig-zag route, the
+baseline pilot, δ 5 m, altitude floor 2.5 m) and the same latency draws (fixed / jittered / slow),
+but nothing is frozen: the built-in simulator's world runs in its own real-time thread (what
+`dronecats sim` runs behind its RPC server), and the onboard runtime runs its threaded loops as
+`dronecats onboard` does (actuation thread at 20 Hz, decision loop), while the pilot's reply is
+held back by the drawn latency on the runtime's clock. Capture, rendering, detection and planning
+then cost real time on top of the injected latency, and the host's load shows in both loops.
+Scored as bench_jitter (mean distance to the target's centre from t = 15 s, time inside δ, SR by
+the scripted declaration), with the measured decision periods and the served control rate.
+
+Runs serially (one episode at a time: a real-time run shares the machine with nothing of its own);
+about T_max + 10 s of wall time per episode.
+
+    .venv/bin/python benchmarks/bench_jitter_realtime.py --seed-from 10 --seeds 8 --json rt.json
+
+Not the process-separated variant: the simulator is in-process (no AirSim RPC between the drone
+and the world) and the pilot is in-process (no serve-pilot HTTP hop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_jitter as bench  # the scenario, the latency draws, the scoring
+
+CLIMB_TIMEOUT_S = 30.0
+
+
+class DelayedPilot:
+    """A pilot whose reply comes `next(draws)` seconds (on `clock`) after it was asked."""
+
+    def __init__(self, inner: Any, clock: Any, draws: list[float]) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.draws = iter(draws)
+        self.name = f"{inner.name}+latency"
+        self.injected_s: list[float] = []
+
+    def decide(self, observation: Any) -> Any:
+        asked_s = self.clock.now()
+        decision = self.inner.decide(observation)
+        delay_s = next(self.draws)
+        self.injected_s.append(delay_s)
+        self.clock.sleep_until(asked_s + delay_s)
+        return decision
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, speed_m_s: float) -> dict:
+    from models.baseline.pilot import BaselinePilot
+    from onboard.recorder import FlightRecorder, RecorderConfig
+    from onboard.runtime import OnboardRuntime, RuntimeConfig
+    from onboard.safety import SafetyConfig
+    from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
+
+    loop, latency_goal = bench.LOOPS[loop_name]
+    world, target = bench.build_scene(seed, t_max_s, speed_m_s)
+    out = Path(tempfile.mkdtemp(prefix=f"jitter-rt-{speed_m_s}-{latency_kind}-{loop_name}-{seed}-"))
+    try:
+        camera = LocalCamera(world, "Drone1")
+        # bench_jitter's configuration; in addition, no real-time priority or negative nice for the
+        # runtime's threads (the benchmark shares its host: it must not starve other work on it).
+        config = RuntimeConfig(
+            instruction="follow the red car",
+            loop=loop,
+            latency_goal=latency_goal,
+            delta_m=bench.DELTA_M,
+            t_max_s=t_max_s,
+            stop_on_declaration=False,
+            land_at_end=False,
+            save_frames=False,
+            min_decision_period_s=0.0,
+            safety=SafetyConfig(altitude_floor_m=2.5),
+            actuation_rt_priority=0,
+            nice=0,
+            prearm_check=False,
+        )
+        pilot = DelayedPilot(
+            BaselinePilot(delta_m=bench.DELTA_M), world.clock, bench.latency_draws(latency_kind, seed)
+        )
+        runtime = OnboardRuntime(
+            config,
+            LocalVehicle(world, "Drone1"),
+            camera,
+            pilot,
+            world.clock,
+            FlightRecorder(out, RecorderConfig(save_frames=False)),
+            truth=LocalTruth(world, target.name, {"Drone1": camera}),
+        )
+        world.start()  # the simulator's real-time loop
+        wall0 = time.monotonic()
+        runtime.start()
+        _wait_for_climb(runtime)
+        # As the lock-step driver does: episode time and the failsafes start at the end of the climb.
+        runtime.t0_s = runtime.clock.now()
+        runtime.governor.flight_started(runtime.t0_s)
+        result = runtime.run()
+        wall_s = time.monotonic() - wall0
+        sim_s = runtime.t()
+        runtime.recorder.close()
+    finally:
+        world.close()
+    periods = _decision_periods_s(out)
+    return {
+        "seed": seed,
+        "latency": latency_kind,
+        "loop": loop_name,
+        "speed_m_s": speed_m_s,
+        "log_dir": str(out),
+        **bench.episode_figures(out, seed, t_max_s),
+        "steps": result.steps,
+        "stale": result.counters.stale,
+        "wall_s": wall_s,
+        "sim_s": sim_s,
+        "served_control_rate_hz": result.served_rate_hz,
+        "decision_period_median_s": statistics.median(periods) if periods else math.nan,
+        "decision_period_p95_s": _quantile(periods, 0.95),
+        "injected_median_s": statistics.median(pilot.injected_s) if pilot.injected_s else math.nan,
+    }
+
+
+def _wait_for_climb(runtime: Any) -> None:
+    deadline = time.monotonic() + CLIMB_TIMEOUT_S
+    home_alt = runtime.governor.home.altitude_m
+    while time.monotonic() < deadline:
+        if runtime.vehicle.telemetry().pose.altitude_m - home_alt >= 0.95 * runtime.takeoff_altitude_m:
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"take-off did not reach {runtime.takeoff_altitude_m:.1f} m in {CLIMB_TIMEOUT_S:.0f} s")
+
+
+def _decision_periods_s(out: Path) -> list[float]:
+    """Seconds between consecutive replies applied (steps.jsonl), on the runtime's clock."""
+    times = []
+    for line in (out / "steps.jsonl").read_text().splitlines():
+        if line.strip():
+            times.append(float(json.loads(line)["t"]))
+    return [b - a for a, b in itertools.pairwise(times)]
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=8, help="how many seeds")
+    parser.add_argument("--seed-from", type=int, default=10, help="first seed (the report seeds start at 10)")
+    parser.add_argument("--t-max", type=float, default=45.0)
+    parser.add_argument("--target-speed", type=float, default=0.3, help="m/s")
+    parser.add_argument(
+        "--loops", default="tolerant,naive", help=f"comma-separated, of {', '.join(bench.LOOPS)}"
+    )
+    parser.add_argument("--latencies", default=",".join(bench.LATENCIES), help="comma-separated")
+    parser.add_argument(
+        "--json", default=None, help="also write every episode's figures here (as they finish)"
+    )
+    args = parser.parse_args()
+    loops, latencies = args.loops.split(","), args.latencies.split(",")
+    bad = [x for x in loops if x not in bench.LOOPS] + [x for x in latencies if x not in bench.LATENCIES]
+    if bad:
+        raise SystemExit(
+            f"unknown loop(s)/latency(ies) {bad}: "
+            f"loops {list(bench.LOOPS)}, latencies {list(bench.LATENCIES)}"
+        )
+    if args.seeds < 1 or args.seed_from < 0:
+        raise SystemExit("--seeds must be >= 1 and --seed-from >= 0")
+    if not (math.isfinite(args.t_max) and args.t_max > bench.DECLARE_FROM_S):
+        raise SystemExit(
+            f"--t-max {args.t_max}: must be > {bench.DECLARE_FROM_S:.0f} s (scoring starts there)"
+        )
+    if not (math.isfinite(args.target_speed) and args.target_speed > 0):
+        raise SystemExit(f"--target-speed {args.target_speed}: must be > 0")
+    results: list[dict] = []
+    for seed in range(args.seed_from, args.seed_from + args.seeds):
+        for lat in latencies:
+            for loop in loops:
+                results.append(fly_realtime(seed, lat, loop, args.t_max, args.target_speed))
+                if args.json:
+                    Path(args.json).write_text(json.dumps(results, indent=1))
+    print(f"{len(results)} real-time episodes, {args.seeds} seeds, T_max {args.t_max:.0f} s")
+    print(f"\n=== real time, target at {args.target_speed} m/s ===")
+    bench.report(results, loops, args.target_speed)
+    print("\nreal time: decision period median / p95 s, served control rate Hz (mean over episodes)")
+    for lat in latencies:
+        for loop in loops:
+            rs = [r for r in results if r["latency"] == lat and r["loop"] == loop]
+            print(
+                f"  {lat:9s} {loop:14s} {statistics.fmean(r['decision_period_median_s'] for r in rs):5.2f} / "
+                f"{statistics.fmean(r['decision_period_p95_s'] for r in rs):5.2f}   "
+                f"{statistics.fmean(r['served_control_rate_hz'] for r in rs):5.1f} Hz"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
