@@ -265,7 +265,9 @@ def report(results: list[dict], loops: list[str], speed_m_s: float) -> None:
         by.setdefault((r["latency"], r["loop"]), []).append(r)
     for lat in LATENCIES:
         for loop in loops:
-            rs = by[(lat, loop)]
+            rs = by.get((lat, loop), [])
+            if not rs:
+                continue  # a run of some latencies only
             k = sum(r["success"] for r in rs)
             lo, hi = wilson(k, len(rs))
             d, dlo, dhi = ci([r["mean_tracking_distance_m"] for r in rs])
@@ -279,14 +281,19 @@ def report(results: list[dict], loops: list[str], speed_m_s: float) -> None:
                 f"{w:6.1f} [{wlo:6.1f}, {whi:6.1f}]{'':8s} {pilot_k}/{len(rs):<7d} {stale}/{steps}"
             )
     pairs = [(a, "naive") for a in loops if a != "naive" and "naive" in loops]
-    if "tolerant" in loops and "tolerant-step" in loops:
-        pairs.append(("tolerant", "tolerant-step"))
+    pairs += [
+        ("tolerant", other)
+        for other in ("tolerant-point", "tolerant-step")
+        if {"tolerant", other} <= set(loops)
+    ]
     for a, b in pairs:
         print(f"\npaired differences, {a} − {b} (negative distance = {a} closer):")
         for lat in LATENCIES:
-            one = {r["seed"]: r for r in by[(lat, a)]}
-            two = {r["seed"]: r for r in by[(lat, b)]}
+            one = {r["seed"]: r for r in by.get((lat, a), [])}
+            two = {r["seed"]: r for r in by.get((lat, b), [])}
             seeds = sorted(set(one) & set(two))
+            if not seeds:
+                continue
             dd = [one[s]["mean_tracking_distance_m"] - two[s]["mean_tracking_distance_m"] for s in seeds]
             dw = [one[s]["time_inside_delta_s"] - two[s]["time_inside_delta_s"] for s in seeds]
             m, lo, hi = ci(dd)
@@ -300,9 +307,11 @@ def report(results: list[dict], loops: list[str], speed_m_s: float) -> None:
             )
     print()
     for loop in loops:
-        steady = {r["seed"]: r["mean_tracking_distance_m"] for r in by[("fixed", loop)]}
-        jitter = {r["seed"]: r["mean_tracking_distance_m"] for r in by[("jittered", loop)]}
+        steady = {r["seed"]: r["mean_tracking_distance_m"] for r in by.get(("fixed", loop), [])}
+        jitter = {r["seed"]: r["mean_tracking_distance_m"] for r in by.get(("jittered", loop), [])}
         seeds = sorted(set(steady) & set(jitter))
+        if not seeds:
+            continue
         ratio, lo, hi = ratio_ci([jitter[s] for s in seeds], [steady[s] for s in seeds])
         print(
             f"{loop}: jittered / steady mean tracking distance = {ratio:.2f} [{lo:.2f}, {hi:.2f}]"

@@ -62,12 +62,30 @@ class DelayedPilot:
         self.inner.close()
 
 
+def climbing_vehicle(world: Any, name: str) -> Any:
+    """The in-process vehicle with a take-off that returns once up, as a real-time AirSim take-off
+    does (its future is joined): the in-process one only starts the climb, for lock-step drivers."""
+    from sim_bridge.local import LocalVehicle
+
+    class ClimbingVehicle(LocalVehicle):
+        def takeoff(self, altitude_m: float) -> None:
+            home_alt = self.telemetry().pose.altitude_m
+            super().takeoff(altitude_m)
+            deadline = time.monotonic() + CLIMB_TIMEOUT_S
+            while self.telemetry().pose.altitude_m - home_alt < 0.95 * altitude_m:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"take-off did not reach {altitude_m:.1f} m in {CLIMB_TIMEOUT_S:.0f} s")
+                time.sleep(0.05)
+
+    return ClimbingVehicle(world, name)
+
+
 def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, speed_m_s: float) -> dict:
     from models.baseline.pilot import BaselinePilot
     from onboard.recorder import FlightRecorder, RecorderConfig
     from onboard.runtime import OnboardRuntime, RuntimeConfig
     from onboard.safety import SafetyConfig
-    from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
+    from sim_bridge.local import LocalCamera, LocalTruth
 
     loop, latency_goal = bench.LOOPS[loop_name]
     world, target = bench.build_scene(seed, t_max_s, speed_m_s)
@@ -96,7 +114,7 @@ def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, s
         )
         runtime = OnboardRuntime(
             config,
-            LocalVehicle(world, "Drone1"),
+            climbing_vehicle(world, "Drone1"),
             camera,
             pilot,
             world.clock,
@@ -105,11 +123,7 @@ def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, s
         )
         world.start()  # the simulator's real-time loop
         wall0 = time.monotonic()
-        runtime.start()
-        _wait_for_climb(runtime)
-        # As the lock-step driver does: episode time and the failsafes start at the end of the climb.
-        runtime.t0_s = runtime.clock.now()
-        runtime.governor.flight_started(runtime.t0_s)
+        runtime.start()  # returns once up; episode time starts there, as after a lock-step climb
         result = runtime.run()
         wall_s = time.monotonic() - wall0
         sim_s = runtime.t()
@@ -133,16 +147,6 @@ def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, s
         "decision_period_p95_s": _quantile(periods, 0.95),
         "injected_median_s": statistics.median(pilot.injected_s) if pilot.injected_s else math.nan,
     }
-
-
-def _wait_for_climb(runtime: Any) -> None:
-    deadline = time.monotonic() + CLIMB_TIMEOUT_S
-    home_alt = runtime.governor.home.altitude_m
-    while time.monotonic() < deadline:
-        if runtime.vehicle.telemetry().pose.altitude_m - home_alt >= 0.95 * runtime.takeoff_altitude_m:
-            return
-        time.sleep(0.05)
-    raise SystemExit(f"take-off did not reach {runtime.takeoff_altitude_m:.1f} m in {CLIMB_TIMEOUT_S:.0f} s")
 
 
 def _decision_periods_s(out: Path) -> list[float]:
