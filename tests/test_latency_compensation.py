@@ -10,7 +10,7 @@ from common.actions import Go, Rotate
 from common.camera import BUILTIN_CAMERAS
 from common.pose import Pose
 from onboard import latency_compensation as lc
-from onboard.controller import go_world_point, plan_go
+from onboard.controller import go_world_point, plan_go, plan_toward_point
 from onboard.decision import make_plan as point_plan
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES
 
@@ -63,14 +63,28 @@ def test_at_the_floor_the_move_stops_where_the_point_would_leave_the_image() -> 
     assert plan.step_m < half.step_m <= before.step_m
 
 
-def test_a_point_already_at_the_edge_gets_the_turn_and_no_move() -> None:
-    capture = Pose(0.0, 0.0, -3.0, 0.0)
-    go = Go((800, 960), 6.0)  # right and at the bottom of the frame: a turn, then a move
-    later = Pose(0.5, 0.0, -3.0, 0.0)
-    plan = lc.make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", floor_z_m=-3.0)
+def test_a_point_already_below_the_limit_gets_no_move() -> None:
+    capture, later = Pose(0.0, 0.0, -3.0, 0.0), Pose(0.5, 0.0, -3.0, 0.0)
+    go = Go((500, 990), 6.0)  # straight ahead (no turn), at the very bottom of the frame
     before = point_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
-    assert before.step_m > 0 and plan.step_m == 0.0 and plan.duration_s == 0.0
-    assert plan.yaw_deg == pytest.approx(before.yaw_deg) and not plan.hold  # it still faces the point
+    plan = lc.make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", floor_z_m=-3.0)
+    assert before.step_m > 0 and before.yaw_deg == 0.0
+    assert plan.hold and plan.step_m == 0.0 and plan.duration_s == 0.0
+
+
+def test_the_turn_is_kept_when_the_move_is_cut() -> None:
+    # A plan that turns, then moves level toward a point that sinks out of view on the way.
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    point = (6.0, 6.0, 0.0)  # 45° right, 8.49 m away, 3 m below
+    plan = plan_toward_point(point, pose, OUTDOOR)
+    assert plan.yaw_deg == pytest.approx(45.0) and plan.step_m > 0
+    cut = lc.keep_in_view(plan, point, pose, CAMERA, floor_z_m=-3.0)
+    assert 0.0 < cut.step_m < plan.step_m
+    assert (cut.yaw_deg, cut.yaw_rate_deg_s, cut.yaw_duration_s) == (
+        plan.yaw_deg,
+        plan.yaw_rate_deg_s,
+        plan.yaw_duration_s,
+    )
 
 
 def test_rotations_holds_and_the_naive_loop_are_untouched() -> None:
