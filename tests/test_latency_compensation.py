@@ -100,3 +100,50 @@ def test_rotations_holds_and_the_naive_loop_are_untouched() -> None:
     assert lc.make_plan(go, capture, Pose(5.0, 0.0, -3.0, 0.0), CAMERA, OUTDOOR, None, False) == plan_go(
         go, CAMERA, OUTDOOR
     )
+
+
+def test_the_track_fits_the_targets_velocity_from_its_aimed_points() -> None:
+    track = lc.TargetTrack()
+    assert track.velocity() is None
+    for i in range(5):  # a target driving north-east at (0.3, 0.1) m/s, seen every 0.5 s
+        track.observe((10.0 + 0.3 * 0.5 * i, 2.0 + 0.1 * 0.5 * i, 0.0), capture_s=0.5 * i)
+    v = track.velocity()
+    assert v is not None and v == pytest.approx((0.3, 0.1))
+    # The point seen at t = 2 s is where it is at t = 3.5 s: moved on by 1.5 s of that velocity.
+    assert track.predict((10.6, 2.2, 0.0), 2.0, 3.5) == pytest.approx((10.6 + 0.45, 2.2 + 0.15, 0.0))
+
+
+def test_the_track_believes_no_short_run_no_jump_and_no_implausible_speed() -> None:
+    track = lc.TargetTrack(lc.MotionModel(min_points=3, min_span_s=1.5, jump_m=2.5, max_speed_m_s=2.0))
+    track.observe((0.0, 0.0, 0.0), 0.0)
+    track.observe((0.1, 0.0, 0.0), 0.5)
+    track.observe((0.2, 0.0, 0.0), 1.0)
+    assert track.velocity() is None  # three points, but only 1 s of them
+    track.observe((0.3, 0.0, 0.0), 1.5)
+    assert track.velocity() == pytest.approx((0.2, 0.0))
+    track.observe((8.0, 0.0, 0.0), 2.0)  # another target (or a wild depth): a new track from here
+    assert list(track.points) == [(2.0, 8.0, 0.0)] and track.velocity() is None
+    fast = lc.TargetTrack(lc.MotionModel(jump_m=100.0))
+    for i in range(4):
+        fast.observe((3.0 * i, 0.0, 0.0), float(i))  # 3 m/s: faster than a believable target
+    assert fast.velocity() is None
+
+
+def test_the_compensator_leads_a_late_go_by_the_tracks_velocity_and_a_search_resets_it() -> None:
+    comp = lc.LatencyCompensator()
+    goal = lc.IN_VIEW_PREDICTED
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    for i in range(5):  # the target, 15 m ahead on the axis, drives away north at 0.4 m/s
+        depth_m = 15.0 + 0.4 * 0.5 * i
+        comp.plan(
+            Go((500, 500), depth_m), pose, pose, CAMERA, OUTDOOR, None, True, goal, None, 0.5 * i, 0.5 * i
+        )
+    v = comp.track.velocity()
+    assert v is not None and v == pytest.approx((0.4, 0.0))
+    # A turn and a step, as the point moves on: its prediction shifts the goal, not the step (capped).
+    comp.plan(Rotate(60.0), pose, pose, CAMERA, OUTDOOR, None, True, goal, None, 3.0, 3.0)
+    assert comp.track.velocity() is None and not comp.track.points
+    # Other goals and the naive loop never touch the track.
+    comp.plan(Go((500, 500), 10.0), pose, pose, CAMERA, OUTDOOR, None, False, goal, None, 4.0, 4.0)
+    comp.plan(Go((500, 500), 10.0), pose, pose, CAMERA, OUTDOOR, None, True, "in-view", None, 4.5, 4.5)
+    assert not comp.track.points
