@@ -54,7 +54,6 @@ DECLARE_FROM_S = TRACK_FROM_S  # the scripted declaration's instant: uniform in 
 LOOPS = {  # name -> (RuntimeConfig.loop, RuntimeConfig.latency_goal)
     "tolerant": ("tolerant", "in-view"),  # the default (onboard.latency_compensation)
     "tolerant-point": ("tolerant", "point"),  # the default at f304ac5
-    "tolerant-predicted": ("tolerant", "in-view-predicted"),  # + the target's motion (tried)
     "tolerant-step": ("tolerant", "step"),
     "naive": ("naive", "point"),
 }

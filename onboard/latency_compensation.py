@@ -21,20 +21,17 @@ leave the image gets none. Rotations and holds are as in "point".
 from __future__ import annotations
 
 import math
-from collections import deque
-from dataclasses import dataclass
 
-from common.actions import Action, Finished, Go
+from common.actions import Action, Go
 from common.camera import CameraProfile
 from common.pose import Pose
-from onboard.controller import ControlPlan, body_to_world, go_world_point, plan_toward_point
+from onboard.controller import ControlPlan, body_to_world, go_world_point
 from onboard.decision import LATENCY_GOALS as DECISION_GOALS
 from onboard.decision import make_plan as decision_plan
 from onboard.profiles import FlightProfile
 
 IN_VIEW = "in-view"
-IN_VIEW_PREDICTED = "in-view-predicted"
-LATENCY_GOALS = (IN_VIEW, IN_VIEW_PREDICTED, *DECISION_GOALS)
+LATENCY_GOALS = (IN_VIEW, *DECISION_GOALS)
 DEFAULT_LATENCY_GOAL = IN_VIEW
 # The point the late `go` aimed at stays above this share of the image height (0 = top, 1 = bottom)
 # at the end of the move. Tuned on bench_jitter seeds 0-9 at 0.3 m/s (issue 25): of 0.75, 0.85, 0.90,
@@ -148,125 +145,3 @@ def make_plan(
         return plan
     point = go_world_point(action, frame_pose, camera, canonical_focal_px)
     return keep_in_view(plan, point, current_pose, camera, floor_z_m)
-
-
-@dataclass(frozen=True)
-class MotionModel:
-    """How the target's motion is estimated from successive aimed points (goal "in-view-predicted")."""
-
-    window_s: float = 4.0  # points captured this recently fit the velocity
-    min_points: int = 3
-    min_span_s: float = 1.5  # the fitted points must span at least this long
-    jump_m: float = 2.5  # a point this far from the prediction starts a new track (another target)
-    max_speed_m_s: float = 2.0  # a faster fit is not believed
-
-
-class TargetTrack:
-    """The horizontal velocity of what the pilot aims at, from the world points of its `go`s (each
-    fixed at its frame's capture time): a least-squares line over the recent window."""
-
-    def __init__(self, model: MotionModel | None = None) -> None:
-        self.model = model or MotionModel()
-        self.points: deque[tuple[float, float, float]] = deque()  # (capture_s, north, east)
-
-    def reset(self) -> None:
-        self.points.clear()
-
-    def velocity(self) -> tuple[float, float] | None:
-        """(north, east) m/s, or None while too few or too short a run of points."""
-        pts = list(self.points)
-        if len(pts) < self.model.min_points or pts[-1][0] - pts[0][0] < self.model.min_span_s:
-            return None
-        t_mean = sum(p[0] for p in pts) / len(pts)
-        var = sum((p[0] - t_mean) ** 2 for p in pts)
-        if var <= 0:
-            return None
-        vn = sum((p[0] - t_mean) * p[1] for p in pts) / var
-        ve = sum((p[0] - t_mean) * p[2] for p in pts) / var
-        speed = math.hypot(vn, ve)
-        if speed > self.model.max_speed_m_s:
-            return None
-        return vn, ve
-
-    def predict(
-        self, point_ned: tuple[float, float, float], capture_s: float, at_s: float
-    ) -> tuple[float, float, float]:
-        """Where `point_ned` (seen at capture_s) is at at_s, if the track has a velocity."""
-        v = self.velocity()
-        if v is None:
-            return point_ned
-        dt = max(0.0, at_s - capture_s)
-        return point_ned[0] + v[0] * dt, point_ned[1] + v[1] * dt, point_ned[2]
-
-    def observe(self, point_ned: tuple[float, float, float], capture_s: float) -> None:
-        if self.points:
-            expected = self.predict(
-                (self.points[-1][1], self.points[-1][2], point_ned[2]), self.points[-1][0], capture_s
-            )
-            if math.hypot(point_ned[0] - expected[0], point_ned[1] - expected[1]) > self.model.jump_m:
-                self.reset()
-        self.points.append((capture_s, point_ned[0], point_ned[1]))
-        while self.points and self.points[0][0] < capture_s - self.model.window_s:
-            self.points.popleft()
-
-
-class LatencyCompensator:
-    """The tolerant loop's planner for one drone: make_plan, with the target track that the goal
-    "in-view-predicted" needs (the point moved on by the track's velocity over the reply's age)."""
-
-    def __init__(self, model: MotionModel | None = None) -> None:
-        self.track = TargetTrack(model)
-
-    def plan(
-        self,
-        action: Action,
-        frame_pose: Pose,
-        current_pose: Pose | None,
-        camera: CameraProfile,
-        profile: FlightProfile,
-        canonical_focal_px: float | None,
-        compensate: bool,
-        latency_goal: str,
-        floor_z_m: float | None,
-        capture_s: float,
-        now_s: float,
-    ) -> ControlPlan:
-        if latency_goal != IN_VIEW_PREDICTED:
-            return make_plan(
-                action,
-                frame_pose,
-                current_pose,
-                camera,
-                profile,
-                canonical_focal_px,
-                compensate,
-                latency_goal,
-                floor_z_m,
-            )
-        if not isinstance(action, Go):
-            if not isinstance(action, Finished):  # a search turn or a think: the track is lost
-                self.track.reset()
-            return make_plan(
-                action,
-                frame_pose,
-                current_pose,
-                camera,
-                profile,
-                canonical_focal_px,
-                compensate,
-                IN_VIEW,
-                floor_z_m,
-            )
-        plan = decision_plan(
-            action, frame_pose, current_pose, camera, profile, canonical_focal_px, compensate, "point"
-        )
-        if not (compensate and current_pose is not None):
-            return plan
-        seen = go_world_point(action, frame_pose, camera, canonical_focal_px)
-        self.track.observe(seen, capture_s)
-        if plan.hold:
-            return plan  # a brake stays one
-        point = self.track.predict(seen, capture_s, now_s)
-        return keep_in_view(
-            plan_toward_point(point, current_pose, profile), point, current_pose, camera, floor_z_m
-        )

@@ -35,7 +35,7 @@ from onboard.config_limits import check_limits
 from onboard.controller import ControlPlan, hold_plan
 from onboard.decision import DecisionCounters, StageLatencies, count_action, wall_timer
 from onboard.jetson import JetsonMonitor
-from onboard.latency_compensation import DEFAULT_LATENCY_GOAL, LATENCY_GOALS, LatencyCompensator
+from onboard.latency_compensation import DEFAULT_LATENCY_GOAL, LATENCY_GOALS, make_plan
 from onboard.profiles import flight_profile
 from onboard.realtime import restore_thread_nice, set_thread_nice
 from onboard.recorder import FlightRecorder, RecorderConfig
@@ -227,7 +227,6 @@ class OnboardRuntime:
         self.camera_profile = camera_profile(config.camera or self.profile.camera)
         self.canonical_focal_px = config.canonical_focal_px or _canonical_focal_px(pilot, self.camera_profile)
         self.governor = SafetyGovernor(config.safety, home=Pose(0.0, 0.0, 0.0, 0.0), clock=clock.now)
-        self.latency_compensation = LatencyCompensator()  # the tolerant loop's planner (its track)
         self.governor.on_transition = self._on_transition  # every mode change into events.jsonl, at once
         recorder.on_disk_error = self._on_disk_error
         # The one staleness rule for every camera, on this runtime's clock (simulated in lock-step);
@@ -569,7 +568,7 @@ class OnboardRuntime:
     def _execute(self, action: Action, frame: Frame, source: str = "pilot") -> ControlPlan:
         current = self.actuator.last_telemetry
         compensate = self.config.loop == "tolerant" and self.config.compensate_latency
-        plan = self.latency_compensation.plan(
+        plan = make_plan(
             action,
             frame.pose,
             current.pose if current is not None else None,
@@ -579,8 +578,6 @@ class OnboardRuntime:
             compensate,
             self.config.latency_goal,
             self.governor.home.z_m - self.config.safety.altitude_floor_m,  # the floor, as NED z
-            float(frame.meta.get("capture_clock_s", self.clock.now())),
-            self.clock.now(),
         )
         if self.governor.mode == Mode.FLYING:
             self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))
