@@ -8,7 +8,7 @@ but nothing is frozen: the built-in simulator's world runs in its own real-time 
 held back by the drawn latency on the runtime's clock. Capture, rendering, detection and planning
 then cost real time on top of the injected latency, and the host's load shows in both loops.
 Scored as bench_jitter (mean distance to the target's centre from t = 15 s, time inside δ, SR by
-the scripted declaration), with the measured decision periods and the served control rate.
+the scripted declaration), with the measured decision periods and the served control rate and its jitter.
 
 Runs serially (one episode at a time: a real-time run shares the machine with nothing of its own);
 about T_max + 10 s of wall time per episode.
@@ -127,6 +127,7 @@ def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, s
         result = runtime.run()
         wall_s = time.monotonic() - wall0
         sim_s = runtime.t()
+        served_jitter_ms = runtime.actuation.served_jitter_ms()
         runtime.recorder.close()
     finally:
         world.close()
@@ -143,6 +144,7 @@ def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, s
         "wall_s": wall_s,
         "sim_s": sim_s,
         "served_control_rate_hz": result.served_rate_hz,
+        "served_control_jitter_ms": served_jitter_ms,
         "decision_period_median_s": statistics.median(periods) if periods else math.nan,
         "decision_period_p95_s": _quantile(periods, 0.95),
         "injected_median_s": statistics.median(pilot.injected_s) if pilot.injected_s else math.nan,
@@ -178,6 +180,7 @@ def main() -> int:
     parser.add_argument(
         "--json", default=None, help="also write every episode's figures here (as they finish)"
     )
+    parser.add_argument("--from-json", default=None, help="print the report of an earlier --json run")
     args = parser.parse_args()
     loops, latencies = args.loops.split(","), args.latencies.split(",")
     bad = [x for x in loops if x not in bench.LOOPS] + [x for x in latencies if x not in bench.LATENCIES]
@@ -194,6 +197,13 @@ def main() -> int:
         )
     if not (math.isfinite(args.target_speed) and args.target_speed > 0):
         raise SystemExit(f"--target-speed {args.target_speed}: must be > 0")
+    if args.from_json:
+        try:
+            earlier = json.loads(Path(args.from_json).read_text())
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"--from-json {args.from_json}: {exc}") from None
+        print_report(earlier, loops, latencies, args.target_speed, args.t_max)
+        return 0
     results: list[dict] = []
     for seed in range(args.seed_from, args.seed_from + args.seeds):
         for lat in latencies:
@@ -201,19 +211,29 @@ def main() -> int:
                 results.append(fly_realtime(seed, lat, loop, args.t_max, args.target_speed))
                 if args.json:
                     Path(args.json).write_text(json.dumps(results, indent=1))
-    print(f"{len(results)} real-time episodes, {args.seeds} seeds, T_max {args.t_max:.0f} s")
-    print(f"\n=== real time, target at {args.target_speed} m/s ===")
-    bench.report(results, loops, args.target_speed)
-    print("\nreal time: decision period median / p95 s, served control rate Hz (mean over episodes)")
+    print_report(results, loops, latencies, args.target_speed, args.t_max)
+    return 0
+
+
+def print_report(
+    results: list[dict], loops: list[str], latencies: list[str], speed_m_s: float, t_max_s: float
+) -> None:
+    seeds = len({r["seed"] for r in results})
+    print(f"{len(results)} real-time episodes, {seeds} seeds, T_max {t_max_s:.0f} s")
+    print(f"\n=== real time, target at {speed_m_s} m/s ===")
+    bench.report(results, loops, speed_m_s)
+    print("\nreal time: decision period median / p95 s, served control rate and its jitter (means)")
     for lat in latencies:
         for loop in loops:
             rs = [r for r in results if r["latency"] == lat and r["loop"] == loop]
+            if not rs:
+                continue
             print(
                 f"  {lat:9s} {loop:14s} {statistics.fmean(r['decision_period_median_s'] for r in rs):5.2f} / "
                 f"{statistics.fmean(r['decision_period_p95_s'] for r in rs):5.2f}   "
-                f"{statistics.fmean(r['served_control_rate_hz'] for r in rs):5.1f} Hz"
+                f"{statistics.fmean(r['served_control_rate_hz'] for r in rs):5.1f} Hz "
+                f"± {statistics.fmean(r.get('served_control_jitter_ms', math.nan) for r in rs):5.1f} ms"
             )
-    return 0
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ class RuntimeLink:
                 armed=data["armed"],
                 link_state=self.link.ground_link_state,  # type: ignore[arg-type]
                 control_rate_hz=float(data.get("served_rate_hz") or 0.0),
+                control_jitter_ms=min(max(float(data.get("served_jitter_ms") or 0.0), 0.0), 100_000.0),
                 latencies_s=_latencies(data.get("stages")),
                 safety_state=(data.get("mode_reason") or "ok")[:MAX_REASON_CHARS],
                 jetson=self._jetson(data.get("jetson")),

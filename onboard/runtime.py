@@ -422,6 +422,7 @@ class OnboardRuntime:
                 "steps": self.steps,
                 "declarations": self.declarations,
                 "served_control_rate_hz": round(self.actuation.served_rate_hz(), 3) or None,
+                "served_control_jitter_ms": round(self.actuation.served_jitter_ms(), 3),
                 "actuation_scheduling": self.actuation.scheduling,  # None when a lock-step driver ticks
                 "nice": self.nice,  # of the decision loop's and helper threads; None in lock-step
                 "counters": self.counters.__dict__,
@@ -935,6 +936,7 @@ class OnboardRuntime:
             "mode_reason": status.reason,
             "sent": list(sent),
             "served_rate_hz": self.actuation.served_rate_hz(),
+            "served_jitter_ms": self.actuation.served_jitter_ms(),
             "stages": msgspec.to_builtins(self.last_stages),
             "instruction": self.instruction,
             "last_action": action_to_dict(self.history[-1]) if self.history else None,
