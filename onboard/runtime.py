@@ -422,7 +422,7 @@ class OnboardRuntime:
                 "steps": self.steps,
                 "declarations": self.declarations,
                 "served_control_rate_hz": round(self.actuation.served_rate_hz(), 3) or None,
-                "served_control_jitter_ms": round(self.actuation.served_jitter_ms(), 3),
+                "served_control_jitter_ms": round(self.actuation.served_jitter_ms(), 3) or None,
                 "actuation_scheduling": self.actuation.scheduling,  # None when a lock-step driver ticks
                 "nice": self.nice,  # of the decision loop's and helper threads; None in lock-step
                 "counters": self.counters.__dict__,
