@@ -8,14 +8,24 @@ scene and the same latency draws (paired seeds). Latency models:
   jittered   lognormal, median 0.6 s, p95 2.0 s
   slow       lognormal, median 1.5 s, p95 3.0 s
 Loops:
-  tolerant       late `go` re-expressed from the current pose toward the point the model aimed at,
-                 fixed in the world at capture (cap and bands applied again from there)
-  tolerant-step  the same, toward the end of the capped step planned at capture (last session's
-                 reading: under jitter the drone reaches it early and hovers until the next reply)
+  tolerant       the default (latency goal "point"): late `go` re-expressed from the current pose
+                 toward the point the model aimed at, fixed in the world at capture (cap and bands
+                 applied again)
+  tolerant-in-view the same, the move cut where that point would leave the image
+                 (onboard.latency_compensation)
+  tolerant-step  toward the end of the capped step planned at capture (an earlier reading: under
+                 jitter the drone reaches it early and hovers until the next reply)
   naive          capture -> wait for the model -> execute the plan fully -> repeat
-Per episode: success (the verdict of docs/verifier.md#the-verdict, δ 5 m), mean distance to the target
-while tracking (trace samples from t = 15 s on, after the initial approach), and time inside δ (trace
-dwell).
+Per episode: mean distance to the target's centre while tracking (trace samples from t = 15 s on,
+after the initial approach; the headline metric), time inside δ (trace dwell, δ 5 m), and success by
+a scripted declaration (issue 25): the verifier's qualifying rule (common.declarations.qualifies:
+within δ and visible) applied to one declaration made at an instant drawn per seed, uniform in
+[15 s, T_max], the same instant for every loop of that seed. The baseline pilot's own declarations
+are too rare while tracking to say anything about the loop; a declaration whose timing no loop
+controls makes SR differences come from the loop alone. The pilot's own verdict (`pilot_success`)
+is kept alongside.
+Scenario frozen for issue 25 at the commit that introduced the scripted declaration: tune on seeds
+0–9 (--seed-from 0 --seeds 10), report on seeds 10–29 (--seed-from 10 --seeds 20).
 Printed per target speed (--target-speeds, a sweep; 0.3 m/s is the suites'): means with 95%
 t-intervals per condition, the paired differences against naive and between the tolerant readings,
 and each tolerant loop's jittered / steady (fixed) mean tracking distance.
@@ -35,13 +45,16 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 DELTA_M = 5.0
 TRACK_FROM_S = 15.0
+DECLARE_FROM_S = TRACK_FROM_S  # the scripted declaration's instant: uniform in [this, T_max]
 LOOPS = {  # name -> (RuntimeConfig.loop, RuntimeConfig.latency_goal)
-    "tolerant": ("tolerant", "point"),
+    "tolerant": ("tolerant", "point"),  # the default
+    "tolerant-in-view": ("tolerant", "in-view"),  # onboard.latency_compensation
     "tolerant-step": ("tolerant", "step"),
     "naive": ("naive", "point"),
 }
@@ -63,20 +76,31 @@ def latency_draws(kind: str, seed: int, n: int = 2000) -> list[float]:
     return [median * math.exp(sigma * rng.gauss(0.0, 1.0)) for _ in range(n)]
 
 
-def fly(args: tuple[int, str, str, float, float]) -> dict:
-    seed, latency_kind, loop_name, t_max_s, speed_m_s = args
-    loop, latency_goal = LOOPS[loop_name]
+def scripted_declaration_t(seed: int, t_max_s: float) -> float:
+    """The instant the scripted declarer says `finished` in episode `seed` (same for every loop)."""
+    import random
+
+    return DECLARE_FROM_S + (t_max_s - DECLARE_FROM_S) * random.Random(2000 + seed).random()
+
+
+def scripted_success(trace: list, t_declare_s: float, drone: str = "Drone1") -> bool:
+    """The verifier's rule on a declaration made at t_declare_s, measured as the runtime measures its
+    own declarations (distance to the target's centre and visibility), from the 2 Hz trace sample
+    nearest that instant."""
+    from common.declarations import qualifies
+
+    samples = [tr for tr in trace if tr.drone == drone]
+    if not samples:
+        return False
+    near = min(samples, key=lambda tr: abs(tr.t - t_declare_s))
+    return qualifies(near.distance_m, near.visible, DELTA_M)
+
+
+def build_scene(seed: int, t_max_s: float, speed_m_s: float) -> tuple[Any, Any]:
+    """The episode's world (not paused, not started) and its target, driving its zig-zag route."""
     import random
 
     from common.pose import Pose
-    from episodes.local_flight import local_runtime
-    from episodes.logs import read_episode
-    from episodes.verifier import VerifierSettings, verify
-    from models.baseline.pilot import BaselinePilot
-    from onboard.assembly import fly_lockstep
-    from onboard.recorder import FlightRecorder, RecorderConfig
-    from onboard.runtime import RuntimeConfig
-    from onboard.safety import SafetyConfig
     from sim_bridge.sim.world import World
 
     rng = random.Random(seed)
@@ -88,6 +112,42 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
             route.append((x0 + 6.0 * i, rng.choice((-2.5, 2.5)) if i % 2 else 0.0, 0.0))
         target = world.spawn("target", "car@red", Pose(x0, 0.0, 0.0, 0.0))
         world.set_path(target.name, route, speed_m_s)
+    except BaseException:
+        world.close()
+        raise
+    return world, target
+
+
+def episode_figures(out: Path, seed: int, t_max_s: float) -> dict:
+    """The scored figures of one flown episode, from its logs."""
+    from episodes.logs import read_episode
+    from episodes.verifier import VerifierSettings, verify
+
+    logs = read_episode(out)
+    verdict = verify(logs, VerifierSettings(delta_m=DELTA_M, t_max_s=t_max_s))
+    tracking = [tr.distance_m for tr in logs.trace if tr.t >= TRACK_FROM_S and tr.distance_m is not None]
+    within = [tr for tr in logs.trace if tr.distance_m is not None and tr.distance_m <= DELTA_M]
+    return {
+        "success": scripted_success(logs.trace, scripted_declaration_t(seed, t_max_s)),
+        "pilot_success": bool(verdict.success),
+        "mean_tracking_distance_m": statistics.fmean(tracking) if tracking else math.nan,
+        "time_inside_delta_s": 0.5 * len(within),  # trace is 2 Hz
+        "collisions": verdict.collisions,
+    }
+
+
+def fly(args: tuple[int, str, str, float, float]) -> dict:
+    seed, latency_kind, loop_name, t_max_s, speed_m_s = args
+    loop, latency_goal = LOOPS[loop_name]
+    from episodes.local_flight import local_runtime
+    from models.baseline.pilot import BaselinePilot
+    from onboard.assembly import fly_lockstep
+    from onboard.recorder import FlightRecorder, RecorderConfig
+    from onboard.runtime import RuntimeConfig
+    from onboard.safety import SafetyConfig
+
+    world, target = build_scene(seed, t_max_s, speed_m_s)
+    try:
         world.pause(True)
         out = Path(tempfile.mkdtemp(prefix=f"jitter-{speed_m_s}-{latency_kind}-{loop_name}-{seed}-"))
         config = RuntimeConfig(
@@ -119,22 +179,15 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
         runtime.recorder.close()
     finally:
         world.close()
-    logs = read_episode(out)
-    verdict = verify(logs, VerifierSettings(delta_m=DELTA_M, t_max_s=t_max_s))
-    tracking = [tr.distance_m for tr in logs.trace if tr.t >= TRACK_FROM_S and tr.distance_m is not None]
-    within = [tr for tr in logs.trace if tr.distance_m is not None and tr.distance_m <= DELTA_M]
     return {
         "seed": seed,
         "latency": latency_kind,
         "loop": loop_name,
         "speed_m_s": speed_m_s,
         "log_dir": str(out),
-        "success": bool(verdict.success),
-        "mean_tracking_distance_m": statistics.fmean(tracking) if tracking else math.nan,
-        "time_inside_delta_s": 0.5 * len(within),  # trace is 2 Hz
+        **episode_figures(out, seed, t_max_s),
         "steps": runtime.steps,
         "stale": runtime.counters.stale,
-        "collisions": verdict.collisions,
         "wall_s": wall_s,
         "sim_s": t_max_s,
     }
@@ -202,48 +255,60 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 def report(results: list[dict], loops: list[str], speed_m_s: float) -> None:
     print(
         f"{'latency':9s} {'loop':14s} {'SR [95% CI]':22s} {'mean tracking dist m [95% CI]':32s} "
-        f"{'time inside δ s [95% CI]':28s} stale/steps"
+        f"{'time inside δ s [95% CI]':28s} {'pilot SR':9s} stale/steps"
     )
     by: dict[tuple[str, str], list[dict]] = {}
     for r in results:
         by.setdefault((r["latency"], r["loop"]), []).append(r)
     for lat in LATENCIES:
         for loop in loops:
-            rs = by[(lat, loop)]
+            rs = by.get((lat, loop), [])
+            if not rs:
+                continue  # a run of some latencies only
             k = sum(r["success"] for r in rs)
             lo, hi = wilson(k, len(rs))
             d, dlo, dhi = ci([r["mean_tracking_distance_m"] for r in rs])
             w, wlo, whi = ci([r["time_inside_delta_s"] for r in rs])
+            pilot_k = sum(r.get("pilot_success", False) for r in rs)
             stale = sum(r["stale"] for r in rs)
             steps = sum(r["steps"] for r in rs)
             print(
                 f"{lat:9s} {loop:14s} {k}/{len(rs)} [{lo:.2f}, {hi:.2f}]{'':6s} "
                 f"{d:6.2f} [{dlo:6.2f}, {dhi:6.2f}]{'':12s} "
-                f"{w:6.1f} [{wlo:6.1f}, {whi:6.1f}]{'':8s} {stale}/{steps}"
+                f"{w:6.1f} [{wlo:6.1f}, {whi:6.1f}]{'':8s} {pilot_k}/{len(rs):<7d} {stale}/{steps}"
             )
     pairs = [(a, "naive") for a in loops if a != "naive" and "naive" in loops]
-    if "tolerant" in loops and "tolerant-step" in loops:
-        pairs.append(("tolerant", "tolerant-step"))
+    pairs += [
+        ("tolerant", other)
+        for other in ("tolerant-in-view", "tolerant-step")
+        if {"tolerant", other} <= set(loops)
+    ]
     for a, b in pairs:
         print(f"\npaired differences, {a} − {b} (negative distance = {a} closer):")
         for lat in LATENCIES:
-            one = {r["seed"]: r for r in by[(lat, a)]}
-            two = {r["seed"]: r for r in by[(lat, b)]}
+            one = {r["seed"]: r for r in by.get((lat, a), [])}
+            two = {r["seed"]: r for r in by.get((lat, b), [])}
             seeds = sorted(set(one) & set(two))
+            if not seeds:
+                continue
             dd = [one[s]["mean_tracking_distance_m"] - two[s]["mean_tracking_distance_m"] for s in seeds]
             dw = [one[s]["time_inside_delta_s"] - two[s]["time_inside_delta_s"] for s in seeds]
             m, lo, hi = ci(dd)
             mw, lwo, hwi = ci(dw)
+            ka, kb = sum(one[s]["success"] for s in seeds), sum(two[s]["success"] for s in seeds)
             excl = "excludes 0" if (hi < 0 or lo > 0) else "includes 0"
             print(
                 f"  {lat:9s} distance {m:+6.2f} m [{lo:+6.2f}, {hi:+6.2f}] ({excl}); "
-                f"time inside δ {mw:+6.1f} s [{lwo:+6.1f}, {hwi:+6.1f}]"
+                f"time inside δ {mw:+6.1f} s [{lwo:+6.1f}, {hwi:+6.1f}]; "
+                f"SR {ka}/{len(seeds)} vs {kb}/{len(seeds)}"
             )
     print()
     for loop in loops:
-        steady = {r["seed"]: r["mean_tracking_distance_m"] for r in by[("fixed", loop)]}
-        jitter = {r["seed"]: r["mean_tracking_distance_m"] for r in by[("jittered", loop)]}
+        steady = {r["seed"]: r["mean_tracking_distance_m"] for r in by.get(("fixed", loop), [])}
+        jitter = {r["seed"]: r["mean_tracking_distance_m"] for r in by.get(("jittered", loop), [])}
         seeds = sorted(set(steady) & set(jitter))
+        if not seeds:
+            continue
         ratio, lo, hi = ratio_ci([jitter[s] for s in seeds], [steady[s] for s in seeds])
         print(
             f"{loop}: jittered / steady mean tracking distance = {ratio:.2f} [{lo:.2f}, {hi:.2f}]"
@@ -253,7 +318,10 @@ def report(results: list[dict], loops: list[str], speed_m_s: float) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=8, help="how many seeds")
+    parser.add_argument(
+        "--seed-from", type=int, default=0, help="first seed (issue 25: tune on 0–9, report on 10–29)"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--t-max", type=float, default=45.0)
     parser.add_argument(
@@ -264,18 +332,36 @@ def main() -> int:
     parser.add_argument("--loops", default=",".join(LOOPS), help=f"comma-separated, of {', '.join(LOOPS)}")
     parser.add_argument("--json", default=None, help="also write every episode's figures here")
     parser.add_argument(
-        "--from-json", default=None, help="print the report of an earlier --json run (no flying)"
+        "--from-json",
+        default=None,
+        help="print the report of earlier --json runs (comma-separated files, merged; no flying)",
     )
     args = parser.parse_args()
     if args.from_json:
-        results = json.loads(Path(args.from_json).read_text())
-        for speed in sorted({r["speed_m_s"] for r in results}):
-            rows = [r for r in results if r["speed_m_s"] == speed]
+        earlier: list[dict] = []
+        for name in args.from_json.split(","):
+            try:
+                earlier.extend(json.loads(Path(name).read_text()))
+            except (OSError, ValueError) as exc:
+                raise SystemExit(f"--from-json {name}: {exc}") from None
+        for speed in sorted({r["speed_m_s"] for r in earlier}):
+            rows = [r for r in earlier if r["speed_m_s"] == speed]
             seeds = len({r["seed"] for r in rows})
             print(f"\n=== target at {speed} m/s ({seeds} seeds, from {args.from_json}) ===")
-            report(rows, [loop for loop in LOOPS if any(r["loop"] == loop for r in rows)], speed)
+            present = list(dict.fromkeys(r["loop"] for r in rows))
+            ordered = [loop for loop in LOOPS if loop in present] + [x for x in present if x not in LOOPS]
+            report(rows, ordered, speed)
         return 0
-    speeds = [float(x) for x in args.target_speeds.split(",")]
+    try:
+        speeds = [float(x) for x in args.target_speeds.split(",")]
+    except ValueError:
+        raise SystemExit(f"--target-speeds {args.target_speeds!r}: comma-separated numbers (m/s)") from None
+    if not all(math.isfinite(v) and v > 0 for v in speeds):
+        raise SystemExit(f"--target-speeds {args.target_speeds!r}: every speed must be > 0")
+    if args.seeds < 1 or args.seed_from < 0 or args.jobs < 1:
+        raise SystemExit("--seeds and --jobs must be >= 1, --seed-from >= 0")
+    if not (math.isfinite(args.t_max) and args.t_max > DECLARE_FROM_S):
+        raise SystemExit(f"--t-max {args.t_max}: must be > {DECLARE_FROM_S:.0f} s (scoring starts there)")
     loops = args.loops.split(",")
     unknown = [loop for loop in loops if loop not in LOOPS]
     if unknown:
@@ -283,16 +369,18 @@ def main() -> int:
     jobs = [
         (s, lat, loop, args.t_max, speed)
         for speed in speeds
-        for s in range(args.seeds)
+        for s in range(args.seed_from, args.seed_from + args.seeds)
         for lat in LATENCIES
         for loop in loops
     ]
     wall0 = time.monotonic()
+    results: list[dict] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(fly, jobs))
+        for result in pool.map(fly, jobs):
+            results.append(result)
+            if args.json:  # rewritten as episodes finish: a long run interrupted keeps what it flew
+                Path(args.json).write_text(json.dumps(results, indent=1))
     wall_s = time.monotonic() - wall0
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
     sim_total = sum(r["sim_s"] for r in results)
     print(
         f"{len(results)} episodes, {args.seeds} seeds, T_max {args.t_max:.0f} s, {wall_s:.0f} s wall "

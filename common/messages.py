@@ -158,6 +158,8 @@ class Telemetry(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=Tru
     link_refused: Seq = 0
     link_unauthenticated: Seq = 0
     link_dropped: Seq = 0
+    # The standard deviation of the served actuation period (ms): the control rate's jitter.
+    control_jitter_ms: Annotated[float, msgspec.Meta(ge=0.0, le=100_000.0)] = 0.0
 
 
 class FrameMeta(Body, frozen=True, forbid_unknown_fields=True):

@@ -66,6 +66,7 @@ class RunMetadata(msgspec.Struct, frozen=True):
     model_profile: str | None = None
     prompt_hashes: dict[str, str] = {}
     served_control_rate_hz: float | None = None
+    served_control_jitter_ms: float | None = None
     started_at: str | None = None
     lockstep: bool | None = None
 

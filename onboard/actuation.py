@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -297,6 +298,14 @@ class ActuationThread:
             return 0.0
         mean_period = self.period_s + sum(errors) / len(errors)
         return 1.0 / mean_period if mean_period > 0 else 0.0
+
+    def served_jitter_ms(self) -> float:
+        """The standard deviation of the served tick period, in ms (0 before two ticks): with
+        served_rate_hz, what a benchmark pins and reports of the control rate (issue 25)."""
+        errors = list(self.period_errors_s)
+        if len(errors) < 2:
+            return 0.0
+        return 1000.0 * statistics.pstdev(errors)
 
     def _run(self) -> None:
         try:

@@ -96,6 +96,7 @@ class RunResult:
     counters: DecisionCounters
     served_rate_hz: float
     mode: str
+    served_jitter_ms: float = 0.0  # spread of the served tick period (0 in lock-step: no wall clock)
 
 
 LATENCY_GOALS = ("point", "step")

@@ -97,6 +97,7 @@ class RuntimeLink:
                 armed=vehicle.armed,
                 link_state=self.link.ground_link_state,  # type: ignore[arg-type]
                 control_rate_hz=float(snapshot.served_rate_hz or 0.0),
+                control_jitter_ms=min(max(float(snapshot.served_jitter_ms or 0.0), 0.0), 100_000.0),
                 latencies_s=_latencies(snapshot.stages),
                 safety_state=(snapshot.mode_reason or "ok")[:MAX_REASON_CHARS],
                 jetson=snapshot.jetson,  # validated when it was read (onboard.jetson)

@@ -64,6 +64,7 @@ class TelemetrySnapshot:
     mode: str
     mode_reason: str
     served_rate_hz: float
+    served_jitter_ms: float  # spread of the served tick period (ActuationThread.served_jitter_ms)
     stages: StageLatencies  # of the last decision
     instruction: str
     last_action: Action | None
@@ -75,6 +76,7 @@ class RuntimeState:
     """The runtime's side of a TelemetrySnapshot, read when one is due."""
 
     served_rate_hz: float
+    served_jitter_ms: float
     stages: StageLatencies
     instruction: str
     last_action: Action | None
@@ -170,6 +172,7 @@ class StepReporter:
                 "steps": result.steps,
                 "declarations": result.declarations,
                 "served_control_rate_hz": round(result.served_rate_hz, 3) or None,
+                "served_control_jitter_ms": round(result.served_jitter_ms, 3) or None,
                 "actuation_scheduling": scheduling,  # None when a lock-step driver ticks
                 "nice": nice,  # of the decision loop's and helper threads; None in lock-step
                 "counters": result.counters.__dict__,
@@ -379,6 +382,7 @@ class StepReporter:
             mode=status.mode.value,
             mode_reason=status.reason,
             served_rate_hz=state.served_rate_hz,
+            served_jitter_ms=state.served_jitter_ms,
             stages=state.stages,
             instruction=state.instruction,
             last_action=state.last_action,

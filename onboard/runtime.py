@@ -5,12 +5,7 @@ setpoint at a fixed rate in its own thread and applies the safety governor on ev
 decision loop here captures a stamped frame, asks the pilot, and hands the controller's plan over.
 The runtime keeps the life cycle and the decision step; onboard.operator obeys the commands,
 onboard.reporter logs and publishes, onboard.decide_loop runs the loop (shared with lock-step).
-
-Loop modes:
-- "tolerant" (default): the drone keeps executing the current plan while the model thinks; each
-  new plan is re-expressed from the pose at the time it arrives and replaces what is left of the
-  current one; replies older than their deadline are discarded and counted; misses hold.
-- "naive": capture -> wait for the model -> execute the plan fully -> repeat (for comparison).
+The two loop modes, tolerant and naive, are RuntimeConfig.loop's (onboard.runtime_config).
 """
 
 from __future__ import annotations
@@ -39,9 +34,9 @@ from onboard.decision import (
     StageLatencies,
     count_action,
     discard_reason,
-    make_plan,
     wall_timer,
 )
+from onboard.latency_compensation import make_plan
 from onboard.operator import Operator
 from onboard.profiles import flight_profile
 from onboard.realtime import restore_thread_nice, set_thread_nice
@@ -133,7 +128,10 @@ class OnboardRuntime:
 
     def _state(self) -> RuntimeState:
         last = self.history[-1] if self.history else None
-        return RuntimeState(self.actuation.served_rate_hz(), self.last_stages, self.instruction, last)
+        actuation = self.actuation
+        return RuntimeState(
+            actuation.served_rate_hz(), actuation.served_jitter_ms(), self.last_stages, self.instruction, last
+        )
 
     # ---- lifecycle ----------------------------------------------------------------------------
     def start(self, threaded: bool = True) -> None:
@@ -212,9 +210,14 @@ class OnboardRuntime:
         return mode_ok and bool(self.instruction)
 
     def result(self, reason: str) -> RunResult:
-        rate_hz, mode = self.actuation.served_rate_hz(), self.governor.mode.value
+        served = self.actuation
+        rate_hz, jitter_ms, mode = (
+            served.served_rate_hz(),
+            served.served_jitter_ms(),
+            self.governor.mode.value,
+        )
         return RunResult(
-            reason, self.steps, self.declarations, self.qualifying_t, self.counters, rate_hz, mode
+            reason, self.steps, self.declarations, self.qualifying_t, self.counters, rate_hz, mode, jitter_ms
         )
 
     def finish(self, reason: str, threaded: bool = True) -> None:
@@ -327,6 +330,7 @@ class OnboardRuntime:
             self.canonical_focal_px,
             compensate,
             self.config.latency_goal,
+            self.governor.home.z_m - self.config.safety.altitude_floor_m,  # the floor, as NED z
         )
         if self.governor.mode == Mode.FLYING:
             self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from onboard.config_limits import check_limits
-from onboard.decision import LATENCY_GOALS
+from onboard.latency_compensation import DEFAULT_LATENCY_GOAL, LATENCY_GOALS
 from onboard.recorder import RecorderConfig
 from onboard.safety_config import SafetyConfig
 
@@ -25,7 +25,11 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     # they hold the interpreter lock the actuation tick needs, so they must not be starved by other
     # work on the board. 0 leaves them as they are. Best effort, like the priority above.
     nice: int = -5
-    loop: str = "tolerant"  # "tolerant" or "naive"
+    # "tolerant": the drone keeps executing the current plan while the model thinks; each new plan
+    # is re-expressed from the pose at the time it arrives and replaces what is left of the current
+    # one; replies older than their deadline are discarded and counted; misses hold. "naive":
+    # capture -> wait for the model -> execute the plan fully -> repeat (for comparison).
+    loop: str = "tolerant"
     action_deadline_s: float = 3.0  # an action reply older than this (since capture) is discarded
     # A frame whose source stamp (Frame.capture_time_s: the simulator's or camera's own clock) has not
     # advanced while this runtime's clock advanced this long is stale: never sent to the pilot, and
@@ -33,10 +37,11 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     max_frame_age_s: float = 1.0
     plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
     compensate_latency: bool = True  # tolerant loop: re-express late plans from the current pose
-    # What a late `go` flies toward from the current pose: "point" (the point the model aimed at,
-    # fixed in the world at capture; cap and bands applied again) or "step" (the end of the capped
-    # step planned at capture; the previous reading, kept for comparison). onboard.decision.
-    latency_goal: str = "point"
+    # What a late `go` flies toward from the current pose: "point" (the default: the point the model
+    # aimed at, fixed in the world at capture; cap and bands applied again), "in-view" (the same, the
+    # move cut where that point would leave the image; onboard.latency_compensation) or "step" (the
+    # end of the capped step planned at capture; the previous reading, kept for comparison).
+    latency_goal: str = DEFAULT_LATENCY_GOAL
     flight_profile: str = "outdoor"
     camera: str | None = None  # camera profile for back-projection; default: the flight profile's
     canonical_focal_px: float | None = None  # from the model profile's depth convention

@@ -289,7 +289,7 @@ class DroneTile(QFrame):
         self.view.go_step = go
         heading = f"{t.pose_ned.yaw_deg % 360:.0f}°" if t is not None else "?"
         alt = f"{-t.pose_ned.z_m:.1f} m" if t is not None else "?"
-        rate = f"{t.control_rate_hz:.1f} Hz" if t is not None else "?"
+        rate = f"{t.control_rate_hz:.1f} Hz ±{t.control_jitter_ms:.1f} ms" if t is not None else "?"
         latency = state.steps[-1].model_latency_s if state.steps else None
         latency_text = f"{latency * 1000:.0f} ms" if latency is not None else "?"
         last = " · ".join(short_action(s) for s in list(state.steps)[-2:][::-1]) or "none yet"
