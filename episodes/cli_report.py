@@ -131,7 +131,8 @@ def write_report(args: argparse.Namespace) -> dict:
         lines += [
             f"### {task}: top-down traces",
             "",
-            "North up, east right, metres. Drone path blue from the start (●); target ■ in its colour "
+            "North up, east right, metres. Drone path blue from the start (●; a fleet: one shade of blue "
+            "a drone, named in the legend); target ■ in its colour "
             "with the δ ring (dashed) where the episode was decided; distractors ▲ and look-alikes ✖ in "
             "their colours; declarations ★ (gold: qualifying).",
             "",
