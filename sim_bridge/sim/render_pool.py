@@ -19,7 +19,7 @@ import logging
 import multiprocessing as mp
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -28,6 +28,7 @@ import numpy as np
 from common.camera import CameraProfile
 from common.errors import VehicleError
 from common.pose import Pose
+from sim_bridge.sim.gimbal import STABILISED, CameraMount
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ class SceneState:
     objects: dict[str, tuple[str, tuple[float, float, float], tuple[float, float, float, float], int]]
     # name -> (asset, scale, (x, y, z, yaw_deg) world NED, main body id)
     vehicles: dict[str, tuple[tuple[float, float, float, float], int]]  # name -> (pose, main body id)
+    attitudes: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (roll, pitch) rad
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class WorldSpec:
     vehicles: list[tuple[str, tuple[float, float, float, float]]]  # (name, spawn pose)
     camera: CameraProfile
     renderer: str = "tiny"  # the main world's renderer, so workers draw the same pixels
+    camera_mount: CameraMount = STABILISED  # the vehicles' camera mount and gimbal
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,7 @@ def _worker_main(conn: Connection, spec: WorldSpec) -> None:
             seed=spec.seed,
             spawns=[Pose(*pose) for _, pose in spec.vehicles],
             renderer=spec.renderer,
+            camera_mount=spec.camera_mount,
         )
         world.pause(True)
     except Exception as exc:  # reported to the parent, which refuses to start
@@ -202,6 +206,12 @@ class _Mirror:
             if self._poses.get(name) != pose:
                 w.set_vehicle_pose(name, Pose(*pose))
                 self._poses[name] = pose
+        for name, (roll, pitch) in state.attitudes.items():  # after the poses: a teleport levels the body
+            slot = w.vehicles[name]
+            a = slot.model.attitude
+            if (a.roll_rad, a.pitch_rad) != (roll, pitch):
+                a.roll_rad, a.pitch_rad = roll, pitch
+                w._place_vehicle(slot)
         pairs = [(w.objects[n].body_id, main) for n, (_, _, _, main) in state.objects.items()]
         pairs += [(w.vehicles[n].body_id, main) for n, (_, main) in state.vehicles.items()]
         lut = np.full(max(b for b, _ in pairs) + 1 if pairs else 1, -1, np.int32)

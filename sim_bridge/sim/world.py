@@ -29,18 +29,25 @@ from common.pose import Pose, wrap_deg
 from sim_bridge.sim.assets import QUAD_TRIANGLES, QUAD_UVS, AssetSpec, Part, build_asset, tiled
 from sim_bridge.sim.battery import BatteryConfig
 from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb, yaw_rotation_ned
+from sim_bridge.sim.gimbal import (
+    CAMERA_OFFSET_FRD_M,
+    STABILISED,
+    CameraMount,
+    camera_position,
+    camera_rotation,
+)
 from sim_bridge.sim.ground import GroundMap, fill_background
 from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
 from sim_bridge.sim.pybullet_import import import_pybullet
 from sim_bridge.sim.render_pool import RenderJob, RenderPool, SceneState, WorldSpec
 from sim_bridge.sim.textures import TextureCache
+from sim_bridge.sim.tilted import body_quat_pb, fill_background_rotated, view_matrix_rotated
 
 if TYPE_CHECKING:
     from sim_bridge.sim.gl_render import GlRenderer
 
 log = logging.getLogger(__name__)
 
-CAMERA_OFFSET_FRD_M = (0.5, 0.0, 0.1)  # forward camera: 0.5 m ahead, 0.1 m below the body origin
 NEAR_M, FAR_M = 0.05, 300.0
 VISIBLE_RANGE_M = 100.0
 VISIBLE_PIXELS_640x360 = 20
@@ -115,6 +122,7 @@ class Render:
     camera_position_ned: tuple[float, float, float]
     camera_yaw_deg: float
     camera: CameraProfile
+    camera_rotation_ned: np.ndarray | None = None  # camera FRD -> world NED; None: level at camera_yaw_deg
 
 
 @dataclass
@@ -160,6 +168,7 @@ class VehicleSlot:
     body_id: int
     camera: CameraProfile
     detection_filters: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    mount: CameraMount = STABILISED  # the forward camera's mount and gimbal (sim_bridge.sim.gimbal)
 
 
 def projection_matrix(cam: CameraProfile, near_m: float = NEAR_M, far_m: float = FAR_M) -> list[float]:
@@ -194,15 +203,19 @@ class World:
         render_workers: int = 0,
         renderer: str | None = None,
         battery: BatteryConfig | None = None,
+        camera_mount: CameraMount = STABILISED,
     ) -> None:
         """`renderer`: gl, tiny or auto (see RENDERERS); None takes $DRONECATS_RENDERER, else auto, so
         every entry point (episodes, demo, tests) can be run with either renderer. `battery`: every
-        vehicle's pack (sim_bridge.sim.battery; default a 74 Wh 4S LiPo, ~20 min of hover)."""
+        vehicle's pack (sim_bridge.sim.battery; default a 74 Wh 4S LiPo, ~20 min of hover).
+        `camera_mount`: every vehicle's forward camera; the default is gimbal-stabilised (level), AirSim's
+        is gimbal.BODY_FIXED (it pitches and rolls with the body)."""
         renderer = renderer or os.environ.get("DRONECATS_RENDERER", "auto")
         if render_workers < 0:
             raise ConfigError(f"render_workers={render_workers} must be >= 0 (0: render in this process)")
         if renderer not in RENDERERS:
             raise ConfigError(f"renderer {renderer!r} is not one of {RENDERERS}")
+        self.camera_mount = camera_mount
         p = import_pybullet()  # heavy: imported when a world is built, not at import time
 
         from sim_bridge.sim.scenes import build_scene
@@ -251,6 +264,7 @@ class World:
                 [(n, (p.x_m, p.y_m, p.z_m, p.yaw_deg)) for n, p in spawned],
                 self.camera,
                 self.renderer,
+                self.camera_mount,
             )
             self.render_pool = RenderPool(spec, render_workers)
 
@@ -473,7 +487,9 @@ class World:
             body = self.create_body(
                 parts, spawn, mass_kg=1.0, base_collision_radius_m=DRONE_COLLISION_RADIUS_M
             )
-            self.vehicles[name] = VehicleSlot(model=model, body_id=body, camera=self.camera)
+            self.vehicles[name] = VehicleSlot(
+                model=model, body_id=body, camera=self.camera, mount=self.camera_mount
+            )
             return model
 
     def vehicle(self, name: str = "") -> VehicleSlot:
@@ -501,7 +517,7 @@ class World:
     def _place_vehicle(self, slot: VehicleSlot) -> None:
         m = slot.model
         self._p.resetBasePositionAndOrientation(
-            slot.body_id, ned_to_pb(*m.position_ned), yaw_quat_pb(m.yaw_deg), physicsClientId=self.client
+            slot.body_id, ned_to_pb(*m.position_ned), body_quat_pb(m), physicsClientId=self.client
         )
 
     def takeoff(self, name: str = "", altitude_m: float = 3.0, timeout_s: float = 20.0) -> Task:
@@ -702,11 +718,33 @@ class World:
     # ------------------------------------------------------------------ rendering & ground truth
     def camera_pose(self, name: str = "", vehicle_pose: Pose | None = None) -> tuple[np.ndarray, float]:
         """World NED position and yaw of the vehicle's camera (at `vehicle_pose` when given)."""
-        m = self.vehicle(name).model
+        slot = self.vehicle(name)
+        m = slot.model
         p = vehicle_pose or m.pose()
-        pos = np.array([p.x_m, p.y_m, p.z_m]) + yaw_rotation_ned(p.yaw_deg) @ np.asarray(CAMERA_OFFSET_FRD_M)
+        if slot.mount.level:
+            pos = np.array([p.x_m, p.y_m, p.z_m]) + yaw_rotation_ned(p.yaw_deg) @ np.asarray(
+                CAMERA_OFFSET_FRD_M
+            )
+            yaw = p.yaw_deg
+        else:  # the body's roll and pitch now, at the pose's heading
+            a, yaw_rad = m.attitude, math.radians(p.yaw_deg)
+            pos = camera_position(
+                slot.mount, np.array([p.x_m, p.y_m, p.z_m]), a.roll_rad, a.pitch_rad, yaw_rad
+            )
+            r = camera_rotation(slot.mount, a.roll_rad, a.pitch_rad, yaw_rad)
+            yaw = math.degrees(math.atan2(r[1, 0], r[0, 0]))
         pos[2] = min(pos[2], m.floor_z_m - 0.02)  # a landed drone's camera stays above the ground
-        return pos, p.yaw_deg
+        return pos, yaw
+
+    def camera_rotation(self, name: str = "", vehicle_pose: Pose | None = None) -> np.ndarray | None:
+        """The vehicle's camera (FRD) -> world NED rotation; None when the camera is level (its gimbal
+        holds it so: it points by camera_pose's yaw alone)."""
+        slot = self.vehicle(name)
+        if slot.mount.level:
+            return None
+        a = slot.model.attitude
+        yaw = (vehicle_pose or slot.model.pose()).yaw_deg
+        return camera_rotation(slot.mount, a.roll_rad, a.pitch_rad, math.radians(yaw))
 
     def _camera_image(
         self,
@@ -716,6 +754,7 @@ class World:
         yaw: float,
         vehicle_pose: Pose | None,
         kind: str = "full",
+        rotation: np.ndarray | None = None,
     ) -> tuple[Any, Any, Any]:
         """PyBullet's (rgba, zbuf, seg) for camera `cam` at (eye, yaw); the caller holds the lock.
 
@@ -727,8 +766,11 @@ class World:
             p.resetBasePositionAndOrientation(
                 slot.body_id, (0.0, 0.0, -1000.0), (0, 0, 0, 1), physicsClientId=c
             )
-        fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
-        view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
+        if rotation is None:
+            fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
+            view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
+        else:
+            view = view_matrix_rotated(p, c, eye, rotation)
         t0 = time.perf_counter()
         if self._gl is not None:
             poses = {
@@ -771,8 +813,9 @@ class World:
             slot = self.vehicle(name)
             cam = camera or slot.camera
             eye, yaw = self.camera_pose(name, vehicle_pose)
+            rot = self.camera_rotation(name, vehicle_pose)
             eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
-            rgba, zbuf, seg = self._camera_image(slot, cam, eye, yaw, vehicle_pose)
+            rgba, zbuf, seg = self._camera_image(slot, cam, eye, yaw, vehicle_pose, rotation=rot)
             t = self.clock.now()
             pose = vehicle_pose or slot.model.pose()
         h, w = cam.height_px, cam.width_px
@@ -782,21 +825,33 @@ class World:
         if depth:
             z = np.asarray(zbuf, np.float32).reshape(h, w)
             depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
-        fill_background(
-            rgba,
-            seg_arr,
-            depth_arr,
-            self.ground,
-            eye_t,
-            math.radians(yaw),
-            cam.fx_px,
-            cam.fy_px,
-            cam.cx_px,
-            cam.cy_px,
-        )
+        if rot is None:
+            fill_background(
+                rgba,
+                seg_arr,
+                depth_arr,
+                self.ground,
+                eye_t,
+                math.radians(yaw),
+                cam.fx_px,
+                cam.fy_px,
+                cam.cx_px,
+                cam.cy_px,
+            )
+        else:
+            fill_background_rotated(rgba, seg_arr, depth_arr, self.ground, eye_t, rot, cam)
         image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
         return Render(
-            image, seg_arr if segmentation else None, depth_arr, t, slot.model.name, pose, eye_t, yaw, cam
+            image,
+            seg_arr if segmentation else None,
+            depth_arr,
+            t,
+            slot.model.name,
+            pose,
+            eye_t,
+            yaw,
+            cam,
+            rot,
         )
 
     def _render_in_pool(
@@ -811,6 +866,7 @@ class World:
             slot = self.vehicle(name)
             cam = camera or slot.camera
             eye, yaw = self.camera_pose(name, vehicle_pose)
+            rot = self.camera_rotation(name, vehicle_pose)
             t = self.clock.now()
             pose = vehicle_pose or slot.model.pose()
             job = RenderJob(slot.model.name, self._scene_state(), camera, depth, _pose_tuple(vehicle_pose))
@@ -826,6 +882,7 @@ class World:
             eye_t,
             yaw,
             cam,
+            rot,
         )
 
     def render_segmentation(
@@ -844,7 +901,8 @@ class World:
             slot = self.vehicle(name)
             eye, yaw = self.camera_pose(name, vehicle_pose)
             cam = crop_camera(slot.camera, region)
-            _, _, seg = self._camera_image(slot, cam, eye, yaw, vehicle_pose, "crop")
+            rot = self.camera_rotation(name, vehicle_pose)
+            _, _, seg = self._camera_image(slot, cam, eye, yaw, vehicle_pose, "crop", rot)
         return np.asarray(seg, np.int32).reshape(cam.height_px, cam.width_px)
 
     def _scene_state(self) -> SceneState:
@@ -853,11 +911,12 @@ class World:
             name: (o.asset, o.scale, (o.pose.x_m, o.pose.y_m, o.pose.z_m, o.pose.yaw_deg), o.body_id)
             for name, o in self.objects.items()
         }
-        vehicles = {}
+        vehicles, attitudes = {}, {}
         for name, slot in self.vehicles.items():
             p = slot.model.pose()
             vehicles[name] = ((p.x_m, p.y_m, p.z_m, p.yaw_deg), slot.body_id)
-        return SceneState(objects, vehicles)
+            attitudes[name] = (slot.model.attitude.roll_rad, slot.model.attitude.pitch_rad)
+        return SceneState(objects, vehicles, attitudes)
 
     def _pool_run(self, job: RenderJob, kind: str, pixels: int) -> Any:
         """A render by a worker process; the caller took the job's state under the lock, the wait is
@@ -870,7 +929,12 @@ class World:
         return result
 
     def projected_region(
-        self, obj: SceneObject, eye: np.ndarray, yaw_deg: float, cam: CameraProfile
+        self,
+        obj: SceneObject,
+        eye: np.ndarray,
+        yaw_deg: float,
+        cam: CameraProfile,
+        rotation: np.ndarray | None = None,
     ) -> tuple[int, int, int, int] | None:
         """The pixels (u0, v0, u1, v1), end exclusive, that can hold `obj` in a frame from (eye, yaw):
         the part of its oriented bounding box in front of the near plane, projected, REGION_MARGIN_PX
@@ -882,7 +946,8 @@ class World:
         """
         half = np.asarray(obj.bbox_half_m)
         corners = obj.bbox_centre_ned() + (BOX_CORNER_SIGNS * half) @ yaw_rotation_ned(obj.pose.yaw_deg).T
-        rel = (corners - eye) @ yaw_rotation_ned(yaw_deg)  # rows: (forward, right, down) in the camera
+        cam_rot = yaw_rotation_ned(yaw_deg) if rotation is None else rotation  # a tilted camera's own
+        rel = (corners - eye) @ cam_rot  # rows: (forward, right, down) in the camera
         ahead = rel[:, 0] - NEAR_M
         points = [rel[ahead > 0]]
         for a, b in BOX_EDGES:
@@ -936,7 +1001,7 @@ class World:
             dist = float(np.linalg.norm(obj.bbox_centre_ned() - drone))
             bbox_dist = obj.bbox_distance_m(drone)
             eye, yaw = self.camera_pose(vehicle, pose)
-            region = self.projected_region(obj, eye, yaw, slot.camera)
+            region = self.projected_region(obj, eye, yaw, slot.camera, self.camera_rotation(vehicle, pose))
             if region is None:
                 self.render_stats.skipped += 1
                 mask = np.zeros((0, 0), bool)
@@ -992,7 +1057,7 @@ class World:
             cam = slot.camera
             col, row = image_pixel(cam.width_px, cam.height_px, u, v)
             eye, yaw = self.camera_pose(vehicle, vehicle_pose)
-            region = self.projected_region(obj, eye, yaw, cam)
+            region = self.projected_region(obj, eye, yaw, cam, self.camera_rotation(vehicle, vehicle_pose))
             if region is None or not (region[0] <= col < region[2] and region[1] <= row < region[3]):
                 self.render_stats.skipped += 1
                 return False

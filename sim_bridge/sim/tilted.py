@@ -1,0 +1,78 @@
+"""Rendering a tilted body and a tilted camera (one that no level gimbal holds; see gimbal.py).
+
+The level camera keeps its own fast paths (world.py, ground.fill_background by rows below the
+horizon); these are the general ones: a view matrix from a full camera rotation, and the sky/ground
+fill by intersecting each empty pixel's ray with the ground plane.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from common.camera import CameraProfile
+from sim_bridge.sim.attitude import euler_to_quaternion
+from sim_bridge.sim.frames import ned_to_pb, yaw_quat_pb
+from sim_bridge.sim.ground import GROUND_SEG_ID, MAX_GROUND_RANGE_M, SKY_BGR, GroundMap, _pack_rgba
+
+if TYPE_CHECKING:
+    from sim_bridge.sim.multirotor import Multirotor
+
+
+def body_quat_pb(m: Multirotor) -> tuple[float, float, float, float]:
+    """PyBullet (x, y, z, w) orientation of the multirotor's body: NED (w, x, y, z) -> (x, -y, -z, w)."""
+    a = m.attitude
+    if a.roll_rad == 0.0 and a.pitch_rad == 0.0:
+        return yaw_quat_pb(m.yaw_deg)  # level: exactly the yaw-only body of the kinematic model
+    w, x, y, z = euler_to_quaternion(a.roll_rad, a.pitch_rad, math.radians(m.yaw_deg))
+    return (x, -y, -z, w)
+
+
+def view_matrix_rotated(p: Any, client: int, eye_ned: np.ndarray, rotation: np.ndarray) -> Any:
+    """PyBullet's view matrix for a camera at eye_ned whose FRD axes are rotation's columns (world NED)."""
+    fwd, down = rotation[:, 0], rotation[:, 2]
+    return p.computeViewMatrix(
+        ned_to_pb(*eye_ned), ned_to_pb(*(eye_ned + fwd)), ned_to_pb(*(-down)), physicsClientId=client
+    )
+
+
+def fill_background_rotated(
+    rgba: np.ndarray,
+    seg: np.ndarray,
+    depth: np.ndarray | None,
+    ground: GroundMap,
+    cam_ned: tuple[float, float, float],
+    rotation: np.ndarray,
+    cam: CameraProfile,
+) -> None:
+    """ground.fill_background for a camera of any orientation: each empty pixel's ray (camera FRD
+    (1, (u - cx)/fx, (v - cy)/fy)) turned into the world; a ray going down meets the ground (NED z = 0)
+    there, any other shows sky. Planar depth is the ray's parameter (its forward component is 1)."""
+    empty = seg == -1
+    if not empty.any():
+        return
+    h, w = seg.shape
+    pixels = rgba.view(np.uint32).reshape(h, w)
+    sky = _pack_rgba(np.asarray(SKY_BGR, np.uint8))
+    height_m = -cam_ned[2]
+    rows, cols = np.nonzero(empty)
+    right = (cols - cam.cx_px) / cam.fx_px
+    down = (rows - cam.cy_px) / cam.fy_px
+    ray_z = rotation[2, 0] + rotation[2, 1] * right + rotation[2, 2] * down
+    hits = (ray_z > 1e-9) & (height_m > 0)
+    pixels[rows[~hits], cols[~hits]] = sky
+    if not hits.any():
+        return
+    r, c, right, down = rows[hits], cols[hits], right[hits], down[hits]
+    t = height_m / ray_z[hits]  # planar depth of the ground point
+    x = cam_ned[0] + t * (rotation[0, 0] + rotation[0, 1] * right + rotation[0, 2] * down)
+    y = cam_ned[1] + t * (rotation[1, 0] + rotation[1, 1] * right + rotation[1, 2] * down)
+    haze = (np.clip(t / MAX_GROUND_RANGE_M, 0.0, 1.0) * 0.6)[:, None]
+    base = ground.palette().astype(np.float32)[ground.index_at(x, y).astype(np.intp)]  # (N, 3) BGR
+    colour = base * (1 - haze) + np.asarray(SKY_BGR, np.float32) * haze
+    pixels[r, c] = _pack_rgba(colour.astype(np.uint8))
+    seg[r, c] = GROUND_SEG_ID
+    if depth is not None:
+        depth[r, c] = t
