@@ -252,3 +252,28 @@ def test_gimbal_keeps_the_camera_level(tmp_path, how: str) -> None:
         assert _sky_rows(stabilised) == pytest.approx(_sky_rows(level), abs=0.08)
         c.cancelLastTask()
         finish(c, f)
+
+
+def test_settings_gimbal_and_mount(tmp_path) -> None:
+    from common.camera import BUILTIN_CAMERAS
+    from common.errors import ConfigError
+    from common.pose import Pose
+    from sim_bridge.settings import read_settings, settings_for
+
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(settings_for([("Drone1", Pose(0, 0, 0, 0))], BUILTIN_CAMERAS["sim"])))
+    assert read_settings(path).camera_mount.level  # what the project writes for AirSim: a level gimbal
+
+    def mount(camera: dict):
+        vehicle = {"VehicleType": "SimpleFlight", "Cameras": {"front_center": camera}}
+        path.write_text(json.dumps({"SimMode": "Multirotor", "Vehicles": {"Drone1": vehicle}}))
+        return read_settings(path).camera_mount
+
+    assert mount({}) == BODY_FIXED  # AirSim's default: no gimbal
+    m = mount({"Pitch": -20, "Gimbal": {"Stabilization": 0.5, "Pitch": 0}})
+    assert m.pitch_deg == -20 and m.gimbal.stabilization == 0.5 and m.gimbal.pitch_deg == 0
+    assert math.isnan(m.gimbal.roll_deg) and not m.level
+    with pytest.raises(ConfigError, match=r"Gimbal\.Stabilization 2\.0 must be within 0-1"):
+        mount({"Gimbal": {"Stabilization": 2}})
+    with pytest.raises(ConfigError, match=r"Gimbal: unknown keys \['Pich'\]"):
+        mount({"Gimbal": {"Stabilization": 1, "Pich": 0}})

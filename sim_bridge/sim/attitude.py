@@ -1,6 +1,6 @@
 """The multirotor's attitude: a cascaded angle-level -> angle-rate controller after AirSim's SimpleFlight.
 
-Two uses (docs/simulator.md#attitude):
+Two uses (sim_bridge/README.md, Attitude and cameras):
 
 - under the translational commands (velocity, position, hold, land) the body pitches and rolls to the
   tilt that the commanded acceleration needs (`AttitudeModel.follow`); the translation stays the
