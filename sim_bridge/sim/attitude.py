@@ -46,6 +46,7 @@ MAX_PITCH_RAD = math.radians(85.0)  # Euler angles: pitch is kept off the +-90 d
 VERTICAL_GAIN_1_S = 5.0  # z-hold: vertical velocity error -> vertical acceleration
 DRAG_1_M = 0.5 * 1.225 * 0.325 * 0.05  # the same quadratic drag as multirotor.DRAG_1_M
 ANGLE, RATE, FOLLOW = "angle", "rate", "follow"
+SETTLED = 1e-7  # rad, rad/s: below this a level-commanded attitude counts as level (follow's shortcut)
 
 
 @dataclass
@@ -147,6 +148,18 @@ class AttitudeModel:
     def follow(self, accel_ned: np.ndarray, yaw_rad: float, yaw_rate_rad_s: float, dt_s: float) -> None:
         """Under a translational command: tilt towards what accel_ned needs; yaw is set from outside."""
         roll, pitch = tilt_for_acceleration(accel_ned, yaw_rad)
+        w = self.rates_body
+        if (
+            roll == pitch == 0.0
+            and max(abs(self.roll_rad), abs(self.pitch_rad), abs(w[0]), abs(w[1])) < SETTLED
+        ):
+            # level and settled (hovering, cruising): the cascade would change nothing; skip its cost
+            r0 = w[2]
+            self.roll_rad = self.pitch_rad = w[0] = w[1] = 0.0
+            w[2] = yaw_rate_rad_s
+            self.accel_body[:] = [0.0, 0.0, (w[2] - r0) / dt_s]
+            self.yaw_rad = yaw_rad
+            return
         self.step(AttitudeCommand((ANGLE, ANGLE, FOLLOW), (roll, pitch, yaw_rate_rad_s)), dt_s)
         self.yaw_rad = yaw_rad
 
