@@ -14,6 +14,7 @@ import pytest
 airsim = pytest.importorskip("airsim")
 pytest.importorskip("pybullet")
 
+from common.pose import Pose  # noqa: E402
 from sim_bridge.sim.attitude import MAX_TILT_RAD, tilt_for_acceleration  # noqa: E402
 from sim_bridge.sim.gimbal import BODY_FIXED, STABILISED, CameraMount, Gimbal, camera_rotation  # noqa: E402
 from tests.conftest import sim_server  # noqa: E402
@@ -277,3 +278,31 @@ def test_settings_gimbal_and_mount(tmp_path) -> None:
         mount({"Gimbal": {"Stabilization": 2}})
     with pytest.raises(ConfigError, match=r"Gimbal: unknown keys \['Pich'\]"):
         mount({"Gimbal": {"Stabilization": 1, "Pich": 0}})
+
+
+def test_project_world_keeps_a_level_camera_and_workers_render_tilted_cameras() -> None:
+    from sim_bridge.sim.world import World
+
+    with (
+        World("blocks", vehicles=1, renderer="tiny") as level,
+        World("blocks", vehicles=1, renderer="tiny", camera_mount=BODY_FIXED) as local,
+        World("blocks", vehicles=1, renderer="tiny", camera_mount=BODY_FIXED, render_workers=1) as pooled,
+    ):
+        for w in (level, local, pooled):
+            w.pause(True)
+            w.spawn("target", "car@red", Pose(12.0, 0.0, 0.0, 90.0))
+            w.set_vehicle_pose("Drone1", Pose(0.0, 0.0, -3.0, 0.0))
+            w.command("Drone1", "move_velocity", np.array([4.0, 2.0, 0.0]), 3.0)
+            w.advance(0.3)
+        m = level.vehicle("Drone1").model
+        assert m.attitude.pitch_rad < -0.2 and m.attitude.roll_rad > 0.05  # the body tilts...
+        r = level.render("Drone1")
+        assert r.camera_rotation_ned is None  # ...the project's camera stays level
+        a, b = local.render("Drone1", depth=True), pooled.render("Drone1", depth=True)
+        assert a.camera_rotation_ned is not None and a.camera_rotation_ned[2, 0] > 0.2  # looking down
+        assert np.array_equal(a.image_bgr, b.image_bgr) and np.array_equal(a.seg, b.seg)
+        assert not np.array_equal(a.image_bgr, r.image_bgr)
+        ta, tb = local.target_truth("Drone1", "target"), pooled.target_truth("Drone1", "target")
+        full = local.target_truth("Drone1", "target", local.render("Drone1"))
+        assert ta.visible and (ta.pixel_count, ta.box2d_px) == (tb.pixel_count, tb.box2d_px)
+        assert (full.pixel_count, full.box2d_px) == (ta.pixel_count, ta.box2d_px)  # crop = full frame
