@@ -306,3 +306,32 @@ def test_project_world_keeps_a_level_camera_and_workers_render_tilted_cameras() 
         full = local.target_truth("Drone1", "target", local.render("Drone1"))
         assert ta.visible and (ta.pixel_count, ta.box2d_px) == (tb.pixel_count, tb.box2d_px)
         assert (full.pixel_count, full.box2d_px) == (ta.pixel_count, ta.box2d_px)  # crop = full frame
+
+
+def test_rotated_ground_fill_matches_the_level_fill_for_a_level_camera() -> None:
+    from common.camera import BUILTIN_CAMERAS
+    from sim_bridge.sim.frames import yaw_rotation_ned
+    from sim_bridge.sim.ground import GroundMap, fill_background
+    from sim_bridge.sim.tilted import fill_background_rotated
+
+    cam = BUILTIN_CAMERAS["sim"]
+    h, w = cam.height_px, cam.width_px
+    ground = GroundMap((90, 128, 77))
+    out = []
+    for rotated in (False, True):
+        rgba = np.zeros((h, w, 4), np.uint8)
+        seg = np.full((h, w), -1, np.int32)
+        seg[:40, :40] = 7  # a body: left alone
+        depth = np.zeros((h, w), np.float32)
+        eye, yaw = (3.0, -2.0, -4.0), 30.0
+        if rotated:
+            fill_background_rotated(rgba, seg, depth, ground, eye, yaw_rotation_ned(yaw), cam)
+        else:
+            fill_background(
+                rgba, seg, depth, ground, eye, math.radians(yaw), cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px
+            )
+        out.append((rgba, seg, depth))
+    (a, sa, da), (b, sb, db) = out
+    assert np.array_equal(sa, sb)
+    assert np.allclose(da, db, rtol=1e-5)
+    assert np.abs(a.astype(int) - b.astype(int)).max() <= 3  # the haze in steps

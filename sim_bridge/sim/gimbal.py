@@ -57,6 +57,20 @@ BODY_FIXED = CameraMount()  # AirSim's default camera
 STABILISED = CameraMount(gimbal=Gimbal(1.0, 0.0, 0.0))  # level, heading with the body
 
 
+def points_by_yaw(mount: CameraMount, roll_rad: float, pitch_rad: float) -> bool:
+    """The camera is level now (it points by the body's yaw plus its own): a level gimbal, or a level
+    body-fixed mount on a level body. Such a camera takes the renderer's fast level paths."""
+    if mount.level:
+        return True
+    return (
+        mount.gimbal.stabilization <= 0.0
+        and mount.pitch_deg == 0.0
+        and mount.roll_deg == 0.0
+        and roll_rad == 0.0
+        and pitch_rad == 0.0
+    )
+
+
 def camera_rotation(mount: CameraMount, roll_rad: float, pitch_rad: float, yaw_rad: float) -> np.ndarray:
     """3x3 camera (FRD) -> world NED rotation for a body at these ZYX Euler angles."""
     body = rotation_matrix(roll_rad, pitch_rad, yaw_rad)

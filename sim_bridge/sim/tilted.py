@@ -38,6 +38,9 @@ def view_matrix_rotated(p: Any, client: int, eye_ned: np.ndarray, rotation: np.n
     )
 
 
+HAZE_LEVELS = 64  # the haze (a function of distance) in steps: one hazed palette per step
+
+
 def fill_background_rotated(
     rgba: np.ndarray,
     seg: np.ndarray,
@@ -49,7 +52,8 @@ def fill_background_rotated(
 ) -> None:
     """ground.fill_background for a camera of any orientation: each empty pixel's ray (camera FRD
     (1, (u - cx)/fx, (v - cy)/fy)) turned into the world; a ray going down meets the ground (NED z = 0)
-    there, any other shows sky. Planar depth is the ray's parameter (its forward component is 1)."""
+    there, any other shows sky. Planar depth is the ray's parameter (its forward component is 1). Whole
+    frame arrays and uint32 pixels, as the level fill, with the haze in HAZE_LEVELS steps."""
     empty = seg == -1
     if not empty.any():
         return
@@ -57,22 +61,24 @@ def fill_background_rotated(
     pixels = rgba.view(np.uint32).reshape(h, w)
     sky = _pack_rgba(np.asarray(SKY_BGR, np.uint8))
     height_m = -cam_ned[2]
-    rows, cols = np.nonzero(empty)
-    right = (cols - cam.cx_px) / cam.fx_px
-    down = (rows - cam.cy_px) / cam.fy_px
-    ray_z = rotation[2, 0] + rotation[2, 1] * right + rotation[2, 2] * down
-    hits = (ray_z > 1e-9) & (height_m > 0)
-    pixels[rows[~hits], cols[~hits]] = sky
+    right = ((np.arange(w) - cam.cx_px) / cam.fx_px)[None, :]
+    down = ((np.arange(h) - cam.cy_px) / cam.fy_px)[:, None]
+    r = rotation
+    ray_z = r[2, 0] + r[2, 1] * right + r[2, 2] * down  # (H, W)
+    hits = (ray_z > 1e-9) & empty if height_m > 0 else np.zeros_like(empty)
+    np.copyto(pixels, sky, where=empty & ~hits)
     if not hits.any():
         return
-    r, c, right, down = rows[hits], cols[hits], right[hits], down[hits]
-    t = height_m / ray_z[hits]  # planar depth of the ground point
-    x = cam_ned[0] + t * (rotation[0, 0] + rotation[0, 1] * right + rotation[0, 2] * down)
-    y = cam_ned[1] + t * (rotation[1, 0] + rotation[1, 1] * right + rotation[1, 2] * down)
-    haze = (np.clip(t / MAX_GROUND_RANGE_M, 0.0, 1.0) * 0.6)[:, None]
-    base = ground.palette().astype(np.float32)[ground.index_at(x, y).astype(np.intp)]  # (N, 3) BGR
-    colour = base * (1 - haze) + np.asarray(SKY_BGR, np.float32) * haze
-    pixels[r, c] = _pack_rgba(colour.astype(np.uint8))
-    seg[r, c] = GROUND_SEG_ID
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(hits, height_m / ray_z, 0.0)  # planar depth of the ground point
+    x = cam_ned[0] + t * (r[0, 0] + r[0, 1] * right + r[0, 2] * down)
+    y = cam_ned[1] + t * (r[1, 0] + r[1, 1] * right + r[1, 2] * down)
+    haze = np.linspace(0.0, 0.6, HAZE_LEVELS, dtype=np.float32)[:, None, None]  # (L, 1, 1)
+    palette = ground.palette().astype(np.float32)[None, :, :]  # (1, K, 3)
+    palettes = _pack_rgba((palette * (1 - haze) + np.asarray(SKY_BGR, np.float32) * haze).astype(np.uint8))
+    level = np.minimum((t * ((HAZE_LEVELS - 1) / MAX_GROUND_RANGE_M)).astype(np.intp), HAZE_LEVELS - 1)
+    colour = palettes[level, ground.index_at(x, y).astype(np.intp)]
+    np.copyto(pixels, colour, where=hits)
+    seg[hits] = GROUND_SEG_ID
     if depth is not None:
-        depth[r, c] = t
+        np.copyto(depth, t.astype(depth.dtype), where=hits)

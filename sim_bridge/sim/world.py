@@ -29,13 +29,7 @@ from common.pose import Pose, wrap_deg
 from sim_bridge.sim.assets import QUAD_TRIANGLES, QUAD_UVS, AssetSpec, Part, build_asset, tiled
 from sim_bridge.sim.battery import BatteryConfig
 from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb, yaw_rotation_ned
-from sim_bridge.sim.gimbal import (
-    CAMERA_OFFSET_FRD_M,
-    STABILISED,
-    CameraMount,
-    camera_position,
-    camera_rotation,
-)
+from sim_bridge.sim.gimbal import STABILISED, CameraMount, camera_position, camera_rotation, points_by_yaw
 from sim_bridge.sim.ground import GroundMap, fill_background
 from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
 from sim_bridge.sim.pybullet_import import import_pybullet
@@ -721,13 +715,14 @@ class World:
         slot = self.vehicle(name)
         m = slot.model
         p = vehicle_pose or m.pose()
-        if slot.mount.level:
+        a = m.attitude
+        if points_by_yaw(slot.mount, a.roll_rad, a.pitch_rad):
             pos = np.array([p.x_m, p.y_m, p.z_m]) + yaw_rotation_ned(p.yaw_deg) @ np.asarray(
-                CAMERA_OFFSET_FRD_M
+                slot.mount.offset_frd_m
             )
-            yaw = p.yaw_deg
+            yaw = p.yaw_deg + slot.mount.yaw_deg
         else:  # the body's roll and pitch now, at the pose's heading
-            a, yaw_rad = m.attitude, math.radians(p.yaw_deg)
+            yaw_rad = math.radians(p.yaw_deg)
             pos = camera_position(
                 slot.mount, np.array([p.x_m, p.y_m, p.z_m]), a.roll_rad, a.pitch_rad, yaw_rad
             )
@@ -740,9 +735,9 @@ class World:
         """The vehicle's camera (FRD) -> world NED rotation; None when the camera is level (its gimbal
         holds it so: it points by camera_pose's yaw alone)."""
         slot = self.vehicle(name)
-        if slot.mount.level:
-            return None
         a = slot.model.attitude
+        if points_by_yaw(slot.mount, a.roll_rad, a.pitch_rad):
+            return None
         yaw = (vehicle_pose or slot.model.pose()).yaw_deg
         return camera_rotation(slot.mount, a.roll_rad, a.pitch_rad, math.radians(yaw))
 
