@@ -41,12 +41,13 @@ MAX_RATE_RAD_S = 2.5  # Params::AngleRatePid::kMaxLimit
 MAX_TILT_RAD = math.pi / 5.5  # Params::AngleLevelPid max_limit for roll and pitch
 RATE_TIME_CONSTANT_S = 0.04
 RATE_OUTPUT_ACCEL_RAD_S2 = 1.0 / (0.25 * RATE_TIME_CONSTANT_S)  # 100 rad/s^2 per unit of rate output
-SUBSTEP_S = 0.005  # the rotational loop's integration step (a tick of 20 ms is split)
+SUBSTEP_S = 0.01  # the rotational loop's longest integration step (a tick of 20 ms is split)
+SUBSTEP_GAIN = 0.25  # and at most this fraction of the rate loop's time constant (stiffer gains: shorter)
 MAX_PITCH_RAD = math.radians(85.0)  # Euler angles: pitch is kept off the +-90 deg singularity
 VERTICAL_GAIN_1_S = 5.0  # z-hold: vertical velocity error -> vertical acceleration
 DRAG_1_M = 0.5 * 1.225 * 0.325 * 0.05  # the same quadratic drag as multirotor.DRAG_1_M
 ANGLE, RATE, FOLLOW = "angle", "rate", "follow"
-SETTLED = 1e-7  # rad, rad/s: below this a level-commanded attitude counts as level (follow's shortcut)
+SETTLED = 1e-6  # rad, rad/s: below this a level-commanded attitude counts as level (follow's shortcut)
 
 
 @dataclass
@@ -164,8 +165,13 @@ class AttitudeModel:
         self.yaw_rad = yaw_rad
 
     def step(self, cmd: AttitudeCommand, dt_s: float) -> None:
-        """Advance the cascade by dt_s in substeps of at most SUBSTEP_S."""
-        n = max(1, math.ceil(dt_s / SUBSTEP_S - 1e-9))
+        """Advance the cascade by dt_s in substeps of at most SUBSTEP_S and of SUBSTEP_GAIN of the rate
+        loop's time constant (2 of 10 ms at the default gains; I or D terms: 5 ms)."""
+        rt = self.rate_gains
+        h_max = min(SUBSTEP_S, SUBSTEP_GAIN / (RATE_OUTPUT_ACCEL_RAD_S2 * max(*rt.p, 1e-6)))
+        if any(rt.i) or any(rt.d):
+            h_max = min(h_max, SUBSTEP_S / 2)
+        n = max(1, math.ceil(dt_s / h_max - 1e-9))
         h = dt_s / n
         w0 = list(self.rates_body)
         for _ in range(n):
