@@ -312,7 +312,7 @@ def test_rotated_ground_fill_matches_the_level_fill_for_a_level_camera() -> None
     from common.camera import BUILTIN_CAMERAS
     from sim_bridge.sim.frames import yaw_rotation_ned
     from sim_bridge.sim.ground import GroundMap, fill_background
-    from sim_bridge.sim.tilted import fill_background_rotated
+    from sim_bridge.sim.tilted import TiltedView, fill_background_rotated
 
     cam = BUILTIN_CAMERAS["sim"]
     h, w = cam.height_px, cam.width_px
@@ -325,7 +325,7 @@ def test_rotated_ground_fill_matches_the_level_fill_for_a_level_camera() -> None
         depth = np.zeros((h, w), np.float32)
         eye, yaw = (3.0, -2.0, -4.0), 30.0
         if rotated:
-            fill_background_rotated(rgba, seg, depth, ground, eye, yaw_rotation_ned(yaw), cam)
+            fill_background_rotated(rgba, seg, depth, ground, TiltedView(eye, yaw_rotation_ned(yaw), cam))
         else:
             fill_background(
                 rgba, seg, depth, ground, eye, math.radians(yaw), cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px

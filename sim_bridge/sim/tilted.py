@@ -8,6 +8,7 @@ fill by intersecting each empty pixel's ray with the ground plane.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,14 +42,17 @@ def view_matrix_rotated(p: Any, client: int, eye_ned: np.ndarray, rotation: np.n
 HAZE_LEVELS = 64  # the haze (a function of distance) in steps: one hazed palette per step
 
 
+@dataclass(frozen=True)
+class TiltedView:
+    """Where a tilted camera is and how it points: its FRD axes are rotation's columns (world NED)."""
+
+    eye_ned: tuple[float, float, float]
+    rotation: np.ndarray
+    camera: CameraProfile
+
+
 def fill_background_rotated(
-    rgba: np.ndarray,
-    seg: np.ndarray,
-    depth: np.ndarray | None,
-    ground: GroundMap,
-    cam_ned: tuple[float, float, float],
-    rotation: np.ndarray,
-    cam: CameraProfile,
+    rgba: np.ndarray, seg: np.ndarray, depth: np.ndarray | None, ground: GroundMap, view: TiltedView
 ) -> None:
     """ground.fill_background for a camera of any orientation: each empty pixel's ray (camera FRD
     (1, (u - cx)/fx, (v - cy)/fy)) turned into the world; a ray going down meets the ground (NED z = 0)
@@ -57,13 +61,12 @@ def fill_background_rotated(
     empty = seg == -1
     if not empty.any():
         return
-    h, w = seg.shape
-    pixels = rgba.view(np.uint32).reshape(h, w)
-    sky = _pack_rgba(np.asarray(SKY_BGR, np.uint8))
+    pixels = rgba.view(np.uint32).reshape(seg.shape)
+    cam_ned, r, cam = view.eye_ned, view.rotation, view.camera
     height_m = -cam_ned[2]
-    right = ((np.arange(w) - cam.cx_px) / cam.fx_px)[None, :]
-    down = ((np.arange(h) - cam.cy_px) / cam.fy_px)[:, None]
-    r = rotation
+    right = ((np.arange(seg.shape[1]) - cam.cx_px) / cam.fx_px)[None, :]
+    down = ((np.arange(seg.shape[0]) - cam.cy_px) / cam.fy_px)[:, None]
+    sky = _pack_rgba(np.asarray(SKY_BGR, np.uint8))
     ray_z = r[2, 0] + r[2, 1] * right + r[2, 2] * down  # (H, W)
     hits = (ray_z > 1e-9) & empty if height_m > 0 else np.zeros_like(empty)
     np.copyto(pixels, sky, where=empty & ~hits)

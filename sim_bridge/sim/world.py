@@ -35,7 +35,7 @@ from sim_bridge.sim.multirotor import Multirotor, MultirotorLimits, Task
 from sim_bridge.sim.pybullet_import import import_pybullet
 from sim_bridge.sim.render_pool import RenderJob, RenderPool, SceneState, WorldSpec
 from sim_bridge.sim.textures import TextureCache
-from sim_bridge.sim.tilted import body_quat_pb, fill_background_rotated, view_matrix_rotated
+from sim_bridge.sim.tilted import TiltedView, body_quat_pb, fill_background_rotated, view_matrix_rotated
 
 if TYPE_CHECKING:
     from sim_bridge.sim.gl_render import GlRenderer
@@ -834,20 +834,10 @@ class World:
                 cam.cy_px,
             )
         else:
-            fill_background_rotated(rgba, seg_arr, depth_arr, self.ground, eye_t, rot, cam)
+            fill_background_rotated(rgba, seg_arr, depth_arr, self.ground, TiltedView(eye_t, rot, cam))
         image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
-        return Render(
-            image,
-            seg_arr if segmentation else None,
-            depth_arr,
-            t,
-            slot.model.name,
-            pose,
-            eye_t,
-            yaw,
-            cam,
-            rot,
-        )
+        seg_out = seg_arr if segmentation else None
+        return Render(image, seg_out, depth_arr, t, slot.model.name, pose, eye_t, yaw, cam, rot)
 
     def _render_in_pool(
         self,
