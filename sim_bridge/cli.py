@@ -101,6 +101,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "$DRONECATS_RENDERER, else auto)",
     )
     parser.add_argument(
+        "--camera-gimbal",
+        choices=("body-fixed", "level"),
+        default=None,
+        help="the forward camera: body-fixed (AirSim's default: it pitches and rolls with the drone) or "
+        "level (a gimbal holds it level, heading with the drone). Default: --settings' camera Gimbal, "
+        "level for --episode, else body-fixed",
+    )
+    parser.add_argument(
         "--settings",
         default=None,
         metavar="FILE",
@@ -244,6 +252,9 @@ def _build_world(args: argparse.Namespace, camera: Any, read_episode: EpisodeRea
         )
     if args.vehicles is not None and args.vehicles < 1:
         raise ConfigError(f"--vehicles {args.vehicles}: at least 1")
+    from sim_bridge.sim.gimbal import BODY_FIXED, STABILISED
+
+    mounts = {"body-fixed": BODY_FIXED, "level": STABILISED}
     common = {
         "render_workers": args.render_workers,
         "renderer": args.renderer,
@@ -257,6 +268,7 @@ def _build_world(args: argparse.Namespace, camera: Any, read_episode: EpisodeRea
             spawns=[pose for _, pose in episode.vehicles],
             camera=camera,
             clock_speed=args.clock_speed,
+            camera_mount=mounts[args.camera_gimbal or "level"],  # the project's own camera
             **common,
         )
     elif args.settings:
@@ -274,6 +286,7 @@ def _build_world(args: argparse.Namespace, camera: Any, read_episode: EpisodeRea
             spawns=[pose for _, pose in settings.vehicles],
             camera=settings.camera or camera,
             clock_speed=settings.clock_speed or args.clock_speed,
+            camera_mount=mounts[args.camera_gimbal] if args.camera_gimbal else settings.camera_mount,
             **common,
         )
     else:
@@ -283,6 +296,7 @@ def _build_world(args: argparse.Namespace, camera: Any, read_episode: EpisodeRea
             seed=args.seed,
             camera=camera,
             clock_speed=args.clock_speed,
+            camera_mount=mounts[args.camera_gimbal or "body-fixed"],  # AirSim's default camera
             **common,
         )
     try:

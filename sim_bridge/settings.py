@@ -5,8 +5,10 @@ configured from one file, the way AirSim users configure theirs.
 
 Keys read (AirSim's names): SimMode ("Multirotor" or "ComputerVision"), ClockSpeed,
 Vehicles{NAME: {VehicleType, X, Y, Z, Yaw, Cameras{NAME: {CaptureSettings[{ImageType, Width, Height,
-FOV_Degrees}]}}}}. Others are ignored with a log line naming them (AirSim's settings have many; this
-reader grows as needed).
+FOV_Degrees}], X, Y, Z, Pitch, Roll, Yaw, Gimbal{Stabilization, Pitch, Roll, Yaw}}}}}. The forward
+camera's mount and Gimbal come from its camera ("front_center", "0", else the first one): without a
+Gimbal it is body-fixed, as in AirSim. Others are ignored with a log line naming them (AirSim's
+settings have many; this reader grows as needed).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from common.camera import CameraProfile
 from common.config import file_errors
 from common.errors import ConfigError
 from common.pose import Pose
+from sim_bridge.sim.gimbal import BODY_FIXED, CameraMount, Gimbal
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ class SimSettings:
     vehicles: list[tuple[str, Pose]]  # name, spawn in the world NED frame (Player Start origin)
     camera: CameraProfile | None  # from the first vehicle's Scene capture settings
     clock_speed: float | None
+    camera_mount: CameraMount = BODY_FIXED  # the first vehicle's forward camera: pose and Gimbal
 
 
 def _number(value: Any, where: str) -> float:
@@ -87,6 +91,7 @@ def read_settings(path: str | Path) -> SimSettings:
         raise ConfigError(f"settings {path}: Vehicles must be an object of name -> vehicle")
     vehicles: list[tuple[str, Pose]] = []
     camera: CameraProfile | None = None
+    mount = BODY_FIXED
     for name, v in vehicles_data.items():
         where = f"Vehicles.{name}"
         if not isinstance(v, dict):
@@ -103,7 +108,36 @@ def read_settings(path: str | Path) -> SimSettings:
         vehicles.append((str(name), Pose(x, y, z, yaw)))
         if camera is None:
             camera = _camera(v.get("Cameras") or {}, f"{path}: {where}")
-    return SimSettings(vehicles, camera, clock)
+            mount = _mount(v.get("Cameras") or {}, f"{path}: {where}")
+    return SimSettings(vehicles, camera, clock, mount)
+
+
+def _mount(cameras: dict[str, Any], where: str) -> CameraMount:
+    """The forward camera's mount (X, Y, Z body FRD m; Pitch, Roll, Yaw deg) and its Gimbal."""
+    name = next((n for n in ("front_center", "0") if n in cameras), next(iter(cameras), None))
+    cam = cameras.get(name) if name is not None else None
+    if not isinstance(cam, dict):
+        return BODY_FIXED
+    at = f"{where}.Cameras.{name}"
+    offset = tuple(
+        _number(cam.get(k, d), f"{at}.{k}") for k, d in zip(("X", "Y", "Z"), CAMERA_MOUNT_FRD_M, strict=True)
+    )
+    angles = [_number(cam.get(k, 0.0), f"{at}.{k}") for k in ("Pitch", "Roll", "Yaw")]
+    g = cam.get("Gimbal")
+    gimbal = Gimbal()
+    if g is not None:
+        if not isinstance(g, dict):
+            raise ConfigError(f"settings {at}.Gimbal must be an object")
+        unknown = set(g) - {"Stabilization", "Pitch", "Roll", "Yaw"}
+        if unknown:
+            raise ConfigError(f"settings {at}.Gimbal: unknown keys {sorted(unknown)}")
+        s = _number(g.get("Stabilization", 0.0), f"{at}.Gimbal.Stabilization")
+        if not 0.0 <= s <= 1.0:
+            raise ConfigError(f"settings {at}.Gimbal.Stabilization {s} must be within 0-1")
+        free = math.nan
+        p, r, y = (_number(g[k], f"{at}.Gimbal.{k}") if k in g else free for k in ("Pitch", "Roll", "Yaw"))
+        gimbal = Gimbal(s, p, r, y)
+    return CameraMount(offset, angles[0], angles[1], angles[2], gimbal)  # type: ignore[arg-type]
 
 
 def _camera(cameras: Any, where: str) -> CameraProfile | None:
@@ -154,6 +188,8 @@ def settings_for(vehicles: list[tuple[str, Pose]], camera: CameraProfile, clock_
                         "Pitch": 0,
                         "Roll": 0,
                         "Yaw": 0,
+                        # level, heading with the body: the project's camera (sim_bridge.sim.gimbal)
+                        "Gimbal": {"Stabilization": 1, "Pitch": 0, "Roll": 0},
                     }
                 },
             }

@@ -208,6 +208,7 @@ class SimFleet:
         sim_log = (self.log_dir / "sim.log").open("w")
         self._logs.append(sim_log)
         argv = [sys.executable, "-m", "dronecats", "sim", "--scene", self.scene, "--port", "0"]
+        argv += ["--camera-gimbal", "level"]  # the project's drones carry a gimbal
         argv += ["--vehicles", str(self.n_drones), "--seed", str(self.seed), *self.sim_args]
         # Through the reaper: if this process dies outright, the simulator outlives the drones
         # (they land in it) by up to land_timeout_s, then goes too (ground_station/fleet/reaper.py).

@@ -31,6 +31,7 @@ import numpy as np
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
 from sim_bridge.rpc import sensors
+from sim_bridge.rpc.attitude_api import AttitudeApi, camera_orientation_msg
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
 from sim_bridge.rpc.extensions import EXTENSIONS, DcExtensions, FrameRing, WorldEffects
 from sim_bridge.rpc.server import release_order
@@ -90,7 +91,7 @@ def _yaw_mode(d: Any) -> YawMode:
 NOT_HANDLERS = ("world", "frames", "effects", "extensions", "stock_table", "table")
 
 
-class AirSimApi:
+class AirSimApi(AttitudeApi):
     """The handlers; `table()` gives name -> callable for the RPC server."""
 
     def __init__(self, world: World, truth_render: str = "crop") -> None:
@@ -341,15 +342,16 @@ class AirSimApi:
         with self.world.lock:
             m = self._slot(vehicle_name).model
             pose = m.pose()
-            v, a, rate = m.velocity_ned.copy(), m.accel_ned.copy(), m.yaw_rate_deg_s
+            v, a = m.velocity_ned.copy(), m.accel_ned.copy()
         local = self._local(vehicle_name, pose)
+        orientation, angular_velocity, angular_acceleration = self._attitude_msgs(vehicle_name)
         return {
             "position": local["position"],
-            "orientation": local["orientation"],
+            "orientation": orientation,
             "linear_velocity": vec3(*v),
-            "angular_velocity": vec3(0.0, 0.0, math.radians(rate)),
+            "angular_velocity": angular_velocity,
             "linear_acceleration": vec3(*a),
-            "angular_acceleration": vec3(0.0, 0.0, 0.0),
+            "angular_acceleration": angular_acceleration,
         }
 
     def _collision_msg(self, vehicle_name: str) -> dict[str, Any]:
@@ -403,7 +405,9 @@ class AirSimApi:
         return self._collision_msg(vehicle_name)
 
     def simGetVehiclePose(self, vehicle_name: str) -> dict[str, Any]:
-        return self._local(vehicle_name, self.world.vehicle_pose(str(vehicle_name)))
+        msg = self._local(vehicle_name, self.world.vehicle_pose(str(vehicle_name)))
+        msg["orientation"] = self._attitude_msgs(vehicle_name)[0]
+        return msg
 
     def simSetVehiclePose(self, pose: Any, ignore_collision: bool, vehicle_name: str) -> None:
         m = self._slot(vehicle_name).model
@@ -531,7 +535,10 @@ class AirSimApi:
             p = self.world.object_pose(str(object_name))
         except ConfigError:
             return NAN_POSE
-        return pose_msg(p.x_m, p.y_m, p.z_m, p.yaw_deg)
+        msg = pose_msg(p.x_m, p.y_m, p.z_m, p.yaw_deg)
+        if str(object_name) in self.world.vehicles:  # a vehicle's body pitches and rolls
+            msg["orientation"] = self._attitude_msgs(str(object_name))[0]
+        return msg
 
     def simSetObjectPose(self, object_name: str, pose: Any, teleport: bool) -> bool:
         name = str(object_name)
@@ -661,7 +668,10 @@ class AirSimApi:
         pose = self._camera_vehicle_pose(vehicle_name, camera_name)
         with self.world.lock:
             eye, yaw = self.world.camera_pose(str(vehicle_name), pose)
-        return self._local_xyz(vehicle_name, eye[0], eye[1], eye[2], yaw)
+            rotation = self.world.camera_rotation(str(vehicle_name), pose)
+        msg = self._local_xyz(vehicle_name, eye[0], eye[1], eye[2], yaw)
+        msg["orientation"] = camera_orientation_msg(rotation, yaw) or msg["orientation"]
+        return msg
 
     def _camera_vehicle_pose(self, vehicle_name: str, camera_name: str) -> Pose | None:
         """The vehicle pose at which the forward camera sits where this camera is (None: the forward
@@ -706,6 +716,8 @@ class AirSimApi:
             camera = str(req.get("camera_name", "0"))
             render = renders[_camera_key(req)]
             cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
+            tilted = camera_orientation_msg(render.camera_rotation_ned, render.camera_yaw_deg)
+            cam_pose["orientation"] = tilted or cam_pose["orientation"]
             as_float = bool(req.get("pixels_as_float", False))
             compress = bool(req.get("compress", True))
             data_u8: bytes = b""

@@ -12,7 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import cv2
@@ -23,15 +23,17 @@ from common.camera import CameraProfile
 from common.errors import ConfigError
 from common.pose import Pose
 from sim_bridge.sim.frames import ned_to_pb, yaw_rotation_ned
+from sim_bridge.sim.gimbal import CameraMount, camera_position, camera_rotation, points_by_yaw
 from sim_bridge.sim.ground import fill_background
+from sim_bridge.sim.tilted import TiltedView, body_quat_pb, fill_background_rotated, view_matrix_rotated
 
 if TYPE_CHECKING:
+    from sim_bridge.sim.attitude import AttitudeModel
     from sim_bridge.sim.gl_render import GlRenderer
     from sim_bridge.sim.scene import Scene
 
 log = logging.getLogger(__name__)
 
-CAMERA_OFFSET_FRD_M = (0.5, 0.0, 0.1)  # forward camera: 0.5 m ahead, 0.1 m below the body origin
 NEAR_M, FAR_M = 0.05, 300.0
 RENDERERS = ("auto", "gl", "tiny")  # auto: gl where an EGL context can be made, else tiny
 
@@ -49,6 +51,7 @@ class Render:
     camera_position_ned: tuple[float, float, float]
     camera_yaw_deg: float
     camera: CameraProfile
+    camera_rotation_ned: np.ndarray | None = None  # camera FRD -> world NED; None: level at camera_yaw_deg
 
 
 @dataclass
@@ -82,6 +85,7 @@ class Placed(Protocol):
     floor_z_m: float
     position_ned: np.ndarray
     yaw_deg: float
+    attitude: AttitudeModel  # roll and pitch: a body-fixed camera tilts with them
 
     def pose(self) -> Pose: ...
 
@@ -96,6 +100,8 @@ class Viewer(Protocol):
     def body_id(self) -> int: ...
     @property
     def camera(self) -> CameraProfile: ...
+    @property
+    def mount(self) -> CameraMount: ...
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,7 @@ class SceneState:
     objects: dict[str, tuple[str, tuple[float, float, float], tuple[float, float, float, float], int]]
     # name -> (asset, scale, (x, y, z, yaw_deg) world NED, main body id)
     vehicles: dict[str, tuple[tuple[float, float, float, float], int]]  # name -> (pose, main body id)
+    attitudes: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (roll, pitch) rad
 
 
 @dataclass(frozen=True)
@@ -143,11 +150,37 @@ def projection_matrix(cam: CameraProfile, near_m: float = NEAR_M, far_m: float =
 
 
 def camera_pose(viewer: Viewer, vehicle_pose: Pose | None = None) -> tuple[np.ndarray, float]:
-    """World NED position and yaw of the vehicle's camera (at `vehicle_pose` when given)."""
-    p = vehicle_pose or viewer.model.pose()
-    pos = np.array([p.x_m, p.y_m, p.z_m]) + yaw_rotation_ned(p.yaw_deg) @ np.asarray(CAMERA_OFFSET_FRD_M)
-    pos[2] = min(pos[2], viewer.model.floor_z_m - 0.02)  # a landed drone's camera stays above the ground
-    return pos, p.yaw_deg
+    """World NED position and yaw of the vehicle's camera (at `vehicle_pose` when given; the body's
+    roll and pitch are its attitude now)."""
+    m, mount = viewer.model, viewer.mount
+    p = vehicle_pose or m.pose()
+    a = m.attitude
+    if points_by_yaw(mount, a.roll_rad, a.pitch_rad):
+        pos = np.array([p.x_m, p.y_m, p.z_m]) + yaw_rotation_ned(p.yaw_deg) @ np.asarray(mount.offset_frd_m)
+        yaw = p.yaw_deg + mount.yaw_deg
+    else:  # the body's roll and pitch now, at the pose's heading
+        yaw_rad = math.radians(p.yaw_deg)
+        pos = camera_position(mount, np.array([p.x_m, p.y_m, p.z_m]), a.roll_rad, a.pitch_rad, yaw_rad)
+        r = camera_rotation(mount, a.roll_rad, a.pitch_rad, yaw_rad)
+        yaw = math.degrees(math.atan2(r[1, 0], r[0, 0]))
+    pos[2] = min(pos[2], m.floor_z_m - 0.02)  # a landed drone's camera stays above the ground
+    return pos, yaw
+
+
+def camera_rotation_ned(viewer: Viewer, vehicle_pose: Pose | None = None) -> np.ndarray | None:
+    """The vehicle's camera (FRD) -> world NED rotation; None when the camera is level (its gimbal
+    holds it so, or a body-fixed camera on a level body): it points by camera_pose's yaw alone."""
+    a = viewer.model.attitude
+    if points_by_yaw(viewer.mount, a.roll_rad, a.pitch_rad):
+        return None
+    yaw = (vehicle_pose or viewer.model.pose()).yaw_deg
+    return camera_rotation(viewer.mount, a.roll_rad, a.pitch_rad, math.radians(yaw))
+
+
+def place_vehicle_body(scene: Scene, viewer: Viewer) -> None:
+    """Put the vehicle's body where its model is, tilted by its roll and pitch."""
+    m = viewer.model
+    scene.place_body(viewer.body_id, m.position_ned, m.yaw_deg, body_quat_pb(m.attitude, m.yaw_deg))
 
 
 class Cameras:
@@ -176,6 +209,7 @@ class Cameras:
         yaw: float,
         vehicle_pose: Pose | None,
         kind: str = "full",
+        rotation: np.ndarray | None = None,
     ) -> tuple[Any, Any, Any]:
         """PyBullet's (rgba, zbuf, seg) for camera `cam` at (eye, yaw); the caller holds the lock.
 
@@ -188,8 +222,11 @@ class Cameras:
             p.resetBasePositionAndOrientation(
                 viewer.body_id, (0.0, 0.0, -1000.0), (0, 0, 0, 1), physicsClientId=c
             )
-        fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
-        view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
+        if rotation is None:
+            fwd = yaw_rotation_ned(yaw) @ np.array([1.0, 0.0, 0.0])
+            view = p.computeViewMatrix(ned_to_pb(*eye), ned_to_pb(*(eye + fwd)), (0, 0, 1), physicsClientId=c)
+        else:  # a tilted camera (sim_bridge.sim.gimbal)
+            view = view_matrix_rotated(p, c, eye, rotation)
         t0 = time.perf_counter()
         if gl is not None:
             poses = {body: p.getBasePositionAndOrientation(body, physicsClientId=c) for body in gl.body_ids}
@@ -206,7 +243,7 @@ class Cameras:
             )
         self.stats.add(kind, cam.width_px * cam.height_px, time.perf_counter() - t0)
         if vehicle_pose is not None:
-            scene.place_body(viewer.body_id, viewer.model.position_ned, viewer.model.yaw_deg)
+            place_vehicle_body(scene, viewer)
         return rgba, zbuf, seg
 
     def render(
@@ -227,8 +264,9 @@ class Cameras:
         with self.scene.lock:
             cam = camera or viewer.camera
             eye, yaw = camera_pose(viewer, vehicle_pose)
+            rot = camera_rotation_ned(viewer, vehicle_pose)
             eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
-            rgba, zbuf, seg = self._image(viewer, cam, eye, yaw, vehicle_pose)
+            rgba, zbuf, seg = self._image(viewer, cam, eye, yaw, vehicle_pose, rotation=rot)
             t = self.now()
             pose = vehicle_pose or viewer.model.pose()
         h, w = cam.height_px, cam.width_px
@@ -238,22 +276,17 @@ class Cameras:
         if depth:
             z = np.asarray(zbuf, np.float32).reshape(h, w)
             depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
-        fill_background(
-            rgba,
-            seg_arr,
-            depth_arr,
-            self.scene.ground,
-            eye_t,
-            math.radians(yaw),
-            cam.fx_px,
-            cam.fy_px,
-            cam.cx_px,
-            cam.cy_px,
-        )
+        ground = self.scene.ground
+        if rot is None:
+            rad = math.radians(yaw)
+            fill_background(
+                rgba, seg_arr, depth_arr, ground, eye_t, rad, cam.fx_px, cam.fy_px, cam.cx_px, cam.cy_px
+            )
+        else:
+            fill_background_rotated(rgba, seg_arr, depth_arr, ground, TiltedView(eye_t, rot, cam))
         image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
-        return Render(
-            image, seg_arr if segmentation else None, depth_arr, t, viewer.model.name, pose, eye_t, yaw, cam
-        )
+        seg_out = seg_arr if segmentation else None
+        return Render(image, seg_out, depth_arr, t, viewer.model.name, pose, eye_t, yaw, cam, rot)
 
     def _render_in_pool(
         self,
@@ -266,6 +299,7 @@ class Cameras:
         with self.scene.lock:  # time, pose and camera at the instant of the state the worker copies
             cam = camera or viewer.camera
             eye, yaw = camera_pose(viewer, vehicle_pose)
+            rot = camera_rotation_ned(viewer, vehicle_pose)
             t = self.now()
             pose = vehicle_pose or viewer.model.pose()
             job = RenderJob(viewer.model.name, self._scene_state(), camera, depth, pose_tuple(vehicle_pose))
@@ -281,6 +315,7 @@ class Cameras:
             eye_t,
             yaw,
             cam,
+            rot,
         )
 
     def render_segmentation(
@@ -297,7 +332,8 @@ class Cameras:
         with self.scene.lock:
             eye, yaw = camera_pose(viewer, vehicle_pose)
             cam = crop_camera(viewer.camera, region)
-            _, _, seg = self._image(viewer, cam, eye, yaw, vehicle_pose, "crop")
+            rot = camera_rotation_ned(viewer, vehicle_pose)
+            _, _, seg = self._image(viewer, cam, eye, yaw, vehicle_pose, "crop", rot)
         return np.asarray(seg, np.int32).reshape(cam.height_px, cam.width_px)
 
     def _scene_state(self) -> SceneState:
@@ -306,11 +342,12 @@ class Cameras:
             name: (o.asset, o.scale, (o.pose.x_m, o.pose.y_m, o.pose.z_m, o.pose.yaw_deg), o.body_id)
             for name, o in self.scene.objects.items()
         }
-        vehicles = {}
+        vehicles, attitudes = {}, {}
         for name, viewer in self.vehicles.items():
             p = viewer.model.pose()
             vehicles[name] = ((p.x_m, p.y_m, p.z_m, p.yaw_deg), viewer.body_id)
-        return SceneState(objects, vehicles)
+            attitudes[name] = (viewer.model.attitude.roll_rad, viewer.model.attitude.pitch_rad)
+        return SceneState(objects, vehicles, attitudes)
 
     def _pool_run(self, job: RenderJob, kind: str, pixels: int) -> Render:
         """A render by a worker process; the caller took the job's state under the lock, the wait is

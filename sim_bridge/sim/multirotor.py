@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from common.pose import Pose, wrap_deg
+from sim_bridge.sim.attitude import AttitudeCommand, AttitudeModel, fly_attitude
 from sim_bridge.sim.battery import Battery, BatteryConfig
 from sim_bridge.sim.frames import yaw_rotation_ned
 
@@ -75,7 +76,7 @@ class Task:
 
 @dataclass
 class _Goal:
-    mode: str  # hold | velocity | position | yaw | land
+    mode: str  # hold | velocity | position | yaw | land | attitude
     task: Task | None = None
     velocity_ned: np.ndarray = field(default_factory=lambda: np.zeros(3))
     yaw_is_rate: bool = True
@@ -86,6 +87,7 @@ class _Goal:
     yaw_margin_deg: float = 5.0
     hold_z_m: float = math.nan  # velocity mode: track this NED z instead of the z velocity (moveByVelocityZ)
     path_ned: list[np.ndarray] = field(default_factory=list)  # position mode: waypoints after target_ned
+    attitude: AttitudeCommand | None = None  # attitude mode: the attitude- or rate-level command
 
 
 class Multirotor:
@@ -113,6 +115,7 @@ class Multirotor:
         self.collision: dict | None = None
         self.battery = Battery(battery)
         self.wind_ned = np.zeros(3)  # m/s, the world's wind (simSetWind)
+        self.attitude = AttitudeModel(yaw_rad=math.radians(spawn.yaw_deg))  # roll, pitch, body rates
         self._goal = _Goal("hold", target_ned=self.position_ned.copy(), yaw_value=self.yaw_deg)
         self._goal.yaw_is_rate = False
 
@@ -243,6 +246,11 @@ class Multirotor:
             )
         )
 
+    def move_attitude(self, command: AttitudeCommand, duration_s: float, now_s: float) -> Task:
+        """AirSim's attitude- and rate-level calls (sim_bridge.sim.attitude) for duration_s."""
+        self.landed = False
+        return self._start(_Goal("attitude", end_t_s=now_s + duration_s, attitude=command))
+
     def land(self, now_s: float, timeout_s: float) -> Task:
         return self._start(
             _Goal("land", end_t_s=now_s + timeout_s, yaw_is_rate=False, yaw_value=self.yaw_deg)
@@ -257,6 +265,7 @@ class Multirotor:
         self.yaw_deg = pose.yaw_deg
         self.velocity_ned[:] = 0.0
         self.yaw_rate_deg_s = 0.0
+        self.attitude.reset(math.radians(pose.yaw_deg))
         self.landed = pose.z_m >= self.floor_z_m - 1e-3
         self._enter_hold()
 
@@ -269,7 +278,12 @@ class Multirotor:
         lim = self.limits
         g = self._goal
         t_end = now_s + dt_s
-        if g.task is not None and not g.task.done and t_end >= g.end_t_s and g.mode in ("velocity", "yaw"):
+        if (
+            g.task is not None
+            and not g.task.done
+            and t_end >= g.end_t_s
+            and g.mode in ("velocity", "yaw", "attitude")
+        ):
             g.task.finish(True)
             self._enter_hold()
             g = self._goal
@@ -278,6 +292,9 @@ class Multirotor:
             self._enter_hold()
             g = self._goal
 
+        if g.mode == "attitude" and g.attitude is not None:
+            new_pos, new_yaw = fly_attitude(self, g.attitude, dt_s)
+            return self._touch_ground(new_pos), wrap_deg(new_yaw)
         desired_yaw_rate = 0.0
         if g.mode == "velocity":
             desired_v = g.velocity_ned.copy()
@@ -330,6 +347,7 @@ class Multirotor:
         norm = float(np.linalg.norm(dv))
         if norm > max_dv:
             dv *= max_dv / norm
+        control_accel = dv / dt_s  # what the thrust provides (the drag below is the air's)
         if not self.landed and self.wind_ned.any():
             rel = self.wind_ned - self.velocity_ned
             dv = dv + DRAG_1_M * float(np.linalg.norm(rel)) * rel * dt_s
@@ -341,6 +359,15 @@ class Multirotor:
         self.yaw_rate_deg_s += max(-max_dr, min(max_dr, dr))
         new_pos = self.position_ned + self.velocity_ned * dt_s
         new_yaw = wrap_deg(self.yaw_deg + self.yaw_rate_deg_s * dt_s)
+        if self.landed:
+            self.attitude.reset(math.radians(new_yaw))
+        else:  # the body tilts as the acceleration needs; the translation above does not depend on it
+            self.attitude.follow(
+                control_accel, math.radians(new_yaw), math.radians(self.yaw_rate_deg_s), dt_s
+            )
+        return self._touch_ground(new_pos), new_yaw
+
+    def _touch_ground(self, new_pos: np.ndarray) -> np.ndarray:
         if new_pos[2] >= self.floor_z_m:  # the ground: touch down instead of passing through
             new_pos[2] = self.floor_z_m
             if self.velocity_ned[2] > 0:
@@ -352,7 +379,7 @@ class Multirotor:
                 if self._goal.task is not None:
                     self._goal.task.finish(True)
                 self._enter_hold()
-        return new_pos, new_yaw
+        return new_pos
 
     def commit(self, position_ned: np.ndarray, yaw_deg: float) -> None:
         self.position_ned = position_ned
@@ -363,4 +390,5 @@ class Multirotor:
         self.collision = info
         self.velocity_ned[:] = 0.0
         self.yaw_rate_deg_s = 0.0
+        self.attitude.reset(math.radians(self.yaw_deg))
         self.cancel()

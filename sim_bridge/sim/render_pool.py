@@ -29,7 +29,8 @@ import numpy as np
 from common.camera import CameraProfile
 from common.errors import VehicleError
 from common.pose import Pose
-from sim_bridge.sim.camera import Cameras, Render, RenderJob, SceneState, make_gl_renderer
+from sim_bridge.sim.camera import Cameras, Render, RenderJob, SceneState, make_gl_renderer, place_vehicle_body
+from sim_bridge.sim.gimbal import STABILISED, CameraMount
 from sim_bridge.sim.multirotor import Multirotor
 from sim_bridge.sim.pybullet_import import import_pybullet
 from sim_bridge.sim.scene import Scene
@@ -129,6 +130,7 @@ class SceneSpec:
     vehicles: list[tuple[str, tuple[float, float, float, float]]]  # (name, spawn pose)
     camera: CameraProfile
     renderer: str = "tiny"  # the main world's renderer, so workers draw the same pixels
+    camera_mount: CameraMount = STABILISED  # the vehicles' camera mount and gimbal
 
 
 @dataclass
@@ -138,6 +140,7 @@ class MirrorVehicle:
     model: Multirotor
     body_id: int
     camera: CameraProfile
+    mount: CameraMount = STABILISED
 
 
 def _worker_main(conn: Connection, spec: SceneSpec) -> None:
@@ -174,7 +177,7 @@ class _Mirror:
         for name, (x, y, z, yaw) in spec.vehicles:
             spawn = Pose(x, y, z, yaw)
             body = self.scene.add_vehicle_body(name, spawn)
-            self.vehicles[name] = MirrorVehicle(Multirotor(name, spawn), body, spec.camera)
+            self.vehicles[name] = MirrorVehicle(Multirotor(name, spawn), body, spec.camera, spec.camera_mount)
         self.cameras = Cameras(self.scene, self.vehicles, lambda: 0.0)
         self._poses: dict[str, tuple[float, ...]] = {}
 
@@ -198,8 +201,14 @@ class _Mirror:
             if self._poses.get(name) != pose:
                 v = self.vehicles[name]
                 v.model.teleport(Pose(*pose))
-                scene.place_body(v.body_id, v.model.position_ned, v.model.yaw_deg)
+                place_vehicle_body(scene, v)
                 self._poses[name] = pose
+        for name, (roll, pitch) in state.attitudes.items():  # after the poses: a teleport levels the body
+            v = self.vehicles[name]
+            a = v.model.attitude
+            if (a.roll_rad, a.pitch_rad) != (roll, pitch):
+                a.roll_rad, a.pitch_rad = roll, pitch
+                place_vehicle_body(scene, v)
         pairs = [(scene.objects[n].body_id, main) for n, (_, _, _, main) in state.objects.items()]
         pairs += [(self.vehicles[n].body_id, main) for n, (_, main) in state.vehicles.items()]
         lut = np.full(max(b for b, _ in pairs) + 1 if pairs else 1, -1, np.int32)

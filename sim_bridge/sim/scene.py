@@ -201,9 +201,18 @@ class Scene:
             )
         )
 
-    def place_body(self, body: int, position_ned: Any, yaw_deg: float) -> None:
+    def place_body(
+        self,
+        body: int,
+        position_ned: Any,
+        yaw_deg: float,
+        orientation_pb: tuple[float, float, float, float] | None = None,
+    ) -> None:
+        """Move a body to a world NED position, turned by yaw_deg, or by `orientation_pb` (PyBullet's
+        (x, y, z, w)) where given: a vehicle's tilted body (sim_bridge.sim.tilted.body_quat_pb)."""
+        quat = orientation_pb if orientation_pb is not None else yaw_quat_pb(yaw_deg)
         self._p.resetBasePositionAndOrientation(
-            body, ned_to_pb(*position_ned), yaw_quat_pb(yaw_deg), physicsClientId=self.client
+            body, ned_to_pb(*position_ned), quat, physicsClientId=self.client
         )
 
     def add_vehicle_body(self, name: str, spawn: Pose) -> int:

@@ -18,7 +18,15 @@ import numpy as np
 from common.camera import CameraProfile
 from common.errors import ConfigError
 from common.pose import Pose
-from sim_bridge.sim.camera import NEAR_M, Cameras, Render, Viewer, camera_pose, image_pixel
+from sim_bridge.sim.camera import (
+    NEAR_M,
+    Cameras,
+    Render,
+    Viewer,
+    camera_pose,
+    camera_rotation_ned,
+    image_pixel,
+)
 from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.scene import SceneObject
 
@@ -44,9 +52,14 @@ class TargetTruth:
 
 
 def projected_region(
-    obj: SceneObject, eye: np.ndarray, yaw_deg: float, cam: CameraProfile
+    obj: SceneObject,
+    eye: np.ndarray,
+    yaw_deg: float,
+    cam: CameraProfile,
+    rotation: np.ndarray | None = None,
 ) -> tuple[int, int, int, int] | None:
-    """The pixels (u0, v0, u1, v1), end exclusive, that can hold `obj` in a frame from (eye, yaw):
+    """The pixels (u0, v0, u1, v1), end exclusive, that can hold `obj` in a frame from (eye, yaw), or
+    from (eye, rotation) for a tilted camera (camera FRD -> world NED; see camera_rotation_ned):
     the part of its oriented bounding box in front of the near plane, projected, REGION_MARGIN_PX
     wider, clipped to the frame. None when no pixel can (behind the camera, outside the frustum).
 
@@ -56,7 +69,8 @@ def projected_region(
     """
     half = np.asarray(obj.bbox_half_m)
     corners = obj.bbox_centre_ned() + (BOX_CORNER_SIGNS * half) @ yaw_rotation_ned(obj.pose.yaw_deg).T
-    rel = (corners - eye) @ yaw_rotation_ned(yaw_deg)  # rows: (forward, right, down) in the camera
+    cam_rot = yaw_rotation_ned(yaw_deg) if rotation is None else rotation  # a tilted camera's own
+    rel = (corners - eye) @ cam_rot  # rows: (forward, right, down) in the camera
     ahead = rel[:, 0] - NEAR_M
     points = [rel[ahead > 0]]
     for a, b in BOX_EDGES:
@@ -120,7 +134,7 @@ class GroundTruth:
             dist = float(np.linalg.norm(obj.bbox_centre_ned() - drone))
             bbox_dist = obj.bbox_distance_m(drone)
             eye, yaw = camera_pose(viewer, pose)
-            region = projected_region(obj, eye, yaw, viewer.camera)
+            region = projected_region(obj, eye, yaw, viewer.camera, camera_rotation_ned(viewer, pose))
             if region is None:
                 self.cameras.stats.skipped += 1
                 mask = np.zeros((0, 0), bool)
@@ -150,7 +164,7 @@ class GroundTruth:
             cam = viewer.camera
             col, row = image_pixel(cam.width_px, cam.height_px, u, v)
             eye, yaw = camera_pose(viewer, vehicle_pose)
-            region = projected_region(obj, eye, yaw, cam)
+            region = projected_region(obj, eye, yaw, cam, camera_rotation_ned(viewer, vehicle_pose))
             if region is None or not (region[0] <= col < region[2] and region[1] <= row < region[3]):
                 self.cameras.stats.skipped += 1
                 return False

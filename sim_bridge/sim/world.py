@@ -28,7 +28,6 @@ from common.pose import Pose
 from sim_bridge.sim.assets import Part
 from sim_bridge.sim.battery import BatteryConfig
 from sim_bridge.sim.camera import (
-    CAMERA_OFFSET_FRD_M,
     FAR_M,
     NEAR_M,
     RENDERERS,
@@ -36,11 +35,14 @@ from sim_bridge.sim.camera import (
     Render,
     RenderStats,
     camera_pose,
+    camera_rotation_ned,
     crop_camera,
     image_pixel,
     make_gl_renderer,
+    place_vehicle_body,
     projection_matrix,
 )
+from sim_bridge.sim.gimbal import CAMERA_OFFSET_FRD_M, STABILISED, CameraMount
 from sim_bridge.sim.ground import GroundMap
 from sim_bridge.sim.loop import SimLoop
 from sim_bridge.sim.multirotor import NO_TURN, Multirotor, MultirotorLimits, Task, YawMode
@@ -70,6 +72,7 @@ class VehicleSlot:
     body_id: int
     camera: CameraProfile
     detection_filters: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    mount: CameraMount = STABILISED  # the forward camera's mount and gimbal (sim_bridge.sim.gimbal)
 
 
 class World:
@@ -87,15 +90,19 @@ class World:
         render_workers: int = 0,
         renderer: str | None = None,
         battery: BatteryConfig | None = None,
+        camera_mount: CameraMount = STABILISED,
     ) -> None:
         """`renderer`: gl, tiny or auto (see RENDERERS); None takes $DRONECATS_RENDERER, else auto, so
         every entry point (episodes, demo, tests) can be run with either renderer. `battery`: every
-        vehicle's pack (sim_bridge.sim.battery; default a 74 Wh 4S LiPo, ~20 min of hover)."""
+        vehicle's pack (sim_bridge.sim.battery; default a 74 Wh 4S LiPo, ~20 min of hover).
+        `camera_mount`: every vehicle's forward camera; the default is gimbal-stabilised (level), AirSim's
+        is gimbal.BODY_FIXED (it pitches and rolls with the body)."""
         renderer = renderer or os.environ.get("DRONECATS_RENDERER", "auto")
         if render_workers < 0:
             raise ConfigError(f"render_workers={render_workers} must be >= 0 (0: render in this process)")
         if renderer not in RENDERERS:
             raise ConfigError(f"renderer {renderer!r} is not one of {RENDERERS}")
+        self.camera_mount = camera_mount
         p = import_pybullet()  # heavy: imported when a world is built, not at import time
         # before PyBullet's client: a renderer that cannot start (renderer="gl") leaves nothing open
         gl = make_gl_renderer(renderer)
@@ -130,6 +137,7 @@ class World:
                 [(n, (p.x_m, p.y_m, p.z_m, p.yaw_deg)) for n, p in spawned],
                 self.camera,
                 self.renderer,
+                self.camera_mount,
             )
             self.cameras.pool = RenderPool(spec, render_workers)
 
@@ -199,7 +207,7 @@ class World:
         with self.lock:
             body = self.scene.add_vehicle_body(name, spawn)
             model = Multirotor(name, spawn, MultirotorLimits(), self.battery_config)
-            self.vehicles[name] = VehicleSlot(model=model, body_id=body, camera=self.camera)
+            self.vehicles[name] = VehicleSlot(model, body, self.camera, mount=self.camera_mount)
             return model
 
     def vehicle(self, name: str = "") -> VehicleSlot:
@@ -225,7 +233,7 @@ class World:
             self._place_vehicle(slot)
 
     def _place_vehicle(self, slot: VehicleSlot) -> None:
-        self.scene.place_body(slot.body_id, slot.model.position_ned, slot.model.yaw_deg)
+        place_vehicle_body(self.scene, slot)  # tilted by its roll and pitch
 
     # ------------------------------------------------------------------ commands (each returns its Task)
     def _command(self, name: str, start: Callable[[Multirotor, float], Task]) -> Task:
@@ -374,6 +382,10 @@ class World:
         """World NED position and yaw of the vehicle's camera (at `vehicle_pose` when given)."""
         return camera_pose(self.vehicle(name), vehicle_pose)
 
+    def camera_rotation(self, name: str = "", vehicle_pose: Pose | None = None) -> np.ndarray | None:
+        """The vehicle's camera (FRD) -> world NED rotation; None when it is level (see camera.py)."""
+        return camera_rotation_ned(self.vehicle(name), vehicle_pose)
+
     def render(
         self,
         name: str = "",
@@ -392,9 +404,14 @@ class World:
         return self.cameras.render_segmentation(self.vehicle(name), region, vehicle_pose)
 
     def projected_region(
-        self, obj: SceneObject, eye: np.ndarray, yaw_deg: float, cam: CameraProfile
+        self,
+        obj: SceneObject,
+        eye: np.ndarray,
+        yaw_deg: float,
+        cam: CameraProfile,
+        rotation: np.ndarray | None = None,
     ) -> tuple[int, int, int, int] | None:
-        return projected_region(obj, eye, yaw_deg, cam)
+        return projected_region(obj, eye, yaw_deg, cam, rotation)
 
     def min_visible_pixels(self, cam: CameraProfile) -> int:
         return min_visible_pixels(cam)
