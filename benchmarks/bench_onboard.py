@@ -179,7 +179,7 @@ def worker(args: argparse.Namespace) -> int:
         "drone": args.drone,
         "rt_priority": args.rt_priority,
         "scheduling": act.scheduling,
-        "nice": runtime.nice,
+        "nice": runtime.thread_nice.label,
         "period_errors_s": list(act.period_errors_s),
         "served_hz": act.served_rate_hz(),
         "skipped": act.skipped_ticks,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 log = logging.getLogger(__name__)
 
@@ -85,3 +86,22 @@ def restore_thread_nice(previous: int) -> None:
         os.setpriority(os.PRIO_PROCESS, 0, previous)
     except OSError as exc:
         log.warning("could not restore nice %d: %s", previous, exc)
+
+
+class ThreadNice:
+    """The nice value of the thread that applied it, and its way back: only that thread restores it
+    (on Linux the value is per thread, so another thread's restore would change the wrong one)."""
+
+    def __init__(self) -> None:
+        self.label: str | None = None  # what the thread runs with (None until applied)
+        self._previous: int | None = None
+        self._thread: int | None = None
+
+    def apply(self, nice: int) -> None:
+        self.label, self._previous = set_thread_nice(nice)
+        self._thread = threading.get_ident()
+
+    def restore(self) -> None:
+        if self._previous is not None and self._thread == threading.get_ident():
+            restore_thread_nice(self._previous)
+            self._previous = None

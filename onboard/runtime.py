@@ -39,7 +39,7 @@ from onboard.decision import (
 from onboard.latency_compensation import make_plan
 from onboard.operator import Operator
 from onboard.profiles import flight_profile
-from onboard.realtime import restore_thread_nice, set_thread_nice
+from onboard.realtime import ThreadNice
 from onboard.recorder import FlightRecorder
 from onboard.reporter import Publisher, RuntimeState, StepReporter
 from onboard.runtime_config import RuntimeConfig
@@ -101,9 +101,7 @@ class OnboardRuntime:
         self.qualifying_t: float | None = None
         self._stop = threading.Event()
         self.last_stages = StageLatencies()
-        self.nice: str | None = None  # what the runtime's own threads run with (set by start)
-        self._nice_restore: int | None = None
-        self._nice_thread: int | None = None
+        self.thread_nice = ThreadNice()  # of the runtime's own threads (applied by start)
 
     @property
     def camera(self) -> Camera:
@@ -153,8 +151,7 @@ class OnboardRuntime:
         self.governor.flight_started(self.clock.now())
         if threaded:
             # This thread (the decision loop's) and the threads it starts now inherit the nice value.
-            self.nice, self._nice_restore = set_thread_nice(self.config.nice)
-            self._nice_thread = threading.get_ident()
+            self.thread_nice.apply(self.config.nice)
             self.reporter.start_threads()
             self.actuation.start()
             self.reporter.jetson.start()
@@ -162,7 +159,7 @@ class OnboardRuntime:
             "started",
             takeoff_altitude_m=altitude,
             actuation_scheduling=self.actuation.scheduling,
-            nice=self.nice,
+            nice=self.thread_nice.label,
         )
 
     def prearm_check(self) -> None:
@@ -232,12 +229,10 @@ class OnboardRuntime:
         if threaded:
             self.actuation.stop()
             self.reporter.stop_threads()
-            if self._nice_restore is not None and self._nice_thread == threading.get_ident():
-                restore_thread_nice(self._nice_restore)
-                self._nice_restore = None
+            self.thread_nice.restore()
         self.reporter.final_telemetry(self.actuator.last_telemetry, self.actuator.last_sent)
         self.reporter.run_finished(
-            self.result(reason), self.capture.stale_frames, self.actuation.scheduling, self.nice
+            self.result(reason), self.capture.stale_frames, self.actuation.scheduling, self.thread_nice.label
         )
 
     # ---- the decision step --------------------------------------------------------------------
