@@ -38,8 +38,12 @@ LATENCY = "fixed:0.05"
 
 @pytest.fixture(scope="module")
 def strict_port():
-    # A high clock speed: simContinueForTime runs its ticks as fast as the CPU allows.
-    with sim_server("--scene", "residential", "--strict-airsim", "--clock-speed", "1000") as port:
+    # A high clock speed: simContinueForTime runs its ticks as fast as the CPU allows. A level camera
+    # gimbal, as the settings.json of `episodes airsim-settings` asks of AirSim: the in-process
+    # episodes it is compared with fly one (a body-fixed camera pitches with the drone).
+    with sim_server(
+        "--scene", "residential", "--strict-airsim", "--clock-speed", "1000", "--camera-gimbal", "level"
+    ) as port:
         yield port
 
 
@@ -182,7 +186,7 @@ def test_real_time_hil_on_the_strict_server(tmp_path: Path) -> None:
     thread drives the target; api=auto picks Cosys (server version 4). Judged from stock truth."""
     suite = _slice()
     suite = Suite("rt", [e for e in suite.episodes if e.record.id == "residential-track-01"], suite.seed)
-    with sim_server("--scene", "residential", "--strict-airsim") as port:
+    with sim_server("--scene", "residential", "--strict-airsim", "--camera-gimbal", "level") as port:
         url = f"airsim://127.0.0.1:{port}?assets=builtin-strict"
         errors: list[tuple[str, str]] = []
         # real time on a shared 2-core machine is not repeatable: cap the flight, judge whatever happens
