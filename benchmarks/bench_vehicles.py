@@ -142,7 +142,7 @@ def bench_mavlink(args: argparse.Namespace) -> None:
         rtt = []
         for _ in range(args.commands):
             t0 = time.monotonic()
-            v._command_long(511, 32, 50_000)  # SET_MESSAGE_INTERVAL: acknowledged at once
+            v.link.command_long(511, 32, 50_000)  # SET_MESSAGE_INTERVAL: acknowledged at once
             rtt.append(time.monotonic() - t0)
         v.arm()
         v.takeoff(2.0)

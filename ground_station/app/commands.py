@@ -13,7 +13,6 @@ from typing import Any
 from ground_station.app.bridge import FleetBridge
 from ground_station.app.panels import FLEET
 from ground_station.app.views import Views
-from ground_station.fleet.client import FleetClient
 from ground_station.fleet.state import AckRecord
 from ground_station.fleet.structures import Structure, make_structure
 
@@ -23,13 +22,12 @@ class OperatorCommands:
 
     def __init__(
         self,
-        fleet: FleetClient,
         bridge: FleetBridge,
         views: Views,
         map_image: Callable[[], Any],
     ) -> None:
-        """`map_image`: the newest rendered map, for a model commander that looks at it."""
-        self.fleet = fleet
+        """`map_image`: the newest rendered map, for a model commander that looks at it. The fleet is
+        the bridge's (`bridge.fleet`)."""
         self.bridge = bridge
         self.views = views
         self.map_image = map_image
@@ -41,12 +39,12 @@ class OperatorCommands:
         marks = list(self.views.map.marks)
         if structure == "per-drone" and target != FLEET:
             self.views.orders.add(f"instruction to {target}: “{text}”")
-            self.bridge.submit("instruct", lambda: self.fleet.instruct(text, [target]))
+            self.bridge.submit("instruct", lambda: self.bridge.fleet.instruct(text, [target]))
             return
         try:
             new = make_structure(
                 structure,
-                self.fleet,
+                self.bridge.fleet,
                 model_url=model or None,
                 commander=model or "rule",
                 marked_targets=marks,
@@ -77,7 +75,7 @@ class OperatorCommands:
     def on_judge(self, declaration_id: str, accept: bool) -> None:
         self.bridge.submit(
             f"judge:{declaration_id}:{'accept' if accept else 'reject'}",
-            lambda: self.fleet.judge(declaration_id, accept, operator=self.operator),
+            lambda: self.bridge.fleet.judge(declaration_id, accept, operator=self.operator),
         )
 
     # ---- results (FleetBridge.done) ----------------------------------------------------------------

@@ -9,7 +9,6 @@ from PyQt6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QMessageBox, QPushBu
 
 from ground_station.app.bridge import FleetBridge
 from ground_station.app.views import Views
-from ground_station.fleet.client import FleetClient
 from ground_station.fleet.state import AckRecord
 
 
@@ -19,9 +18,9 @@ class GotoControl(QWidget):
     The map calls `on_picked` with the point (MapView.on_pick); the result of the command comes back
     through FleetBridge's `done` signal (label "goto:DRONE")."""
 
-    def __init__(self, fleet: FleetClient, bridge: FleetBridge, views: Views) -> None:
+    def __init__(self, bridge: FleetBridge, views: Views) -> None:
+        """The fleet is the bridge's (`bridge.fleet`)."""
         super().__init__()
-        self.fleet = fleet
         self.bridge = bridge
         self.views = views
         row = QHBoxLayout(self)
@@ -29,7 +28,7 @@ class GotoControl(QWidget):
         row.addWidget(QLabel("GoTo:"))
         self.drone = QComboBox()
         self.drone.setObjectName("goto-drone")
-        self.drone.addItems(fleet.drone_ids)
+        self.drone.addItems(bridge.fleet.drone_ids)
         row.addWidget(self.drone)
         self.pick = QPushButton("Pick on map…")
         self.pick.setObjectName("goto-pick")
@@ -48,7 +47,7 @@ class GotoControl(QWidget):
     def on_picked(self, world: tuple[float, float]) -> None:
         """A point picked on the map: ask to confirm it for the chosen drone (at its altitude)."""
         drone = self.drone.currentText()
-        snap = self.fleet.state.snapshot(drone)
+        snap = self.bridge.fleet.state.snapshot(drone)
         if snap.telemetry is None:
             self.views.alerts.raise_alert("error", drone, "goto: no telemetry from it yet", key="ack:goto")
             return
@@ -82,7 +81,7 @@ class GotoControl(QWidget):
         self.views.map.goto_targets[drone] = (north, east)
         self.views.tiles[drone].show_ack("goto: sent …")
         self.views.orders.add(f"goto {drone}: N {north:.1f} E {east:.1f} m")
-        self.bridge.submit(f"goto:{drone}", lambda: self.fleet.goto(drone, north, east, down))
+        self.bridge.submit(f"goto:{drone}", lambda: self.bridge.fleet.goto(drone, north, east, down))
 
     def on_done(self, label: str, result: Any) -> None:
         if not label.startswith("goto:"):

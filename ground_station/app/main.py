@@ -142,10 +142,10 @@ class MainWindow(QMainWindow):
             structure=lambda: self.commands.structure,
             parent=self,
         )
-        self.safety_commands = SafetyCommands(fleet, self.bridge, views, self.metrics)
-        self.commands = OperatorCommands(fleet, self.bridge, views, self.live.map_image)
+        self.safety_commands = SafetyCommands(self.bridge, views, self.metrics)
+        self.commands = OperatorCommands(self.bridge, views, self.live.map_image)
         self.operator = self.commands.operator
-        self.goto = GotoControl(fleet, self.bridge, views)
+        self.goto = GotoControl(self.bridge, views)
         self.map.on_pick = self.goto.on_picked
         # What the controllers own, under the names callers use (the same objects, never replaced).
         self.life = self.supervisor.life

@@ -13,15 +13,14 @@ from typing import Any
 from ground_station.app.bridge import FleetBridge
 from ground_station.app.metrics import Metrics
 from ground_station.app.views import Views, ack_text
-from ground_station.fleet.client import FleetClient
 from ground_station.fleet.state import AckRecord
 
 
 class SafetyCommands:
     """Remembers when each command went and which drones have acked it so far."""
 
-    def __init__(self, fleet: FleetClient, bridge: FleetBridge, views: Views, metrics: Metrics) -> None:
-        self.fleet = fleet
+    def __init__(self, bridge: FleetBridge, views: Views, metrics: Metrics) -> None:
+        """The fleet is the bridge's (`bridge.fleet`): commands go out through the bridge's threads."""
         self.bridge = bridge
         self.views = views
         self.metrics = metrics
@@ -31,7 +30,7 @@ class SafetyCommands:
     def on_safety(self, kind: str, drone: str | None) -> None:
         label = f"safety:{kind}:{drone or ''}"
         self._sent_at[label] = time.monotonic()
-        targets = [drone] if drone else list(self.fleet.drone_ids)
+        targets = [drone] if drone else list(self.bridge.fleet.drone_ids)
         self._partial_acks[label] = {}
         if drone is None:
             self.views.safety.show_waiting(kind, targets, {})
@@ -41,7 +40,7 @@ class SafetyCommands:
         def emit_ack(record: AckRecord) -> None:  # link I/O thread: queued to the GUI thread
             self.bridge.ack_ready.emit(label, record)
 
-        self.bridge.submit(label, lambda: self.fleet.safety(kind, targets, on_ack=emit_ack))
+        self.bridge.submit(label, lambda: self.bridge.fleet.safety(kind, targets, on_ack=emit_ack))
 
     def on_ack(self, label: str, ack: AckRecord) -> None:
         """One drone's ack to a safety command, shown the moment it arrives (the others may be late)."""
@@ -55,7 +54,7 @@ class SafetyCommands:
         if ack.drone in self.views.tiles:
             self.views.tiles[ack.drone].show_ack(ack_text(kind, ack))
         if not drone:
-            self.views.safety.show_waiting(kind, list(self.fleet.drone_ids), partial)
+            self.views.safety.show_waiting(kind, list(self.bridge.fleet.drone_ids), partial)
         if ack.result != "ok":
             self.views.alerts.raise_alert(
                 "error", ack.drone, f"{kind} {ack_text(kind, ack)}", key=f"ack:{kind}"

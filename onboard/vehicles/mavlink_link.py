@@ -24,10 +24,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import LinkError, VehicleError
 from onboard.vehicles.faults import FaultReporter
+
+if TYPE_CHECKING:  # px4 composes the link: the URL's type only, no import cycle at run time
+    from onboard.vehicles.px4 import MavlinkTarget
 
 # the adapter's one logger name: its log lines read as before the split
 log = logging.getLogger("onboard.vehicles.px4")
@@ -60,14 +63,12 @@ _RESULTS = {
 
 
 class MavlinkLink:
-    def __init__(
-        self, name: str, connection: str, px4: bool, faults: FaultReporter, gcs_heartbeat: bool
-    ) -> None:
+    def __init__(self, name: str, target: MavlinkTarget, faults: FaultReporter) -> None:
+        """`target` (the parsed mavlink:// URL) gives the connection, the dialect and gcs_heartbeat."""
         self.name = name
-        self.connection = connection
-        self.px4 = px4
+        self.target = target
+        self.px4 = target.dialect == "px4"
         self.faults = faults
-        self.gcs_heartbeat = gcs_heartbeat
         self.conn: Any = None
         self.mavlink: Any = None
         self.statustexts: deque[tuple[float, int, str]] = deque(maxlen=100)
@@ -87,16 +88,16 @@ class MavlinkLink:
         self.mavlink = mavutil.mavlink
         try:
             self.conn = mavutil.mavlink_connection(
-                self.connection,
+                self.target.connection,
                 source_system=COMPANION_SYSID,
                 source_component=COMPANION_COMPID,
                 autoreconnect=True,
             )
         except Exception as exc:
-            raise LinkError(f"{self.name}: cannot open {self.connection!r}: {exc}") from exc
+            raise LinkError(f"{self.name}: cannot open {self.target.connection!r}: {exc}") from exc
         hb = self.conn.wait_heartbeat(timeout=10)
         if hb is None:
-            raise LinkError(f"{self.name}: no HEARTBEAT on {self.connection} within 10 s")
+            raise LinkError(f"{self.name}: no HEARTBEAT on {self.target.connection} within 10 s")
         want = AUTOPILOT_PX4 if self.px4 else AUTOPILOT_ARDUPILOT
         if hb.autopilot != want:
             dialect = "px4" if self.px4 else "ardupilot"
@@ -218,7 +219,7 @@ class MavlinkLink:
                 MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID, 0, 0, MAV_STATE_ACTIVE
             )
         )
-        if self.gcs_heartbeat and self._ground_link_up and self._gcs_mav is not None:
+        if self.target.gcs_heartbeat and self._ground_link_up and self._gcs_mav is not None:
             with self._send_lock:
                 self._gcs_mav.heartbeat_send(MAV_TYPE_GCS, MAV_AUTOPILOT_INVALID, 0, 0, MAV_STATE_ACTIVE)
             self.gcs_heartbeats_sent += 1

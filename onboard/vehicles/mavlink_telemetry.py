@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from onboard.vehicles.faults import FaultReporter
 from onboard.vehicles.mavlink_link import MAV_AUTOPILOT_INVALID, MavlinkLink
 
 # the adapter's one logger name: its log lines read as before the split
@@ -29,18 +28,13 @@ MAV_LANDED_STATE_ON_GROUND, MAV_LANDED_STATE_IN_AIR = 1, 2
 
 
 class MavlinkTelemetry:
-    def __init__(
-        self,
-        link: MavlinkLink,
-        faults: FaultReporter,
-        link_timeout_s: float,
-        on_mode_change: Callable[[], None],
-    ) -> None:
-        """`on_mode_change` runs on the receiving thread after a HEARTBEAT shows a new mode."""
+    def __init__(self, link: MavlinkLink, on_mode_change: Callable[[], None]) -> None:
+        """`on_mode_change` runs on the receiving thread after a HEARTBEAT shows a new mode. Faults go
+        to the link's reporter; the silence limit is the target's `link_timeout_s`."""
         self.link = link
         self.px4 = link.px4
-        self.faults = faults
-        self.link_timeout_s = link_timeout_s
+        self.faults = link.faults
+        self.link_timeout_s = link.target.link_timeout_s
         self._on_mode_change = on_mode_change
         self._state_lock = threading.Lock()
         self._position: tuple[float, ...] | None = None  # x y z vx vy vz (local NED)

@@ -30,12 +30,9 @@ number, an RTSP URL or a GStreamer pipeline (onboard.vehicles.video).
   HEARTBEAT's system_status CRITICAL/EMERGENCY (both PX4 and ArduCopter report an active failsafe so)
   or with our own setpoint stream silent for longer than the loss timeout, is a "failsafe"; any other
   unasked mode change is "control_lost".
-- Companion identity: HEARTBEAT at 1 Hz as MAV_TYPE_ONBOARD_CONTROLLER (system 1, component 191,
-  MAV_COMP_ID_ONBOARD_COMPUTER). PX4 clears its data-link arming check only on MAV_TYPE_GCS
-  heartbeats (commander/HealthAndArmingChecks/checks/rcAndDataLinkCheck.cpp), so with NAV_DLL_ACT > 0
-  a GCS must be heard on the link, or `gcs_heartbeat=1` sends GCS heartbeats (system 255, component
-  190) on the ground station's behalf while `set_ground_link(True)` says its link is up; when that link
-  drops they stop, and the autopilot's own data-link failsafe (NAV_DLL_ACT / FS_GCS_ENABLE) follows it.
+- Companion identity: HEARTBEAT at 1 Hz as an onboard controller; `gcs_heartbeat=1` adds GCS
+  heartbeats on the ground station's behalf while `set_ground_link(True)` says its link is up (PX4
+  arms with NAV_DLL_ACT > 0 only when a GCS is heard): the details are in mavlink_link.
 - E-stop: `emergency_stop()` is a forced disarm (motors off wherever the vehicle is).
 - The parts: mavlink_link (connection, COMMAND_ACK, heartbeats, stream requests, parameters),
   mavlink_telemetry (the receiver and the link watch), mavlink_setpoints (the setpoint writer and
@@ -51,7 +48,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qs
 
 from common.checks import query_float
@@ -190,8 +186,8 @@ class MavlinkVehicle(Vehicle):
         self.name = name
         self.px4 = target.dialect == "px4"
         self.faults = FaultReporter(name)
-        self.link = MavlinkLink(name, target.connection, self.px4, self.faults, target.gcs_heartbeat)
-        self.state = MavlinkTelemetry(self.link, self.faults, target.link_timeout_s, self._on_mode_change)
+        self.link = MavlinkLink(name, target, self.faults)
+        self.state = MavlinkTelemetry(self.link, self._on_mode_change)
         self.setpoints = SetpointWriter(self.link)
         self.video: FrameSource | None = None
         self.poses: deque[tuple[float, Pose]] = deque(maxlen=200)
@@ -201,85 +197,13 @@ class MavlinkVehicle(Vehicle):
         self._threads: list[threading.Thread] = []
         self._connected = False
 
-    # ---- the parts' state, under the names callers use
-    @property
-    def conn(self) -> Any:
-        return self.link.conn
-
-    @property
-    def mavlink(self) -> Any:
-        return self.link.mavlink
-
-    @property
-    def statustexts(self) -> deque[tuple[float, int, str]]:
-        return self.link.statustexts
-
-    @property
-    def params(self) -> dict[str, float]:
-        return self.link.params
-
-    @property
-    def gcs_heartbeats_sent(self) -> int:
-        return self.link.gcs_heartbeats_sent
-
-    @property
-    def setpoints_sent(self) -> int:
-        return self.setpoints.setpoints_sent
-
-    @property
-    def last_setpoint_s(self) -> float | None:
-        return self.setpoints.last_setpoint_s
-
-    @property
-    def armed(self) -> bool:
-        return self.state.armed
-
-    @property
-    def main_mode(self) -> int | None:
-        return self.state.main_mode
-
-    @property
-    def sub_mode(self) -> int:
-        return self.state.sub_mode
-
-    @property
-    def system_status(self) -> int | None:
-        return self.state.system_status
-
-    @property
-    def was_airborne(self) -> bool:
-        return self.state.was_airborne
-
-    @property
-    def global_position(self) -> tuple[float, float, float] | None:
-        return self.state.global_position
-
-    @property
-    def home_position(self) -> tuple[float, float, float] | None:
-        return self.state.home_position
-
-    @property
-    def mode_name(self) -> str:
-        return self.state.mode_name
-
     @property
     def is_connected(self) -> bool:
         return self._connected
 
-    def read_params(self, names: tuple[str, ...] | list[str]) -> dict[str, float]:
-        return self.link.read_params(names)
-
     def set_ground_link(self, up: bool) -> None:
+        """The runtime's ground-station link state (onboard.link looks this hook up on the vehicle)."""
         self.link.set_ground_link(up)
-
-    def gcs_heard(self) -> bool:
-        return self.link.gcs_heard()
-
-    def _command_long(self, command: int, *params: float, quiet: bool = False) -> None:
-        self.link.command_long(command, *params, quiet=quiet)
-
-    def _setpoint(self, forward_m_s: float, right_m_s: float, down_m_s: float, yaw_rate_deg_s: float) -> None:
-        self.setpoints.send(forward_m_s, right_m_s, down_m_s, yaw_rate_deg_s)
 
     # ---- plumbing
     def connect(self) -> None:
@@ -306,24 +230,24 @@ class MavlinkVehicle(Vehicle):
         if self.target.camera:
             self.video = open_frame_source(self.target.camera)
         self._connected = True
-        log.info("%s: connected (%s, mode %s)", self.name, self.target.dialect, self.mode_name)
+        log.info("%s: connected (%s, mode %s)", self.name, self.target.dialect, self.state.mode_name)
 
     def _set_mode(self, main: int, sub: int = 0, confirm_s: float = 2.5) -> None:
         """DO_SET_MODE, checked twice: its COMMAND_ACK, then a HEARTBEAT showing the mode."""
-        self.link.command_long(self.mavlink.MAV_CMD_DO_SET_MODE, 1, main, sub)
+        self.link.command_long(self.link.mavlink.MAV_CMD_DO_SET_MODE, 1, main, sub)
         deadline = time.monotonic() + confirm_s
         while (self.state.main_mode, self.state.sub_mode if self.px4 else 0) != (main, sub):
             if time.monotonic() > deadline:
-                raise VehicleError(
-                    f"{self.name}: mode ({main}, {sub}) acknowledged, heartbeat still says {self.mode_name}"
-                )
+                said = f"mode ({main}, {sub}) acknowledged, heartbeat still says {self.state.mode_name}"
+                raise VehicleError(f"{self.name}: {said}")
             time.sleep(0.02)
 
     # ---- control
     def _on_mode_change(self) -> None:
         """A HEARTBEAT with a new mode: leaving OFFBOARD/GUIDED while we are in control was not ours."""
         if self.in_control and self.state.main_mode != (PX4_OFFBOARD if self.px4 else APM_GUIDED):
-            self._lost_control(f"autopilot left {'OFFBOARD' if self.px4 else 'GUIDED'} for {self.mode_name}")
+            ours = "OFFBOARD" if self.px4 else "GUIDED"
+            self._lost_control(f"autopilot left {ours} for {self.state.mode_name}")
 
     def _lost_control(self, why: str) -> None:
         self.in_control = False
@@ -334,7 +258,7 @@ class MavlinkVehicle(Vehicle):
         # the autopilot's state says failsafe: system_status CRITICAL/EMERGENCY (PX4 mavlink_messages
         # HEARTBEAT: vehicle_status.failsafe; ArduCopter: any_failsafe_triggered()), or our own stream
         # was silent past the loss timeout (the autopilot had to act); never STATUSTEXT wording
-        loss_s = self.params.get("COM_OF_LOSS_T" if self.px4 else "GUID_TIMEOUT", 1.0)
+        loss_s = self.link.params.get("COM_OF_LOSS_T" if self.px4 else "GUID_TIMEOUT", 1.0)
         critical = self.state.system_status in (MAV_STATE_CRITICAL, MAV_STATE_EMERGENCY)
         kind = "failsafe" if critical or (gap is not None and gap > loss_s) else "control_lost"
         said = f"; autopilot: {text!r}" if text is not None else ""
@@ -346,11 +270,12 @@ class MavlinkVehicle(Vehicle):
         """Read the parameters the runtime relies on and refuse (VehicleError + "refused" fault) with
         the parameter, its value and the accepted range when one is outside it."""
         names = PX4_READ if self.px4 else APM_READ
-        values = self.read_params(names)
+        values = self.link.read_params(names)
         problems = check_params(self.px4, values)
         if self.px4 and "NAV_DLL_ACT" in values:
+            link = self.link
             dll = nav_dll_refusal(
-                values["NAV_DLL_ACT"], self.gcs_heard(), self.target.gcs_heartbeat, self.link.ground_link_up
+                values["NAV_DLL_ACT"], link.gcs_heard(), self.target.gcs_heartbeat, link.ground_link_up
             )
             if dll:
                 problems.append(dll)
@@ -358,13 +283,13 @@ class MavlinkVehicle(Vehicle):
             why = "not arming: " + "; ".join(problems)
             self.faults.emit("refused", why)
             raise VehicleError(f"{self.name}: {why}")
-        if self.px4 and values.get("NAV_DLL_ACT", 0) and not self.gcs_heard():
+        if self.px4 and values.get("NAV_DLL_ACT", 0) and not self.link.gcs_heard():
             time.sleep(1.1)  # our GCS heartbeat (1 Hz) must have reached PX4 before it arms
 
     # ---- Vehicle
     def arm(self) -> None:
         self.preflight()
-        if self.gcs_heartbeats_sent == 0 and self.target.gcs_heartbeat and self.link.ground_link_up:
+        if self.link.gcs_heartbeats_sent == 0 and self.target.gcs_heartbeat and self.link.ground_link_up:
             self.link.heartbeat()
         if self.px4:
             # PX4 only enters OFFBOARD with setpoints already flowing (COM_OF_LOSS_T / proof of life)
@@ -373,15 +298,15 @@ class MavlinkVehicle(Vehicle):
             self._set_mode(PX4_OFFBOARD)
         else:
             self._set_mode(APM_GUIDED)
-        self.link.command_long(self.mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1)
+        self.link.command_long(self.link.mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 1)
         self.in_control = True
         self.control_lost = None
 
     def takeoff(self, altitude_m: float) -> None:
         if not self.in_control:
-            raise VehicleError(f"{self.name}: take-off needs arm() first (mode {self.mode_name})")
+            raise VehicleError(f"{self.name}: take-off needs arm() first (mode {self.state.mode_name})")
         if not self.px4:
-            self.link.command_long(self.mavlink.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, 0, 0, 0, altitude_m)
+            self.link.command_long(self.link.mavlink.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, 0, 0, 0, altitude_m)
         else:
             self.setpoints.retarget_bridge((0.0, 0.0, -self.target.climb_m_s, 0.0))
         deadline = time.monotonic() + altitude_m / self.target.climb_m_s * 3 + 10
@@ -393,7 +318,7 @@ class MavlinkVehicle(Vehicle):
                 raise VehicleError(f"{self.name}: take-off interrupted: {self.control_lost}")
             time.sleep(0.05)
         else:
-            raise VehicleError(f"{self.name}: did not reach {altitude_m} m (mode {self.mode_name})")
+            raise VehicleError(f"{self.name}: did not reach {altitude_m} m (mode {self.state.mode_name})")
         # hold here until the actuation loop's first setpoint takes the stream over
         self.setpoints.retarget_bridge((0.0, 0.0, 0.0, 0.0))
 
@@ -419,7 +344,7 @@ class MavlinkVehicle(Vehicle):
         both autopilots honour even when not landed). Our setpoints stop first: nothing re-arms it."""
         self.setpoints.stop_bridge()
         self.in_control = False  # the disarm below is ours; no more setpoints
-        self.link.command_long(self.mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 0, FORCE_DISARM_MAGIC)
+        self.link.command_long(self.link.mavlink.MAV_CMD_COMPONENT_ARM_DISARM, 0, FORCE_DISARM_MAGIC)
 
     def send_velocity_body(
         self, forward_m_s: float, right_m_s: float, up_m_s: float, yaw_rate_deg_s: float

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.pose import Pose, wrap_deg
-from sim_bridge.emulators.tello_sdk import TelloStatus
+from sim_bridge.emulators.tello_sdk import TelloEmulatorConfig, TelloStatus
 from sim_bridge.sim.world import World, YawMode
 
 TAKEOFF_TIMEOUT_S = 15.0
@@ -40,18 +40,15 @@ class TelloAirframe:
         world: World,
         vehicle: str,
         status: TelloStatus,
-        *,
-        takeoff_height_m: float,
-        rc_full_scale_m_s: float,
-        rc_full_scale_yaw_deg_s: float,
+        config: TelloEmulatorConfig,
         stop: threading.Event,
     ) -> None:
+        """`config` gives the take-off height and the sticks' full scale; `stop` is the emulator's
+        shutdown (it ends a flip's hold)."""
         self.world = world
         self.vehicle = vehicle
         self.status = status
-        self.takeoff_height_m = takeoff_height_m
-        self.rc_full_scale_m_s = rc_full_scale_m_s
-        self.rc_full_scale_yaw_deg_s = rc_full_scale_yaw_deg_s
+        self.config = config
         self._stop = stop
         self.spawn_yaw_deg = world.vehicle(vehicle).model.spawn.yaw_deg
 
@@ -95,7 +92,7 @@ class TelloAirframe:
             return False
         self.status.motor_on_s = time.monotonic()
         self.status.motors_idle = False
-        task = self.world.takeoff(self.vehicle, self.takeoff_height_m, timeout_s=TAKEOFF_TIMEOUT_S)
+        task = self.world.takeoff(self.vehicle, self.config.takeoff_height_m, timeout_s=TAKEOFF_TIMEOUT_S)
         ok = task.wait(TAKEOFF_TIMEOUT_S + 2.0)
         self.status.flying = ok or self.height_m() > 0.2
         return ok
@@ -183,12 +180,12 @@ class TelloAirframe:
 
     def apply_rc(self) -> None:
         a, b, c, d = self.status.rc
-        k = self.rc_full_scale_m_s / 100.0
+        k = self.config.rc_full_scale_m_s / 100.0
         self.world.move_velocity_body(
             self.vehicle,
             (b * k, a * k, -c * k),
             1e6,  # sticks hold until the next rc
-            yaw=YawMode(True, d * self.rc_full_scale_yaw_deg_s / 100.0),
+            yaw=YawMode(True, d * self.config.rc_full_scale_yaw_deg_s / 100.0),
         )
 
     def emergency(self) -> None:

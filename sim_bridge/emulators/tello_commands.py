@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sim_bridge.emulators.h264_out import H264Streamer
 from sim_bridge.emulators.tello_airframe import TelloAirframe
@@ -81,22 +82,17 @@ class ManoeuvreRunner:
             self.airframe.hover()
 
 
+@dataclass(eq=False)  # one dispatcher per drone: compared by identity, as before
 class TelloCommands:
-    def __init__(
-        self,
-        config: TelloEmulatorConfig,
-        status: TelloStatus,
-        airframe: TelloAirframe,
-        runner: ManoeuvreRunner,
-        video: H264Streamer,
-        serial: str,
-    ) -> None:
-        self.config = config
-        self.status = status
-        self.airframe = airframe
-        self.runner = runner
-        self.video = video
-        self.serial = serial  # "sn?"
+    """The dispatcher over the drone's parts: it reads and sets `status`, flies with `airframe` and
+    `runner`, retunes `video` (setfps) and answers "sn?" with `serial`."""
+
+    config: TelloEmulatorConfig
+    status: TelloStatus
+    airframe: TelloAirframe
+    runner: ManoeuvreRunner
+    video: H264Streamer
+    serial: str
 
     def emergency(self) -> None:
         self.status.record("emergency", "")

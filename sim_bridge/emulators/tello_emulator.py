@@ -71,12 +71,9 @@ class TelloEmulator:
             world,
             vehicle,
             self.status,
-            takeoff_height_m=self.config.takeoff_height_m,
-            rc_full_scale_m_s=self.config.rc_full_scale_m_s,
-            rc_full_scale_yaw_deg_s=self.config.rc_full_scale_yaw_deg_s,
-            stop=self._stop,
+            self.config,
+            self._stop,
         )
-        self.spawn_yaw_deg = self.airframe.spawn_yaw_deg
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((self.config.ip, self.config.command_port))
         self.sock.settimeout(0.2)
@@ -90,12 +87,11 @@ class TelloEmulator:
             name="tello-video",
             size=self.config.video_size,
         )
-        self.runner = ManoeuvreRunner(self.status, self.airframe, self._reply)
         self.commands = TelloCommands(
             self.config,
             self.status,
             self.airframe,
-            self.runner,
+            ManoeuvreRunner(self.status, self.airframe, self._reply),
             self.video,
             f"0TQDEMU{self.command_port:05d}",
         )
@@ -126,7 +122,7 @@ class TelloEmulator:
     def refuse(self, word: str, reply: str = "error") -> None:
         self.config.refused[word] = reply
 
-    # ---- what tests and tools read
+    # ---- fault injection (what the drone does is read from .status and .airframe)
     @property
     def video_paused(self) -> threading.Event:
         return self.video.paused
@@ -135,33 +131,6 @@ class TelloEmulator:
     def link_down(self) -> threading.Event:
         """Set: no replies, no state, no video (the Wi-Fi link is gone)."""
         return self.status.link_down
-
-    @property
-    def log(self) -> list[tuple[float, str, str]]:
-        """(monotonic, command, reply or "") for every command, in order."""
-        return self.status.log
-
-    @property
-    def flying(self) -> bool:
-        return self.status.flying
-
-    @property
-    def motors_idle(self) -> bool:
-        return self.status.motors_idle
-
-    @property
-    def auto_landed(self) -> bool:
-        return self.status.auto_landed
-
-    @property
-    def battery_pct(self) -> float:
-        return self.airframe.battery_pct
-
-    def height_m(self) -> float:
-        return self.airframe.height_m()
-
-    def state_line(self) -> str:
-        return self.state.line()
 
     # ---- video
     def _video_dest(self) -> tuple[str, int] | None:

@@ -112,9 +112,9 @@ def test_approach_episode_is_accepted(rig, tmp_path) -> None:
     vehicle.set_ground_link(True)  # what the runtime's ground-station link reports
     rt = make_runtime(world, vehicle, tmp_path, "outdoor", takeoff_altitude_m=3.0, save_frames=True)
     rt.start()
-    assert vehicle.mode_name == ("OFFBOARD" if vehicle.px4 else "GUIDED") and vehicle.armed
+    assert vehicle.state.mode_name == ("OFFBOARD" if vehicle.px4 else "GUIDED") and vehicle.state.armed
     if vehicle.px4:  # PX4 armed only because GCS-typed heartbeats came, from our own link
-        assert vehicle.gcs_heartbeats_sent >= 1 and not emulator.gcs_lost
+        assert vehicle.link.gcs_heartbeats_sent >= 1 and not emulator.gcs_lost
     else:  # ArduPilot: every stream the adapter uses is one it asked for
         assert {32, 30, 245, 147} <= set(emulator.intervals_s)
     result = rt.run()
@@ -142,7 +142,7 @@ def test_ardupilot_guided_takeoff_velocity_and_land(rig) -> None:
     world, emulator, vehicle = rig
     vehicle.connect()
     vehicle.arm()
-    assert vehicle.mode_name == "GUIDED"
+    assert vehicle.state.mode_name == "GUIDED"
     vehicle.takeoff(1.0)
     assert world.vehicle_pose("Drone1").altitude_m == pytest.approx(1.0, abs=0.3)
     x0 = world.vehicle_pose("Drone1").x_m
@@ -168,14 +168,14 @@ def test_emergency_stop_is_a_forced_disarm_in_the_air(rig) -> None:
         assert world.vehicle_pose("Drone1").altitude_m == pytest.approx(1.5, abs=0.3)
         v.emergency_stop()
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and (v.armed or emulator.armed):
+        while time.monotonic() < deadline and (v.state.armed or emulator.armed):
             time.sleep(0.05)
-        assert not emulator.armed and not v.armed
+        assert not emulator.armed and not v.state.armed
         model = world.vehicle("Drone1").model
         assert world.vehicle_pose("Drone1").z_m == pytest.approx(model.floor_z_m, abs=0.01)
-        sent = v.setpoints_sent
+        sent = v.setpoints.setpoints_sent
         v.send_velocity_body(1.0, 0.0, 0.0, 0.0)
-        assert v.setpoints_sent == sent  # not in control any more
+        assert v.setpoints.setpoints_sent == sent  # not in control any more
     assert not vehicle.is_connected
 
 
@@ -185,17 +185,18 @@ def test_px4_refuses_offboard_without_a_recent_setpoint(rig) -> None:
     with pytest.raises(VehicleError, match=r"TEMPORARILY_REJECTED.*Offboard is currently not available"):
         vehicle._set_mode(6)  # no setpoint yet: offboardCheck.cpp finds no offboard signal
     assert vehicle.faults.kinds() == ["refused"]
-    vehicle._setpoint(0.0, 0.0, 0.0, 0.0)  # one setpoint younger than COM_OF_LOSS_T is enough
+    vehicle.setpoints.send(0.0, 0.0, 0.0, 0.0)  # one setpoint younger than COM_OF_LOSS_T is enough
     vehicle._set_mode(6)
-    assert vehicle.mode_name == "OFFBOARD"
+    assert vehicle.state.mode_name == "OFFBOARD"
     # and a frame PX4 does not take (BODY_OFFSET_NED, ArduPilot habit) is refused with a STATUSTEXT
-    vehicle.conn.mav.set_position_target_local_ned_send(0, 1, 1, 9, 1479, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0)
+    mav = vehicle.link.conn.mav
+    mav.set_position_target_local_ned_send(0, 1, 1, 9, 1479, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0)
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline and not any(
-        "frame 9 unsupported" in t for _, _, t in vehicle.statustexts
+        "frame 9 unsupported" in t for _, _, t in vehicle.link.statustexts
     ):
         time.sleep(0.05)
-    assert any("frame 9 unsupported" in t for _, _, t in vehicle.statustexts)
+    assert any("frame 9 unsupported" in t for _, _, t in vehicle.link.statustexts)
 
 
 def test_setpoint_gap_fires_the_failsafe_and_the_runtime_reports_it(rig, tmp_path) -> None:
@@ -281,11 +282,11 @@ def test_px4_emulator_clears_the_datalink_check_only_on_gcs_heartbeats(rig) -> N
     vehicle.connect()  # it sends ONBOARD_CONTROLLER heartbeats at 1 Hz
     time.sleep(1.2)
     with pytest.raises(VehicleError, match=r"TEMPORARILY_REJECTED.*No connection to the ground"):
-        vehicle._command_long(400, 1)
-    gcs = vehicle.mavlink.MAVLink(vehicle.conn, srcSystem=GCS_SYSID, srcComponent=190)
+        vehicle.link.command_long(400, 1)
+    gcs = vehicle.link.mavlink.MAVLink(vehicle.link.conn, srcSystem=GCS_SYSID, srcComponent=190)
     gcs.heartbeat_send(6, 8, 0, 0, 4)  # MAV_TYPE_GCS
     time.sleep(0.2)
-    vehicle._command_long(400, 1)
+    vehicle.link.command_long(400, 1)
     assert emulator.armed
 
 

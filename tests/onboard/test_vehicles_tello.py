@@ -105,10 +105,10 @@ def test_approach_episode_through_djitellopy_is_accepted(rig, tmp_path) -> None:
     verdict_ = verdict(tmp_path)
     assert verdict_.success and verdict_.ne_m <= 5.0 and not verdict_.problems, verdict_
     # motion went out as rc sticks, takeoff to the Tello profile's 1.5 m (takeoff + up), no replies to rc
-    sent = [c for _, c, _ in emulator.log]
+    sent = [c for _, c, _ in emulator.status.log]
     assert "takeoff" in sent and any(c.startswith("up ") for c in sent)
     assert sum(c.startswith("rc ") for c in sent) > 50
-    assert all(r == "" for _, c, r in emulator.log if c.startswith("rc "))
+    assert all(r == "" for _, c, r in emulator.status.log if c.startswith("rc "))
     # dead reckoning stayed close to the simulator's truth on a straight approach
     truth, reckoned = world.vehicle_pose("Drone1"), v.telemetry().pose
     assert abs(truth.x_m - reckoned.x_m) < 1.0 and abs(truth.y_m - reckoned.y_m) < 1.0
@@ -126,11 +126,11 @@ def test_go_mode_sends_discrete_go_commands(rig) -> None:
         time.sleep(0.05)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and not any(
-        r == "ok" for _, c, r in emulator.log if c.startswith("go ")
+        r == "ok" for _, c, r in emulator.status.log if c.startswith("go ")
     ):
         time.sleep(0.1)
-    gos = [c for _, c, r in emulator.log if c.startswith("go ") and r == "ok"]
-    assert gos, emulator.log[-5:]
+    gos = [c for _, c, r in emulator.status.log if c.startswith("go ") and r == "ok"]
+    assert gos, emulator.status.log[-5:]
     x, y, z, speed = (int(a) for a in gos[0].split()[1:])
     assert 40 <= x <= 70 and y == 0 and z == 0 and 10 <= speed <= 100, gos
     assert world.vehicle_pose("Drone1").x_m - x0 == pytest.approx(x / 100, abs=0.12)
@@ -145,7 +145,7 @@ def test_keepalive_prevents_the_auto_land(rig) -> None:
     _world, emulator, vehicle = rig
     v = airborne(vehicle, "video=0&keepalive_s=0.3")
     time.sleep(2.0)  # no setpoints: a long model call with the actuation loop stalled
-    assert not emulator.auto_landed and emulator.flying
+    assert not emulator.status.auto_landed and emulator.status.flying
     assert v.keepalives >= 3
 
 
@@ -154,9 +154,9 @@ def test_emulator_auto_lands_without_commands(rig) -> None:
     _world, emulator, vehicle = rig
     _v = airborne(vehicle, "video=0&keepalive_s=10")
     deadline = time.monotonic() + 8
-    while time.monotonic() < deadline and not emulator.auto_landed:
+    while time.monotonic() < deadline and not emulator.status.auto_landed:
         time.sleep(0.1)
-    assert emulator.auto_landed
+    assert emulator.status.auto_landed
 
 
 def test_video_stops_no_decision_on_stale_frames(rig, tmp_path) -> None:
@@ -228,11 +228,11 @@ def test_low_battery_lands_and_is_logged(rig, tmp_path) -> None:
     safety = [e for e in events(tmp_path) if e.get("event") == "safety"]
     assert safety and safety[0]["reason"].startswith("battery 15%"), safety
     deadline = time.monotonic() + 15.0  # the runtime lands from its actuation thread
-    while emulator.flying and time.monotonic() < deadline:
+    while emulator.status.flying and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert "land" in [c for _, c, _ in emulator.log]
+    assert "land" in [c for _, c, _ in emulator.status.log]
     m = world.vehicle("Drone1").model
-    assert not emulator.flying and m.landed and m.position_ned[2] == pytest.approx(m.floor_z_m)
+    assert not emulator.status.flying and m.landed and m.position_ned[2] == pytest.approx(m.floor_z_m)
 
 
 def test_estop_kill_sends_emergency(rig, tmp_path) -> None:
@@ -252,10 +252,10 @@ def test_estop_kill_sends_emergency(rig, tmp_path) -> None:
     governor.estop("test")
     actuator.tick(0.05)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and emulator.flying:
+    while time.monotonic() < deadline and emulator.status.flying:
         time.sleep(0.05)
-    assert any(c == "emergency" for _, c, _ in emulator.log)
-    assert not emulator.flying and world.vehicle_pose("Drone1").z_m == pytest.approx(
+    assert any(c == "emergency" for _, c, _ in emulator.status.log)
+    assert not emulator.status.flying and world.vehicle_pose("Drone1").z_m == pytest.approx(
         world.vehicle("Drone1").model.floor_z_m, abs=0.01
     )
     v.close()
@@ -291,7 +291,7 @@ def test_two_tellos_in_one_process(tmp_path) -> None:
         vehicles[0].hold()
         time.sleep(0.5)
         assert world.vehicle_pose("Drone1").x_m > 0.3 and abs(world.vehicle_pose("Drone2").x_m) < 0.1
-        assert [e.flying for e in emulators] == [True, True]
+        assert [e.status.flying for e in emulators] == [True, True]
         frames = [v.camera().read() for v in vehicles]
         assert all(f.image.shape == (720, 960, 3) for f in frames)  # the Tello camera's 960x720
         assert vehicles[1].telemetry().pose.y_m == pytest.approx(world.vehicle_pose("Drone2").y_m, abs=0.05)

@@ -127,7 +127,7 @@ def test_simple_example_flow_and_the_sdk20_state(drone) -> None:
     assert tello.get_mission_pad_id() == -1  # on, and no pad under the simulated drone
     tello.disable_mission_pads()
     tello.land()
-    assert height_m(world) < 0.02 and not emulator.flying
+    assert height_m(world) < 0.02 and not emulator.status.flying
 
 
 def test_turns_go_the_commanded_way_and_distance(drone) -> None:
@@ -172,7 +172,7 @@ def test_sdk_ranges_flip_curve_and_emergency(drone) -> None:
     assert tello.send_command_with_return("curve 20 20 0 40 40 0 30").startswith("error")  # a line: no arc
     assert tello.send_command_with_return("curve 50 50 0 100 0 0 70").startswith("error")  # speed > 60
     assert tello.send_command_with_return("motoron") == "unknown command: motoron"  # SDK 3.0 only
-    assert emulator.flying
+    assert emulator.status.flying
     before = world.vehicle_pose("Drone1")
     tello.flip_forward()
     after = world.vehicle_pose("Drone1")
@@ -182,13 +182,13 @@ def test_sdk_ranges_flip_curve_and_emergency(drone) -> None:
     assert p.x_m - before.x_m == pytest.approx(1.0, abs=0.12) and abs(p.y_m - before.y_m) < 0.12
     # emergency: answered "ok" (SDK), motors off, and the replies stay in step
     assert tello.send_command_with_return("emergency") == "ok"
-    assert height_m(world) < 0.02 and not emulator.flying
+    assert height_m(world) < 0.02 and not emulator.status.flying
     # the simulated pack (sim_bridge.sim.battery) paid for the flight, and the SDK reports it
     battery = tello.query_battery()
     # (the flight may cost under half a percent: the SDK's integer can still read 100)
-    assert emulator.battery_pct < 100 and 90 <= battery == round(emulator.battery_pct), (
+    assert emulator.airframe.battery_pct < 100 and 90 <= battery == round(emulator.airframe.battery_pct), (
         battery,
-        emulator.battery_pct,
+        emulator.airframe.battery_pct,
     )
 
 
@@ -205,7 +205,7 @@ def test_auto_land_after_idle_while_state_keeps_flowing(drone) -> None:
             seen.append((time.monotonic(), state.get("h", -1)))
             last = state
         time.sleep(0.01)
-    assert emulator.auto_landed and height_m(world) < 0.02 and seen[-1][1] == 0
+    assert emulator.status.auto_landed and height_m(world) < 0.02 and seen[-1][1] == 0
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
     assert max(gaps) < 0.5, f"state stopped for {max(gaps):.2f} s during the auto-land"
 
@@ -220,7 +220,7 @@ def test_land_preempts_a_move_without_a_late_reply(drone) -> None:
     assert height_m(world) < 0.02
     time.sleep(0.5)
     assert tello.query_speed() == 20  # the next reply is this command's, not a late one
-    assert [r for _, c, r in emulator.log if c == "forward 300"] == [""]
+    assert [r for _, c, r in emulator.status.log if c == "forward 300"] == [""]
 
 
 @pytest.mark.parametrize("drone", [{"sdk": "3.0", "video_fps": 30.0}], indirect=True)
@@ -228,7 +228,7 @@ def test_sdk30_tt_commands_and_960x720_video(drone) -> None:
     _world, emulator, tello = drone
     assert tello.query_sdk_version() == "30"
     tello.turn_motor_on()
-    assert emulator.motors_idle
+    assert emulator.status.motors_idle
     tello.turn_motor_off()
     tello.send_expansion_command("led 255 0 0")
     assert tello.send_command_with_return("EXT tof?").startswith("tof ")
