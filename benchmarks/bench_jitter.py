@@ -136,34 +136,41 @@ def episode_figures(out: Path, seed: int, t_max_s: float) -> dict:
     }
 
 
+def runtime_config(loop_name: str, t_max_s: float, **more: Any) -> Any:
+    """The runtime's configuration for one loop of the scenario (`more`: what a variant adds)."""
+    from onboard.runtime import RuntimeConfig
+    from onboard.safety import SafetyConfig
+
+    loop, latency_goal = LOOPS[loop_name]
+    return RuntimeConfig(
+        instruction="follow the red car",
+        loop=loop,
+        latency_goal=latency_goal,
+        delta_m=DELTA_M,
+        t_max_s=t_max_s,
+        stop_on_declaration=False,
+        land_at_end=False,
+        save_frames=False,
+        min_decision_period_s=0.0,
+        # Track from above the traffic: a `go` at a car below the horizon descends, and at 1.5 m
+        # the drone meets parked cars (a collision would end the comparison, not measure it).
+        safety=SafetyConfig(altitude_floor_m=2.5),
+        **more,
+    )
+
+
 def fly(args: tuple[int, str, str, float, float]) -> dict:
     seed, latency_kind, loop_name, t_max_s, speed_m_s = args
-    loop, latency_goal = LOOPS[loop_name]
     from episodes.local_flight import local_runtime
     from models.baseline.pilot import BaselinePilot
     from onboard.assembly import fly_lockstep
     from onboard.recorder import FlightRecorder, RecorderConfig
-    from onboard.runtime import RuntimeConfig
-    from onboard.safety import SafetyConfig
 
     world, target = build_scene(seed, t_max_s, speed_m_s)
     try:
         world.pause(True)
         out = Path(tempfile.mkdtemp(prefix=f"jitter-{speed_m_s}-{latency_kind}-{loop_name}-{seed}-"))
-        config = RuntimeConfig(
-            instruction="follow the red car",
-            loop=loop,
-            latency_goal=latency_goal,
-            delta_m=DELTA_M,
-            t_max_s=t_max_s,
-            stop_on_declaration=False,
-            land_at_end=False,
-            save_frames=False,
-            min_decision_period_s=0.0,
-            # Track from above the traffic: a `go` at a car below the horizon descends, and at 1.5 m
-            # the drone meets parked cars (a collision would end the comparison, not measure it).
-            safety=SafetyConfig(altitude_floor_m=2.5),
-        )
+        config = runtime_config(loop_name, t_max_s)
         runtime = local_runtime(
             world,
             "Drone1",

@@ -84,32 +84,15 @@ def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, s
     from models.baseline.pilot import BaselinePilot
     from onboard.assembly import assemble
     from onboard.recorder import FlightRecorder, RecorderConfig
-    from onboard.runtime import RuntimeConfig
-    from onboard.safety import SafetyConfig
     from sim_bridge.local import LocalCamera, LocalTruth
 
-    loop, latency_goal = bench.LOOPS[loop_name]
     world, target = bench.build_scene(seed, t_max_s, speed_m_s)
     out = Path(tempfile.mkdtemp(prefix=f"jitter-rt-{speed_m_s}-{latency_kind}-{loop_name}-{seed}-"))
     try:
         camera = LocalCamera(world, "Drone1")
         # bench_jitter's configuration; in addition, no real-time priority or negative nice for the
         # runtime's threads (the benchmark shares its host: it must not starve other work on it).
-        config = RuntimeConfig(
-            instruction="follow the red car",
-            loop=loop,
-            latency_goal=latency_goal,
-            delta_m=bench.DELTA_M,
-            t_max_s=t_max_s,
-            stop_on_declaration=False,
-            land_at_end=False,
-            save_frames=False,
-            min_decision_period_s=0.0,
-            safety=SafetyConfig(altitude_floor_m=2.5),
-            actuation_rt_priority=0,
-            nice=0,
-            prearm_check=False,
-        )
+        config = bench.runtime_config(loop_name, t_max_s, actuation_rt_priority=0, nice=0, prearm_check=False)
         pilot = DelayedPilot(
             BaselinePilot(delta_m=bench.DELTA_M), world.clock, bench.latency_draws(latency_kind, seed)
         )

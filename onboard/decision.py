@@ -29,6 +29,7 @@ from onboard.controller import (
     plan_toward_point,
     turn_plan,
 )
+from onboard.latency_compensation import keep_in_view
 from onboard.profiles import FlightProfile
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,10 @@ class RunResult:
     served_jitter_ms: float = 0.0  # spread of the served tick period (0 in lock-step: no wall clock)
 
 
-LATENCY_GOALS = ("point", "step")
+# What a late `go` flies toward (RuntimeConfig.latency_goal): "point" (the default), "in-view" (the
+# move also cut where that point would leave the image: onboard.latency_compensation) or "step".
+LATENCY_GOALS = ("point", "in-view", "step")
+DEFAULT_LATENCY_GOAL = "point"  # in-view trails a 0.6 m/s target under jitter (onboard.latency_compensation)
 
 
 def discard_reason(decision: Decision, superseded: bool, late: bool) -> str | None:
@@ -160,13 +164,21 @@ def make_plan(
     profile: FlightProfile,
     canonical_focal_px: float | None,
     compensate: bool,
-    latency_goal: str = "point",
+    latency_goal: str = DEFAULT_LATENCY_GOAL,
+    floor_z_m: float | None = None,
 ) -> ControlPlan:
+    """The plan for `action`; when compensating a late reply, re-expressed from current_pose toward
+    the latency goal. floor_z_m: the altitude floor as world NED z (the governor's), for "in-view"."""
     plan = plan_action(action, camera, profile, canonical_focal_px)
-    if compensate and current_pose is not None:
-        plan = replan_from_current(
-            action, plan, frame_pose, current_pose, profile, latency_goal, camera, canonical_focal_px
-        )
+    if not (compensate and current_pose is not None):
+        return plan
+    goal = "point" if latency_goal == "in-view" else latency_goal
+    plan = replan_from_current(
+        action, plan, frame_pose, current_pose, profile, goal, camera, canonical_focal_px
+    )
+    if latency_goal == "in-view" and isinstance(action, Go):
+        point = go_world_point(action, frame_pose, camera, canonical_focal_px)
+        plan = keep_in_view(plan, point, current_pose, camera, floor_z_m)
     return plan
 
 

@@ -31,17 +31,10 @@ import math
 
 import msgspec
 
-from common.actions import Action, Go
 from common.camera import CameraProfile
 from common.pose import Pose
-from onboard.controller import ControlPlan, body_to_world, go_world_point
-from onboard.decision import LATENCY_GOALS as DECISION_GOALS
-from onboard.decision import make_plan as decision_plan
-from onboard.profiles import FlightProfile
+from onboard.controller import ControlPlan, body_to_world
 
-IN_VIEW = "in-view"
-LATENCY_GOALS = (IN_VIEW, *DECISION_GOALS)
-DEFAULT_LATENCY_GOAL = "point"  # in-view is worse than point at 0.6 m/s under jitter (see above)
 # The point the late `go` aimed at stays above this share of the image height (0 = top, 1 = bottom)
 # at the end of the move. Tuned on bench_jitter seeds 0-9 at 0.3 m/s (issue 25): of 0.75, 0.85, 0.90,
 # 0.93 and 0.96, the lower ones stop the drone outside δ (5 m) of a car seen from the 2.5 m floor.
@@ -122,29 +115,3 @@ def _scaled(plan: ControlPlan, fraction: float) -> ControlPlan:
         move_right_m=plan.move_right_m * fraction,
         move_up_m=plan.move_up_m * fraction,
     )
-
-
-def make_plan(
-    action: Action,
-    frame_pose: Pose,
-    current_pose: Pose | None,
-    camera: CameraProfile,
-    profile: FlightProfile,
-    canonical_focal_px: float | None,
-    compensate: bool,
-    latency_goal: str = DEFAULT_LATENCY_GOAL,
-    floor_z_m: float | None = None,
-) -> ControlPlan:
-    """onboard.decision.make_plan, plus the "in-view" goal (a compensated late `go` only);
-    floor_z_m: the altitude floor as world NED z (SafetyGovernor's), None for none."""
-    if latency_goal != IN_VIEW:
-        return decision_plan(
-            action, frame_pose, current_pose, camera, profile, canonical_focal_px, compensate, latency_goal
-        )
-    plan = decision_plan(
-        action, frame_pose, current_pose, camera, profile, canonical_focal_px, compensate, "point"
-    )
-    if not (compensate and current_pose is not None and isinstance(action, Go)):
-        return plan
-    point = go_world_point(action, frame_pose, camera, canonical_focal_px)
-    return keep_in_view(plan, point, current_pose, camera, floor_z_m)

@@ -34,9 +34,9 @@ from onboard.decision import (
     StageLatencies,
     count_action,
     discard_reason,
+    make_plan,
     wall_timer,
 )
-from onboard.latency_compensation import make_plan
 from onboard.operator import Operator
 from onboard.profiles import flight_profile
 from onboard.realtime import ThreadNice

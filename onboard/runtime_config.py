@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from onboard.config_limits import check_limits
-from onboard.latency_compensation import DEFAULT_LATENCY_GOAL, LATENCY_GOALS
+from onboard.decision import DEFAULT_LATENCY_GOAL, LATENCY_GOALS
 from onboard.recorder import RecorderConfig
 from onboard.safety_config import SafetyConfig
 

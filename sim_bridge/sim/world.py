@@ -56,7 +56,6 @@ from sim_bridge.sim.truth import (
     GroundTruth,
     TargetTruth,
     min_visible_pixels,
-    projected_region,
 )
 
 log = logging.getLogger(__name__)
@@ -402,16 +401,6 @@ class World:
     ) -> np.ndarray:
         """Body ids of a region of the vehicle's frame (see Cameras.render_segmentation)."""
         return self.cameras.render_segmentation(self.vehicle(name), region, vehicle_pose)
-
-    def projected_region(
-        self,
-        obj: SceneObject,
-        eye: np.ndarray,
-        yaw_deg: float,
-        cam: CameraProfile,
-        rotation: np.ndarray | None = None,
-    ) -> tuple[int, int, int, int] | None:
-        return projected_region(obj, eye, yaw_deg, cam, rotation)
 
     def min_visible_pixels(self, cam: CameraProfile) -> int:
         return min_visible_pixels(cam)

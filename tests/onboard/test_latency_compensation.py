@@ -11,7 +11,7 @@ from common.camera import BUILTIN_CAMERAS
 from common.pose import Pose
 from onboard import latency_compensation as lc
 from onboard.controller import go_world_point, plan_go, plan_toward_point
-from onboard.decision import make_plan as point_plan
+from onboard.decision import LATENCY_GOALS, make_plan
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES
 
 OUTDOOR = BUILTIN_FLIGHT_PROFILES["outdoor"]  # cap 3 m, 1.2 m/s, slow band 5 m (x0.6), stop band 2 m
@@ -29,8 +29,8 @@ def test_image_row_share_of_a_level_camera() -> None:
 def test_a_far_point_gets_the_full_step_of_the_point_reading() -> None:
     capture, later = Pose(0.0, 0.0, -3.0, 0.0), Pose(2.0, 0.0, -3.0, 0.0)
     go = Go((500, 600), 15.0)  # ahead and a little below, far
-    in_view = lc.make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view")
-    assert in_view == point_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
+    in_view = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view")
+    assert in_view == make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
     assert in_view.step_m == pytest.approx(3.0)
 
 
@@ -39,9 +39,9 @@ def test_a_move_along_the_ray_keeps_the_point_where_it_is() -> None:
     # the point stays on the same image row, so with no floor in the way nothing is cut.
     capture, later = Pose(0.0, 0.0, -3.0, 0.0), Pose(1.0, 0.0, -3.0, 0.0)
     go = Go((500, 800), 8.0)
-    before = point_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
+    before = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
     assert before.move_up_m < 0.0
-    assert lc.make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view") == before
+    assert make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view") == before
 
 
 def test_at_the_floor_the_move_stops_where_the_point_would_leave_the_image() -> None:
@@ -49,8 +49,8 @@ def test_at_the_floor_the_move_stops_where_the_point_would_leave_the_image() -> 
     capture, later = Pose(0.0, 0.0, -3.0, 0.0), Pose(1.0, 0.0, -3.0, 0.0)
     go = Go((500, 800), 8.0)  # 8 m ahead and 8 * 216 / 640 = 2.7 m below the camera
     point = go_world_point(go, capture, CAMERA)
-    before = point_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
-    plan = lc.make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", floor_z_m=-3.0)
+    before = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
+    plan = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", floor_z_m=-3.0)
     assert 0.0 < plan.step_m < before.step_m
     assert plan.forward_m_s == before.forward_m_s and plan.duration_s == pytest.approx(plan.step_m / 1.2)
     # At the end of the shortened (levelled) move the point sits on the limit row.
@@ -59,15 +59,15 @@ def test_at_the_floor_the_move_stops_where_the_point_would_leave_the_image() -> 
     limit_forward_m = 2.7 * CAMERA.fy_px / ((lc.BOTTOM_SHARE * 720) - 360)  # ahead of the point
     assert end.x_m == pytest.approx(8.0 - limit_forward_m, abs=1e-3)
     # Above the floor the descent is flown as far as the floor allows: a shorter cut than none at all.
-    half = lc.make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", floor_z_m=-2.5)
+    half = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", floor_z_m=-2.5)
     assert plan.step_m < half.step_m <= before.step_m
 
 
 def test_a_point_already_below_the_limit_gets_no_move() -> None:
     capture, later = Pose(0.0, 0.0, -3.0, 0.0), Pose(0.5, 0.0, -3.0, 0.0)
     go = Go((500, 990), 6.0)  # straight ahead (no turn), at the very bottom of the frame
-    before = point_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
-    plan = lc.make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", floor_z_m=-3.0)
+    before = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
+    plan = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", floor_z_m=-3.0)
     assert before.step_m > 0 and before.yaw_deg == 0.0
     assert plan.hold and plan.step_m == 0.0 and plan.duration_s == 0.0
 
@@ -89,14 +89,14 @@ def test_the_turn_is_kept_when_the_move_is_cut() -> None:
 
 def test_rotations_holds_and_the_naive_loop_are_untouched() -> None:
     capture, turned = Pose(0.0, 0.0, -3.0, 0.0), Pose(0.0, 0.0, -3.0, 20.0)
-    for goal in lc.LATENCY_GOALS:
-        assert lc.make_plan(Rotate(45.0), capture, turned, CAMERA, OUTDOOR, None, True, goal).yaw_deg == (
+    for goal in LATENCY_GOALS:
+        assert make_plan(Rotate(45.0), capture, turned, CAMERA, OUTDOOR, None, True, goal).yaw_deg == (
             pytest.approx(25.0)
         )
-    brake = lc.make_plan(Go((500, 900), 1.5), capture, turned, CAMERA, OUTDOOR, None, True, "in-view")
+    brake = make_plan(Go((500, 900), 1.5), capture, turned, CAMERA, OUTDOOR, None, True, "in-view")
     assert brake.hold
     # compensate=False (the naive loop): the plan as made at capture, whatever the goal.
     go = Go((500, 800), 8.0)
-    assert lc.make_plan(go, capture, Pose(5.0, 0.0, -3.0, 0.0), CAMERA, OUTDOOR, None, False) == plan_go(
+    assert make_plan(go, capture, Pose(5.0, 0.0, -3.0, 0.0), CAMERA, OUTDOOR, None, False) == plan_go(
         go, CAMERA, OUTDOOR
     )

@@ -12,6 +12,7 @@ pytest.importorskip("pybullet")
 
 from common.errors import ConfigError
 from common.pose import Pose
+from sim_bridge.sim.truth import projected_region
 from sim_bridge.sim.world import REGION_MARGIN_PX, World, crop_camera
 
 # Assets of every kind, at heights where they live (plates, boards and drones in the air).
@@ -184,7 +185,7 @@ def test_targets_beside_and_under_the_camera_crossing_its_plane() -> None:
             full = w.target_truth("Drone1", obj.name, w.render("Drone1"))
             crop = w.target_truth("Drone1", obj.name)
             assert abs(full.pixel_count - crop.pixel_count) <= MAX_PIXEL_DIFF, (obj.asset, pose)
-            region = w.projected_region(obj, eye, yaw, cam)
+            region = projected_region(obj, eye, yaw, cam)
             whole_frame += region == (0, 0, cam.width_px, cam.height_px)
         assert crossing >= 20
         assert whole_frame <= crossing // 2  # cut at the near plane, most such boxes do not fill the frame
