@@ -164,22 +164,22 @@ def oc_event_count(pattern: str = "/sys/class/hwmon/hwmon*/oc*_event_cnt") -> in
     return total
 
 
+@dataclass(frozen=True)
+class JetsonSources:
+    """Where a JetsonMonitor reads from, and how often (None: found on the PATH / the usual places)."""
+
+    interval_ms: int = 1000
+    tegrastats: str | None = None
+    nvpmodel: str | None = None
+    throttle_temp_c: float = THROTTLE_TEMP_C
+    oc_pattern: str = "/sys/class/hwmon/hwmon*/oc*_event_cnt"
+
+
 class JetsonMonitor:
     """Latest Jetson health from a tegrastats (or jtop) reader thread; inert where neither exists."""
 
-    def __init__(
-        self,
-        interval_ms: int = 1000,
-        tegrastats: str | None = None,
-        nvpmodel: str | None = None,
-        throttle_temp_c: float = THROTTLE_TEMP_C,
-        oc_pattern: str = "/sys/class/hwmon/hwmon*/oc*_event_cnt",
-    ) -> None:
-        self.interval_ms = interval_ms
-        self.tegrastats = tegrastats
-        self.nvpmodel = nvpmodel
-        self.throttle_temp_c = throttle_temp_c
-        self.oc_pattern = oc_pattern
+    def __init__(self, sources: JetsonSources | None = None) -> None:
+        self.sources = sources if sources is not None else JetsonSources()
         self.source: str | None = None
         self._latest: JetsonSample | None = None
         self._lock = threading.Lock()
@@ -190,20 +190,20 @@ class JetsonMonitor:
         self._oc_at_start: int | None = None
 
     def _find_tegrastats(self) -> str | None:
-        if self.tegrastats:
-            return self.tegrastats
+        if self.sources.tegrastats:
+            return self.sources.tegrastats
         return shutil.which("tegrastats") or next((p for p in TEGRASTATS_PATHS if shutil.which(p)), None)
 
     def start(self) -> JetsonMonitor:
         if self._thread is not None:
             return self
-        self._power_mode = _checked_power_mode(read_power_mode(self.nvpmodel))
-        self._oc_at_start = oc_event_count(self.oc_pattern)
+        self._power_mode = _checked_power_mode(read_power_mode(self.sources.nvpmodel))
+        self._oc_at_start = oc_event_count(self.sources.oc_pattern)
         exe = self._find_tegrastats()
         if exe:
             try:
                 self._proc = subprocess.Popen(
-                    [exe, "--interval", str(self.interval_ms)],
+                    [exe, "--interval", str(self.sources.interval_ms)],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
                     stdin=subprocess.DEVNULL,
@@ -230,9 +230,9 @@ class JetsonMonitor:
         sample = None
         if health is not None:
             reasons = []
-            if health.max_temp_c is not None and health.max_temp_c >= self.throttle_temp_c:
-                reasons.append(f"thermal: {health.max_temp_c:.1f} C >= {self.throttle_temp_c:.0f} C")
-            oc = oc_event_count(self.oc_pattern)
+            if health.max_temp_c is not None and health.max_temp_c >= self.sources.throttle_temp_c:
+                reasons.append(f"thermal: {health.max_temp_c:.1f} C >= {self.sources.throttle_temp_c:.0f} C")
+            oc = oc_event_count(self.sources.oc_pattern)
             if oc is not None and self._oc_at_start is not None and oc > self._oc_at_start:
                 reasons.append(f"over-current: {oc - self._oc_at_start} events since start")
             health = msgspec.structs.replace(
@@ -257,7 +257,7 @@ class JetsonMonitor:
         try:
             from jtop import jtop
 
-            with jtop(interval=self.interval_ms / 1000.0) as jetson:
+            with jtop(interval=self.sources.interval_ms / 1000.0) as jetson:
                 while not self._stop.is_set() and jetson.ok():
                     self._publish(health_from_jtop(dict(jetson.stats)))
         except Exception as exc:  # jtop raises its own types when its service is not running

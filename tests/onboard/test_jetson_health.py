@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from common.logformat import DeclarationLine
-from onboard.jetson import JetsonMonitor, health_from_jtop, parse_tegrastats, read_power_mode
+from onboard.jetson import JetsonMonitor, JetsonSources, health_from_jtop, parse_tegrastats, read_power_mode
 from onboard.reporter import StepExtras, TelemetrySnapshot
 from tests.support.jetson import ORIN_JP6, STAND_IN, executable, wait_for
 
@@ -76,7 +76,12 @@ def test_monitor_reads_tegrastats_power_mode_and_throttling(tmp_path: Path) -> N
     oc = tmp_path / "oc1_event_cnt"
     oc.write_text("3\n")
     monitor = JetsonMonitor(
-        interval_ms=50, tegrastats=tegrastats, nvpmodel=nvpmodel, oc_pattern=str(tmp_path / "oc*_event_cnt")
+        JetsonSources(
+            interval_ms=50,
+            tegrastats=tegrastats,
+            nvpmodel=nvpmodel,
+            oc_pattern=str(tmp_path / "oc*_event_cnt"),
+        )
     ).start()
     try:
         snap = wait_for(monitor, lambda s: True)
@@ -95,13 +100,13 @@ def test_monitor_reads_tegrastats_power_mode_and_throttling(tmp_path: Path) -> N
 def test_absent_gracefully(tmp_path: Path) -> None:
     # this machine is no Jetson: no tegrastats, no nvpmodel, no jtop
     assert read_power_mode() is None
-    monitor = JetsonMonitor(oc_pattern=str(tmp_path / "none*")).start()
+    monitor = JetsonMonitor(JetsonSources(oc_pattern=str(tmp_path / "none*"))).start()
     try:
         assert monitor.source is None and monitor.snapshot() is None
     finally:
         monitor.stop()
     # a tegrastats that cannot start is logged, not raised
-    broken = JetsonMonitor(tegrastats=str(tmp_path / "missing-tegrastats")).start()
+    broken = JetsonMonitor(JetsonSources(tegrastats=str(tmp_path / "missing-tegrastats"))).start()
     broken.stop()
     assert broken.snapshot() is None
 
@@ -110,7 +115,7 @@ def test_stale_samples_are_not_reported(tmp_path: Path) -> None:
     tegrastats = executable(
         tmp_path / "tegrastats", f"print({ORIN_JP6!r}, flush=True)\nimport time\ntime.sleep(60)\n"
     )
-    monitor = JetsonMonitor(tegrastats=tegrastats, nvpmodel=str(tmp_path / "none")).start()
+    monitor = JetsonMonitor(JetsonSources(tegrastats=tegrastats, nvpmodel=str(tmp_path / "none"))).start()
     try:
         wait_for(monitor, lambda s: True)
         latest = monitor.latest()
@@ -154,7 +159,7 @@ def test_runtime_telemetry_carries_jetson_health(tmp_path: Path) -> None:
         rt.reporter.publisher = publisher
         # lock-step runs do not start the monitor (a flight does, in start()); start the stand-in here
         rt.reporter.jetson = JetsonMonitor(
-            interval_ms=20, tegrastats=tegrastats, nvpmodel=str(tmp_path / "none")
+            JetsonSources(interval_ms=20, tegrastats=tegrastats, nvpmodel=str(tmp_path / "none"))
         )
         rt.reporter.jetson.start()
         wait_for(rt.reporter.jetson, lambda s: True)

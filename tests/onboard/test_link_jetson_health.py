@@ -18,7 +18,7 @@ import pytest
 from common import wire
 from common.messages import JetsonHealth, Telemetry
 from common.pose import Pose
-from onboard.jetson import JetsonMonitor
+from onboard.jetson import JetsonMonitor, JetsonSources
 from onboard.link import attach_link
 from onboard.lockstep import LockstepDriver
 from sim_bridge.sim.world import World
@@ -103,10 +103,12 @@ def test_jetson_health_reaches_the_ground_station_tile(qtbot, tmp_path: Path) ->
     world.pause(True)
     rt = make_runtime(world, tmp_path / "run", max_steps=2)
     rt.reporter.jetson = JetsonMonitor(
-        interval_ms=20,
-        tegrastats=tegrastats,
-        nvpmodel=str(tmp_path / "none"),
-        oc_pattern=str(tmp_path / "oc*"),
+        JetsonSources(
+            interval_ms=20,
+            tegrastats=tegrastats,
+            nvpmodel=str(tmp_path / "none"),
+            oc_pattern=str(tmp_path / "oc*"),
+        )
     )
     address = f"tcp://127.0.0.1:{free_base_port()}"
     bridge = attach_link(rt, address, insecure=True)
