@@ -24,13 +24,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from common.errors import LinkError, VehicleError
+from common.pose import Pose
+from common.spawn import ORIGIN
 from onboard.vehicles.faults import FaultReporter
-
-if TYPE_CHECKING:  # px4 composes the link: the URL's type only, no import cycle at run time
-    from onboard.vehicles.px4 import MavlinkTarget
 
 # the adapter's one logger name: its log lines read as before the split
 log = logging.getLogger("onboard.vehicles.px4")
@@ -60,6 +60,20 @@ _RESULTS = {
     4: "FAILED",
     5: "IN_PROGRESS",
 }
+
+
+# what a mavlink:// URL names (px4.parse_mavlink_url): the link to open and the adapter's settings
+@dataclass(frozen=True)
+class MavlinkTarget:
+    connection: str
+    dialect: str = "px4"
+    spawn: Pose = ORIGIN
+    camera: str | None = None
+    max_frame_age_s: float = 0.5
+    link_timeout_s: float = 1.5
+    prestream_s: float = 0.3
+    climb_m_s: float = 1.0
+    gcs_heartbeat: bool = False
 
 
 class MavlinkLink:

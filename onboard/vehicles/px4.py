@@ -47,14 +47,13 @@ import logging
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 from common.checks import query_float
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
 from common.pose import Pose, wrap_deg
-from common.spawn import ORIGIN, parse_spawn
+from common.spawn import parse_spawn
 from onboard.vehicles.faults import FaultReporter
 from onboard.vehicles.mavlink_checks import APM_READ, PX4_READ, check_params, nav_dll_refusal
 from onboard.vehicles.mavlink_link import (
@@ -74,6 +73,7 @@ from onboard.vehicles.mavlink_link import (
     PARAM_TIMEOUT_S,
     STREAMS_HZ,
     MavlinkLink,
+    MavlinkTarget,
 )
 from onboard.vehicles.mavlink_setpoints import (
     FRAME_BODY_NED,
@@ -127,19 +127,6 @@ __all__ = [  # the names callers import from here, wherever they live now
 ]
 
 FORCE_DISARM_MAGIC = 21196  # COMPONENT_ARM_DISARM param2: disarm even in the air (MAVLink common.xml)
-
-
-@dataclass(frozen=True)
-class MavlinkTarget:
-    connection: str
-    dialect: str = "px4"
-    spawn: Pose = ORIGIN
-    camera: str | None = None
-    max_frame_age_s: float = 0.5
-    link_timeout_s: float = 1.5
-    prestream_s: float = 0.3
-    climb_m_s: float = 1.0
-    gcs_heartbeat: bool = False
 
 
 _FLOAT_PARAMS = {
