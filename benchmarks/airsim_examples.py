@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,10 +54,50 @@ SKIP = {
     "setup_path.py": "helper, not an example",
 }
 
+# Scripts that scan until Ctrl+C (their own text says so): the runner sends SIGINT after this many
+# seconds; they catch KeyboardInterrupt and end, and pass if they then exit cleanly.
+INTERRUPT_AFTER = {
+    "sensorframe_lidar_pointcloud.py": 15.0,
+    "vehicleframe_lidar_pointcloud.py": 15.0,
+}
+
 # Settings a script needs that its comments do not spell out, with the reason.
 SETTINGS_NEEDED = {
     # it poses a vehicle named "PX4": an AirSim user defines that vehicle in settings.json
     "teleport.py": {"SettingsVersion": 1.2, "Vehicles": {"PX4": {"VehicleType": "PX4Multirotor"}}},
+    # it reads the default lidar: AirSim has none unless settings.json enables one (AirSim's
+    # docs/lidar.md, whose first example lidar this is)
+    "drone_lidar.py": {
+        "SettingsVersion": 1.2,
+        "SimMode": "Multirotor",
+        "Vehicles": {
+            "Drone1": {
+                "VehicleType": "SimpleFlight",
+                "AutoCreate": True,
+                "Sensors": {
+                    "LidarSensor1": {
+                        "SensorType": 6,
+                        "Enabled": True,
+                        "NumberOfChannels": 16,
+                        "RotationsPerSecond": 10,
+                        "PointsPerSecond": 100000,
+                        "X": 0,
+                        "Y": 0,
+                        "Z": -1,
+                        "Roll": 0,
+                        "Pitch": 0,
+                        "Yaw": 0,
+                        "VerticalFOVUpper": -15,
+                        "VerticalFOVLower": -25,
+                        "HorizontalFOVStart": -20,
+                        "HorizontalFOVEnd": 20,
+                        "DrawDebugPoints": True,
+                        "DataFrame": "SensorLocalFrame",
+                    }
+                },
+            }
+        },
+    },
 }
 
 SETUP_PATH = "import airsim  # noqa: F401 -- AirSim's setup_path only makes airsim importable\n"
@@ -75,6 +116,25 @@ def _frombuffer(data, dtype=float, count=-1, sep=""):
 _np.fromstring = _frombuffer
 if not hasattr(_np, "trapz"):  # numpy 2 renamed it
     _np.trapz = _np.trapezoid
+try:  # scipy.misc.imsave went in scipy 1.2 (cv_navigate imports it); it was bytescale + PIL save
+    import scipy.misc as _misc
+
+    if not hasattr(_misc, "imsave"):
+        import cv2 as _cv2
+
+        def _imsave(name, arr, format=None):
+            a = _np.asarray(arr)
+            if a.dtype != _np.uint8:
+                lo, hi = float(a.min()), float(a.max())
+                a = ((a - lo) * (255.0 / (hi - lo) if hi > lo else 0.0)).astype(_np.uint8)
+            if a.ndim == 3:
+                a = _cv2.cvtColor(a, _cv2.COLOR_RGB2BGR)
+            if not _cv2.imwrite(str(name), a):
+                raise OSError(f"cannot write {name}")
+
+        _misc.imsave = _imsave
+except ImportError:
+    pass
 try:
     import airsim as _airsim
     import airsim.utils as _utils
@@ -163,21 +223,7 @@ def run_script(path: Path, timeout_s: float, python: str) -> Result:
             # The scripts connect to the default port; a wrapper would modify them, so the port goes
             # into the client constructors' default, patched in sitecustomize.
             (work / "sitecustomize.py").write_text(SITECUSTOMIZE + PORT_PATCH.format(port=port))
-            try:
-                proc = subprocess.run(
-                    [python, str(path.resolve())],
-                    cwd=work,
-                    env=env,
-                    input="\n" * 1000,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout_s,
-                )
-                rc: int | None = proc.returncode
-                output = proc.stdout + proc.stderr
-            except subprocess.TimeoutExpired as exc:
-                rc = None
-                output = _text(exc.stdout) + _text(exc.stderr)
+            rc, output = _run_client([python, str(path.resolve())], work, env, timeout_s, path.name)
         finally:
             sim.terminate()
             try:
@@ -213,6 +259,39 @@ try:
 except ImportError:
     pass
 """
+
+
+def _run_client(
+    cmd: list[str], work: Path, env: dict[str, str], timeout_s: float, name: str
+) -> tuple[int | None, str]:
+    """(exit status or None on timeout, stdout + stderr) of the script; a script in INTERRUPT_AFTER
+    gets a SIGINT (the Ctrl+C its own text says stops it) after that many seconds."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=work,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stop_s = INTERRUPT_AFTER.get(name)
+    try:
+        if stop_s is not None and stop_s < timeout_s:
+            try:
+                out, err = proc.communicate("\n" * 1000, timeout=stop_s)
+                return proc.returncode, out + err
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGINT)
+                timeout_s -= stop_s
+            out, err = proc.communicate(timeout=timeout_s)
+        else:
+            out, err = proc.communicate("\n" * 1000, timeout=timeout_s)
+        return proc.returncode, out + err
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        return None, _text(out) + _text(err)
 
 
 def _text(data: bytes | str | None) -> str:

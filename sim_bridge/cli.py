@@ -193,6 +193,10 @@ def _world_and_api(args: argparse.Namespace) -> tuple[Any, Any]:
             api: AirSimApi = StrictAirSimApi(world)
         else:
             api = AirSimApi(world)
+        if args.settings:  # the vehicles' sensors and cameras (the world took their poses)
+            from sim_bridge.settings_sections import read_sections
+
+            api.apply_settings(read_sections(args.settings, world.vehicle().model.name))
     except BaseException:
         world.close()
         raise

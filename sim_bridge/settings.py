@@ -35,6 +35,7 @@ KNOWN_VEHICLE = {
     "Pitch",
     "Roll",
     "Cameras",
+    "Sensors",  # read by settings_sections
     "AutoCreate",
     "DefaultVehicleState",
 }

@@ -33,8 +33,11 @@ from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
 from sim_bridge.rpc import sensors
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
+from sim_bridge.rpc.lidar import LidarService
+from sim_bridge.rpc.manual import ManualFlight
 from sim_bridge.rpc.server import release_order
 from sim_bridge.settings import MULTIROTOR_TYPES
+from sim_bridge.settings_sections import VehicleSections
 from sim_bridge.sim.frames import ned_to_pb, yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
 from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, image_pixel
 
@@ -188,7 +191,15 @@ class AirSimApi:
         self._weather: dict[str, float] = {}
         self._trace_lines: dict[str, dict[str, Any]] = {}
         self._warned: set[str] = set()
+        self._lidars = LidarService(world)
+        self._manual = ManualFlight(world)
         self.dcSetTruthRender(truth_render)
+
+    def apply_settings(self, sections: dict[str, VehicleSections]) -> None:
+        """What settings.json gives each vehicle beyond its pose (sim_bridge.settings_sections)."""
+        for vehicle, sec in sections.items():
+            self._slot(vehicle)  # the settings' vehicles are the world's
+            self._lidars.configure(vehicle, sec.lidars)
 
     # ---------------------------------------------------------------- helpers
     def _slot(self, vehicle_name: str) -> Any:
@@ -264,6 +275,7 @@ class AirSimApi:
                 slot.model.armed = True
                 slot.model.landed = True
                 slot.model.battery.replace()  # the initial state: a freshly charged pack
+        self._lidars.reset()  # AirSim's reset resets the sensors
 
     def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
         """A multirotor at `pose` (world NED), as AirSim's addVehicle: False for a type it cannot
@@ -510,16 +522,32 @@ class AirSimApi:
             "gps_location": self._geo(m.pose()),
             "timestamp": self._time_ns(),
             "landed_state": 0 if m.landed else 1,
-            "rc_data": {
-                "timestamp": 0,
-                "pitch": 0.0,
-                "roll": 0.0,
-                "throttle": 0.0,
-                "yaw": 0.0,
-                "is_initialized": False,
-                "is_valid": False,
-            },
+            "rc_data": self._manual.rc(vehicle_name),  # the last moveByRC (AirLib's getRCData)
         }
+
+    def moveByRC(self, rcdata: Any, vehicle_name: str) -> None:
+        """SimpleFlight keeps the RC data (rpc/manual.py); moveByManual flies by it."""
+        self._manual.set_rc(vehicle_name, rcdata)
+
+    def moveByManual(
+        self,
+        vx_max: float,
+        vy_max: float,
+        z_min: float,
+        duration: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        vehicle_name: str,
+    ) -> bool:
+        """MultirotorApiBase::moveByManual (rpc/manual.py); a duration <= 0 returns True at once."""
+        if float(duration) <= 0:
+            return True
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        return self._manual.fly(
+            vehicle_name, float(vx_max), float(vy_max), float(z_min), float(duration), is_rate, value
+        )
 
     def simGetGroundTruthKinematics(self, vehicle_name: str) -> dict[str, Any]:
         return self._kinematics(vehicle_name)
@@ -863,11 +891,11 @@ class AirSimApi:
                 else:
                     img = np.clip(depth * 255.0 / DEPTH_VIS_WHITE_M, 0, 255).astype(np.uint8)
                     img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
-            if img is not None:
-                if as_float:
-                    raise ConfigError(
-                        f"pixels_as_float is only available for depth images (image_type {image_type})"
-                    )
+            if img is not None and as_float:
+                # AirSim reads a float render target and returns its R channel for every image type
+                # (RenderRequest.cpp: image_data_float = item.R); these renderers draw 8-bit colour
+                data_f = (img[:, :, 2].astype(np.float32) / 255.0).ravel().tolist()
+            elif img is not None:
                 if compress:
                     ok, buf = cv2.imencode(".png", img)
                     if not ok:
@@ -931,9 +959,10 @@ class AirSimApi:
         }
 
     def getLidarData(self, lidar_name: str, vehicle_name: str) -> dict[str, Any]:
-        # settings.json Sensors are not read yet: the vehicle has AirSim's default sensors, no lidar
-        self._slot(vehicle_name)
-        raise VehicleError(f"No lidar with name {lidar_name} exist on vehicle")
+        # the lidars settings.json's Sensors define (none by default, as AirSim): rpc/lidar.py
+        with self._seg_lock:
+            ids = dict(self._seg_ids)
+        return self._lidars.data(lidar_name, vehicle_name, ids)
 
     def simGetImage(self, camera_name: str, image_type: int, vehicle_name: str, external: bool) -> bytes:
         resp = self.simGetImages(
@@ -1165,7 +1194,9 @@ class AirSimApi:
         return {
             name: getattr(self, name)
             for name in dir(self)
-            if not name.startswith("_") and name not in ("world", "table") and callable(getattr(self, name))
+            if not name.startswith("_")
+            and name not in ("world", "table", "apply_settings")
+            and callable(getattr(self, name))
         }
 
 

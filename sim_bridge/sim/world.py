@@ -999,6 +999,44 @@ class World:
             seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
             return bool(seg[0, 0] == obj.body_id)
 
+    def ray_test(
+        self, starts_ned: np.ndarray, ends_ned: np.ndarray, ignore_body: int = -1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(body id or -1, hit fraction) of each segment's first hit on a collision shape (PyBullet
+        ray casts; the analytic ground is not a body). A ray's hit on `ignore_body` is cast again
+        from just past it (a sensor's own vehicle is not in its view). The caller may hold the lock."""
+        starts = np.asarray(starts_ned, float).reshape(-1, 3)
+        ends = np.asarray(ends_ned, float).reshape(-1, 3)
+        bodies = np.full(len(starts), -1, np.int64)
+        fractions = np.ones(len(starts))
+        if not len(starts):
+            return bodies, fractions
+        pb = np.array([1.0, -1.0, -1.0])  # NED -> PyBullet (sim.frames.ned_to_pb)
+        batch = 8192  # PyBullet's rayTestBatch refuses 16385 rays and drops one of 16384
+        with self.lock:
+            for lo in range(0, len(starts), batch):
+                a, b = starts[lo : lo + batch], ends[lo : lo + batch]
+                offset = np.zeros(len(a))  # fraction already travelled (re-cast past the own body)
+                todo = np.arange(len(a))
+                for _ in range(4):
+                    if not len(todo):
+                        break
+                    seg_a = a[todo] + (b[todo] - a[todo]) * offset[todo, None]
+                    hits = self._p.rayTestBatch(
+                        (seg_a * pb).tolist(), (b[todo] * pb).tolist(), physicsClientId=self.client
+                    )
+                    again = []
+                    for k, hit in zip(todo, hits, strict=True):
+                        body, frac = int(hit[0]), float(hit[2])
+                        total = offset[k] + (1.0 - offset[k]) * frac
+                        if body >= 0 and body == ignore_body:
+                            offset[k] = min(1.0, total + 1e-4)
+                            again.append(k)
+                        elif body >= 0:
+                            bodies[lo + k], fractions[lo + k] = body, total
+                    todo = np.asarray(again, np.int64)
+        return bodies, fractions
+
 
 def _make_gl_renderer(renderer: str) -> GlRenderer | None:
     """The OpenGL renderer, or None for TinyRenderer; 'auto' falls back, with a warning, where no EGL
