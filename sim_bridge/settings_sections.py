@@ -82,6 +82,10 @@ def _finite(where: str, value: Any) -> float:
     return float(value)
 
 
+def _size_ok(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 16 <= value <= 8192
+
+
 def read_sections(path: str | Path, default_vehicle: str = "SimpleFlight") -> dict[str, VehicleSections]:
     """Vehicle name -> its sections. A file without `Vehicles` gives the default vehicle's."""
     path = Path(path)
@@ -120,7 +124,9 @@ def _sensors(data: Any, where: str) -> tuple[list[LidarParams], dict[str, str]]:
             raise ConfigError(f"settings {w} must be an object")
         kind = s.get("SensorType")
         if isinstance(kind, bool) or kind not in SENSOR_TYPES:
-            raise ConfigError(f"settings {w}.SensorType {kind!r}: one of {sorted(SENSOR_TYPES)} {SENSOR_TYPES}")
+            raise ConfigError(
+                f"settings {w}.SensorType {kind!r}: one of {sorted(SENSOR_TYPES)} {SENSOR_TYPES}"
+            )
         enabled = s.get("Enabled", False)
         if not isinstance(enabled, bool):
             raise ConfigError(f"settings {w}.Enabled {enabled!r}: true or false")
@@ -177,7 +183,9 @@ def _cameras(data: Any, where: str) -> dict[str, CameraSetting]:
             width, height = c.get("Width", DEFAULT_WIDTH), c.get("Height", DEFAULT_HEIGHT)
             if isinstance(kind, bool) or not isinstance(kind, int) or not -1 <= kind <= 9:
                 raise ConfigError(f"settings {cw}.ImageType {kind!r}: an AirSim ImageType 0-9")
-            if not all(isinstance(v, int) and not isinstance(v, bool) and 16 <= v <= 8192 for v in (width, height)):
+            if not all(
+                isinstance(v, int) and not isinstance(v, bool) and 16 <= v <= 8192 for v in (width, height)
+            ):
                 raise ConfigError(f"settings {cw}: Width/Height {width}x{height} out of 16-8192")
             fov = _finite(f"{cw}.FOV_Degrees", c.get("FOV_Degrees", DEFAULT_FOV_DEG))
             if not 1.0 <= fov <= 170.0:

@@ -71,7 +71,9 @@ class LidarService:
         qw, qx, qy, qz = scan.orientation_wxyz
         return {
             "time_stamp": scan.time_stamp_ns,
-            "point_cloud": np.asarray(scan.point_cloud, np.float32).astype(np.float64).tolist(),  # AirLib: float
+            "point_cloud": np.asarray(scan.point_cloud, np.float32)
+            .astype(np.float64)
+            .tolist(),  # AirLib: float
             "pose": {
                 "position": {"x_val": scan.position[0], "y_val": scan.position[1], "z_val": scan.position[2]},
                 "orientation": {"w_val": qw, "x_val": qx, "y_val": qy, "z_val": qz},

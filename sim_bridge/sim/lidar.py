@@ -217,7 +217,7 @@ class Lidar:
     ) -> LidarScan:
         """The output of the latest update at or before `now_s` (computed now if new)."""
         period_s = 1.0 / UPDATE_FREQUENCY_HZ
-        update = int(math.floor((now_s - self._epoch_s) / period_s + 1e-9))
+        update = math.floor((now_s - self._epoch_s) / period_s + 1e-9)
         if self._last is not None and update == self._update:
             return self._last
         missed = max(0, update - self._update - 1)
@@ -248,7 +248,13 @@ class Lidar:
         start = np.asarray(vehicle_position_ned, float) + r_v @ np.asarray(p.position_frd_m)
         spawn = np.asarray(spawn_ned, float)
         local = start - spawn
-        scan = LidarScan(round(now_s * 1e9), [], (float(local[0]), float(local[1]), float(local[2])), quat_wxyz(r_lidar), [])
+        scan = LidarScan(
+            round(now_s * 1e9),
+            [],
+            (float(local[0]), float(local[1]), float(local[2])),
+            quat_wxyz(r_lidar),
+            [],
+        )
         total = min(round(p.points_per_second * dt_s), MAX_POINTS_IN_SCAN)
         per_laser = round(total / p.number_of_channels)
         if per_laser <= 0:
@@ -269,7 +275,9 @@ class Lidar:
         # ray front (+X) turned by pitch = vertical, then yaw = horizontal: (cos v cos h, cos v sin h, -sin v)
         cv, sv = np.cos(vertical)[:, None], np.sin(vertical)[:, None]
         ch, sh = np.cos(horizontal)[None, :], np.sin(horizontal)[None, :]
-        dirs_l = np.stack(np.broadcast_arrays(cv * ch, cv * sh, -sv * np.ones_like(ch)), axis=-1).reshape(-1, 3)
+        dirs_l = np.stack(np.broadcast_arrays(cv * ch, cv * sh, -sv * np.ones_like(ch)), axis=-1).reshape(
+            -1, 3
+        )
         dirs = dirs_l @ r_lidar.T
         ends = start + dirs * p.range_m
         bodies, fractions = ray_test(np.broadcast_to(start, dirs.shape), ends)
@@ -291,4 +299,12 @@ class Lidar:
         return scan
 
 
-__all__ = ["DATA_FRAMES", "SETTINGS_KEYS", "Lidar", "LidarParams", "LidarScan", "lidar_params", "rotation_pry"]
+__all__ = [
+    "DATA_FRAMES",
+    "SETTINGS_KEYS",
+    "Lidar",
+    "LidarParams",
+    "LidarScan",
+    "lidar_params",
+    "rotation_pry",
+]
