@@ -12,9 +12,11 @@ in this repository). Each script gets:
 - a temp dir as its working directory and first sys.path entry, holding a `setup_path.py` that only
   imports airsim (AirSim's adds its repo to sys.path) and a `sitecustomize.py` that maps
   np.fromstring to np.frombuffer and np.trapz to np.trapezoid (removed in numpy 2, the airsim client
-  and the scripts use them) and
+  and the scripts use them), puts back scipy.misc.imsave (removed in scipy 1.2; cv_navigate imports
+  it: scipy itself comes with the `examples` extra, `pip install -e '.[examples]'`) and
   makes airsim.wait_key return at once (it reads a raw tty key); stdin is a stream of newlines;
-- a time limit.
+- a time limit (--timeout-s, or TIME_LIMIT_S where a script's own sleeps take longer); the scripts
+  that scan until Ctrl+C (INTERRUPT_AFTER) get a SIGINT after a few seconds, as a user would stop them.
 A script passes when it exits 0, printed no traceback, and the server's log shows that the server
 answered none of its calls with an error ("rpc error METHOD (#N): ..." lines, see
 sim_bridge.rpc.server). The table gives the first failing RPC method and its error.
@@ -59,6 +61,11 @@ SKIP = {
 INTERRUPT_AFTER = {
     "sensorframe_lidar_pointcloud.py": 15.0,
     "vehicleframe_lidar_pointcloud.py": 15.0,
+}
+
+# Scripts whose own sleeps outlast the default limit: their least time limit in seconds.
+TIME_LIMIT_S = {
+    "gimbal.py": 150.0,  # five rounds of two moves with time.sleep(6) after each: 60 s of sleeps
 }
 
 # Settings a script needs that its comments do not spell out, with the reason.
@@ -223,6 +230,7 @@ def run_script(path: Path, timeout_s: float, python: str) -> Result:
             # The scripts connect to the default port; a wrapper would modify them, so the port goes
             # into the client constructors' default, patched in sitecustomize.
             (work / "sitecustomize.py").write_text(SITECUSTOMIZE + PORT_PATCH.format(port=port))
+            timeout_s = max(timeout_s, TIME_LIMIT_S.get(path.name, 0.0))
             rc, output = _run_client([python, str(path.resolve())], work, env, timeout_s, path.name)
         finally:
             sim.terminate()

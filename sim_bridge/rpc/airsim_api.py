@@ -32,13 +32,21 @@ import numpy as np
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
 from sim_bridge.rpc import sensors
+from sim_bridge.rpc.cameras import CameraRig, Mount
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
+from sim_bridge.rpc.image_types import (
+    DISPARITY_NORMALIZED,
+    SURFACE_NORMALS,
+    disparity_normalized,
+    surface_normals_bgr,
+)
 from sim_bridge.rpc.lidar import LidarService
 from sim_bridge.rpc.manual import ManualFlight
 from sim_bridge.rpc.server import release_order
 from sim_bridge.settings import MULTIROTOR_TYPES
 from sim_bridge.settings_sections import VehicleSections
 from sim_bridge.sim.frames import ned_to_pb, yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
+from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_from_quat, rotation_pry_deg
 from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, image_pixel
 
 log = logging.getLogger(__name__)
@@ -46,6 +54,8 @@ log = logging.getLogger(__name__)
 SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, SEGMENTATION = 0, 1, 2, 3, 5
 RENDERED_TYPES = {SCENE: "Scene", DEPTH_PLANAR: "DepthPlanar", DEPTH_PERSPECTIVE: "DepthPerspective"}
 RENDERED_TYPES.update({DEPTH_VIS: "DepthVis", SEGMENTATION: "Segmentation"})
+RENDERED_TYPES.update({DISPARITY_NORMALIZED: "DisparityNormalized", SURFACE_NORMALS: "SurfaceNormals"})
+DEPTH_DERIVED = (DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY_NORMALIZED, SURFACE_NORMALS)
 DEPTH_VIS_WHITE_M = 100.0  # AirSim's DepthVis: black at 0 m, white at 100 m or more (camera-plane depth)
 CAMERA_NAMES = {"", "0", "front_center"}  # the forward camera: detections, the frame ring
 # AirSim's other standard cameras that a level camera can show, as (right offset m, looking back):
@@ -193,6 +203,7 @@ class AirSimApi:
         self._warned: set[str] = set()
         self._lidars = LidarService(world)
         self._manual = ManualFlight(world)
+        self._cameras = CameraRig(world)
         self.dcSetTruthRender(truth_render)
 
     def apply_settings(self, sections: dict[str, VehicleSections]) -> None:
@@ -200,6 +211,7 @@ class AirSimApi:
         for vehicle, sec in sections.items():
             self._slot(vehicle)  # the settings' vehicles are the world's
             self._lidars.configure(vehicle, sec.lidars)
+            self._cameras.configure(vehicle, sec.cameras)
 
     # ---------------------------------------------------------------- helpers
     def _slot(self, vehicle_name: str) -> Any:
@@ -228,8 +240,10 @@ class AirSimApi:
         release_order()  # the command is applied: the connection's next request may start
         return bool(task.wait(WAIT_WALL_S))
 
-    def _camera(self, camera_name: Any, side_cameras: bool = False) -> None:
+    def _camera(self, camera_name: Any, side_cameras: bool = False, vehicle_name: str | None = None) -> None:
         name = str(camera_name)
+        if vehicle_name is not None and self._cameras.has(vehicle_name, name):
+            return  # the vehicle's cameras (rpc/cameras.py): standard, bottom and settings.json's
         if side_cameras and name in SIDE_CAMERAS:
             return
         if name in ("3", "bottom_center"):
@@ -841,7 +855,7 @@ class AirSimApi:
         for req in requests:
             if not isinstance(req, dict):
                 raise ConfigError(f"ImageRequest must be a map, got {type(req).__name__}")
-            self._camera(req.get("camera_name", "0"), side_cameras=True)
+            self._camera(req.get("camera_name", "0"), side_cameras=True, vehicle_name=vehicle_name)
             image_type = int(req.get("image_type", SCENE))
             if image_type not in RENDERED_TYPES:
                 raise ConfigError(
@@ -851,10 +865,13 @@ class AirSimApi:
                 )
             parsed.append((req, image_type))
         renders: dict[str, Render] = {}  # one render per camera
+        turned: dict[str, np.ndarray] = {}  # camera -> world rotation, for the cameras drawn turned
         for key in dict.fromkeys(_camera_key(r) for r, _ in parsed):
-            need_depth = any(
-                t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS) for r, t in parsed if _camera_key(r) == key
-            )
+            need_depth = any(t in DEPTH_DERIVED for r, t in parsed if _camera_key(r) == key)
+            mount = self._turned_mount(vehicle_name, key)
+            if mount is not None:
+                renders[key], turned[key] = self._render_mount(vehicle_name, mount, need_depth)
+                continue
             pose = self._camera_vehicle_pose(vehicle_name, key)
             renders[key] = self.world.render(
                 str(vehicle_name), segmentation=True, depth=need_depth, vehicle_pose=pose
@@ -866,6 +883,8 @@ class AirSimApi:
             camera = str(req.get("camera_name", "0"))
             render = renders[_camera_key(req)]
             cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
+            if _camera_key(req) in turned:
+                cam_pose["orientation"] = _quat_msg(turned[_camera_key(req)])
             as_float = bool(req.get("pixels_as_float", False))
             compress = bool(req.get("compress", True))
             data_u8: bytes = b""
@@ -875,6 +894,18 @@ class AirSimApi:
                 img = render.image_bgr
             elif image_type == SEGMENTATION:
                 img = segmentation_colours(render.seg, self._seg_ids)  # type: ignore[arg-type]
+            elif image_type == DISPARITY_NORMALIZED:  # rpc/image_types.py
+                assert render.depth_planar_m is not None
+                disparity = disparity_normalized(render.depth_planar_m, render.camera)
+                img = (
+                    None if as_float else cv2.cvtColor((disparity * 255).astype(np.uint8), cv2.COLOR_GRAY2BGR)
+                )
+                data_f = disparity.ravel().tolist() if as_float else []
+            elif image_type == SURFACE_NORMALS:
+                assert render.depth_planar_m is not None
+                rot = turned.get(_camera_key(req))
+                rot = rotation_pry_deg(0.0, 0.0, render.camera_yaw_deg) if rot is None else rot
+                img = surface_normals_bgr(render.depth_planar_m, render.camera, rot)
             else:
                 depth = render.depth_planar_m
                 assert depth is not None
@@ -921,6 +952,38 @@ class AirSimApi:
             )
         return out
 
+    def _turned_mount(self, vehicle_name: str, camera_key: str) -> Mount | None:
+        """The camera's mount when it is drawn in its own orientation (None: the level path)."""
+        mount = self._cameras.mount(vehicle_name, camera_key)
+        return None if mount.level_path else mount
+
+    def _render_mount(self, vehicle_name: str, mount: Mount, depth: bool) -> tuple[Render, np.ndarray]:
+        with self.world.lock:
+            eye, rot = self._cameras.world_pose(vehicle_name, mount)
+            lens = mount.profile or self._slot(vehicle_name).camera
+            render = self.world.render_view(str(vehicle_name), lens, eye, rot, depth=depth)
+        return render, rot
+
+    def simSetCameraPose(self, camera_name: str, pose: Any, vehicle_name: str, external: Any = False) -> None:
+        """APIPCamera::setCameraPose: the camera's pose relative to the vehicle body (rpc/cameras.py)."""
+        if external is True:
+            raise ConfigError(
+                "external cameras: settings.json ExternalCameras are not read by the built-in simulator"
+            )
+        self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
+        position = np.array(
+            parse_vec3(pose.get("position") if isinstance(pose, dict) else None, "pose.position")
+        )
+        q = pose.get("orientation") if isinstance(pose, dict) else None
+        try:
+            w, x, y, z = (float(q[k]) for k in ("w_val", "x_val", "y_val", "z_val"))  # type: ignore[index]
+            rotation = rotation_from_quat(w, x, y, z)
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"pose.orientation: expected a unit Quaternionr map, got {q!r:.80}") from None
+        if not np.all(np.isfinite(position)):
+            raise ConfigError(f"pose.position: expected finite numbers, got {position.tolist()}")
+        self._cameras.set_pose(vehicle_name, str(camera_name), position, rotation)
+
     def simSetCameraFov(
         self, camera_name: str, fov_degrees: float, vehicle_name: str, external: Any = False
     ) -> None:
@@ -929,6 +992,12 @@ class AirSimApi:
         name = str(camera_name)
         if name in SIDE_CAMERAS:
             raise ConfigError(f"camera '{name}' shares the forward camera's lens: set the FOV of camera '0'")
+        if name not in CAMERA_NAMES:  # the bottom camera and settings.json's have lenses of their own
+            self._camera(name, vehicle_name=vehicle_name)
+            if not 1.0 <= float(fov_degrees) <= 170.0:
+                raise ConfigError(f"simSetCameraFov: fov_degrees {fov_degrees} out of 1-170")
+            self._cameras.set_fov(vehicle_name, name, float(fov_degrees), self._slot(vehicle_name).camera)
+            return
         self._camera(name)
         fov = float(fov_degrees)
         if self.world.render_pool is not None:
@@ -980,9 +1049,18 @@ class AirSimApi:
         return bytes(resp[0]["image_data_uint8"])
 
     def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: Any = False) -> dict[str, Any]:
-        self._camera(camera_name, side_cameras=True)
+        self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
         from sim_bridge.sim.world import projection_matrix
 
+        mount = self._turned_mount(vehicle_name, _camera_key({"camera_name": camera_name}))
+        if mount is not None:
+            with self.world.lock:
+                eye, rot = self._cameras.world_pose(vehicle_name, mount)
+                lens = mount.profile or self._slot(vehicle_name).camera
+            pose = self._local_xyz(vehicle_name, eye[0], eye[1], eye[2], 0.0)
+            pose["orientation"] = _quat_msg(rot)
+            m_turned = np.asarray(projection_matrix(lens)).reshape(4, 4).T
+            return {"pose": pose, "fov": lens.hfov_deg, "proj_mat": {"matrix": m_turned.tolist()}}
         cam = self._slot(vehicle_name).camera
         m = np.asarray(projection_matrix(cam)).reshape(4, 4).T
         return {
@@ -1201,9 +1279,14 @@ class AirSimApi:
 
 
 def _camera_key(request: dict[str, Any]) -> str:
-    """Which render serves an ImageRequest: a side camera's name, or "0" for the forward camera."""
+    """Which render serves an ImageRequest: "0" for the forward camera, else the camera's name."""
     camera = str(request.get("camera_name", "0"))
-    return camera if camera in SIDE_CAMERAS else "0"
+    return "0" if camera in CAMERA_NAMES else camera
+
+
+def _quat_msg(rotation: np.ndarray) -> dict[str, float]:
+    w, x, y, z = quat_from_rotation(rotation)
+    return {"w_val": w, "x_val": x, "y_val": y, "z_val": z}
 
 
 def _aabb_half(half_m: Any, yaw_deg: float) -> np.ndarray:

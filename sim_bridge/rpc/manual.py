@@ -31,8 +31,6 @@ from sim_bridge.sim.world import World
 MAX_RC_VALUE = 10000.0  # MultirotorApiBase::moveByManual's kMaxRCValue
 MAX_MESSAGE_AGE_S = 0.1  # its kMaxMessageAge
 COMMAND_PERIOD_S = 1.0 / 50  # SimpleFlightApi::getCommandPeriod
-RC_FIELDS = ("timestamp", "pitch", "roll", "throttle", "yaw", "switch1", "switch2", "switch3")
-RC_FIELDS += ("switch4", "switch5", "switch6", "switch7", "switch8", "is_initialized", "is_valid")
 WAIT_WALL_S = 24 * 3600.0
 
 

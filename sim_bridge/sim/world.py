@@ -999,6 +999,80 @@ class World:
             seg = self.render_segmentation(vehicle, (col, row, col + 1, row + 1), vehicle_pose)
             return bool(seg[0, 0] == obj.body_id)
 
+    def render_view(
+        self,
+        name: str,
+        camera: CameraProfile,
+        eye_ned: np.ndarray,
+        rotation: np.ndarray,
+        depth: bool = False,
+        hide_vehicle: bool = True,
+    ) -> Render:
+        """A frame of a camera at `eye_ned` with any orientation (`rotation`: camera FRD -> world NED),
+        e.g. a settings.json camera or one turned by simSetCameraPose (sim/oriented_camera.py). The
+        vehicle's own body is not drawn when `hide_vehicle` (its cameras sit on or inside its mesh).
+        Render workers draw level cameras only: this renders in this process."""
+        from sim_bridge.sim.oriented_camera import fill_background_oriented, view_matrix
+
+        p, c = self._p, self.client
+        with self.lock:
+            slot = self.vehicle(name)
+            if hide_vehicle:
+                p.resetBasePositionAndOrientation(
+                    slot.body_id, (0.0, 0.0, -1000.0), (0, 0, 0, 1), physicsClientId=c
+                )
+            try:
+                view = view_matrix(p, c, eye_ned, rotation)
+                t0 = time.perf_counter()
+                if self._gl is not None:
+                    poses = {
+                        body: p.getBasePositionAndOrientation(body, physicsClientId=c)
+                        for body in self._gl.body_ids
+                    }
+                    rgba, zbuf, seg = self._gl.render(
+                        camera.width_px, camera.height_px, view, projection_matrix(camera), poses
+                    )
+                else:
+                    _, _, rgba, zbuf, seg = p.getCameraImage(
+                        camera.width_px,
+                        camera.height_px,
+                        view,
+                        projection_matrix(camera),
+                        renderer=p.ER_TINY_RENDERER,
+                        flags=0,
+                        physicsClientId=c,
+                    )
+                self.render_stats.add("full", camera.width_px * camera.height_px, time.perf_counter() - t0)
+            finally:
+                if hide_vehicle:
+                    self._place_vehicle(slot)
+            t = self.clock.now()
+            pose = slot.model.pose()
+        h, w = camera.height_px, camera.width_px
+        rgba = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
+        seg_arr = np.asarray(seg, np.int32).reshape(h, w)
+        depth_arr = None
+        if depth:
+            z = np.asarray(zbuf, np.float32).reshape(h, w)
+            depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
+        eye = np.asarray(eye_ned, float)
+        fill_background_oriented(
+            rgba,
+            seg_arr,
+            depth_arr,
+            self.ground,
+            eye,
+            rotation,
+            camera.fx_px,
+            camera.fy_px,
+            camera.cx_px,
+            camera.cy_px,
+        )
+        image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+        yaw = math.degrees(math.atan2(rotation[1, 0], rotation[0, 0]))
+        eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
+        return Render(image, seg_arr, depth_arr, t, slot.model.name, pose, eye_t, yaw, camera)
+
     def ray_test(
         self, starts_ned: np.ndarray, ends_ned: np.ndarray, ignore_body: int = -1
     ) -> tuple[np.ndarray, np.ndarray]:
