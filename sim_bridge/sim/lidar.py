@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import ConfigError
+from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_pry_deg
 
 VEHICLE_INERTIAL_FRAME = "VehicleInertialFrame"
 SENSOR_LOCAL_FRAME = "SensorLocalFrame"
@@ -69,39 +70,6 @@ SETTINGS_KEYS = {
 RayTest = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def rotation_pry(pitch_rad: float, roll_rad: float, yaw_rad: float) -> np.ndarray:
-    """3x3 rotation of AirSim's VectorMath::toQuaternion(pitch, roll, yaw): Rz(yaw) Ry(pitch) Rx(roll)."""
-    cp, sp = math.cos(pitch_rad), math.sin(pitch_rad)
-    cr, sr = math.cos(roll_rad), math.sin(roll_rad)
-    cy, sy = math.cos(yaw_rad), math.sin(yaw_rad)
-    rz = np.array([[cy, -sy, 0.0], [sy, cy, 0.0], [0.0, 0.0, 1.0]])
-    ry = np.array([[cp, 0.0, sp], [0.0, 1.0, 0.0], [-sp, 0.0, cp]])
-    rx = np.array([[1.0, 0.0, 0.0], [0.0, cr, -sr], [0.0, sr, cr]])
-    return rz @ ry @ rx
-
-
-def quat_wxyz(r: np.ndarray) -> tuple[float, float, float, float]:
-    """A rotation matrix as a unit (w, x, y, z) quaternion with w >= 0."""
-    m = np.asarray(r, float)
-    tr = m[0, 0] + m[1, 1] + m[2, 2]
-    if tr > 0:
-        s = math.sqrt(tr + 1.0) * 2
-        q = (0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s)
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
-        q = ((m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s)
-    elif m[1, 1] > m[2, 2]:
-        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
-        q = ((m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s)
-    else:
-        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
-        q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
-    n = math.sqrt(sum(c * c for c in q))
-    sign = -1.0 if q[0] < 0 else 1.0
-    w, x, y, z = (sign * c / n for c in q)
-    return (w, x, y, z)
-
-
 def _angle_between(angle: np.ndarray, start: float, end: float) -> np.ndarray:
     """VectorMath::isAngleBetweenAngles, vectorised."""
     if start < end:
@@ -133,8 +101,7 @@ class LidarParams:
         return [self.vertical_fov_upper_deg - i * step for i in range(n)]
 
     def rotation(self) -> np.ndarray:
-        pitch, roll, yaw = (math.radians(a) for a in self.rotation_deg)
-        return rotation_pry(pitch, roll, yaw)
+        return rotation_pry_deg(*self.rotation_deg)
 
 
 def _number(where: str, value: Any, integer: bool = False) -> float:
@@ -252,7 +219,7 @@ class Lidar:
             round(now_s * 1e9),
             [],
             (float(local[0]), float(local[1]), float(local[2])),
-            quat_wxyz(r_lidar),
+            quat_from_rotation(r_lidar),
             [],
         )
         total = min(round(p.points_per_second * dt_s), MAX_POINTS_IN_SCAN)
@@ -306,5 +273,4 @@ __all__ = [
     "LidarParams",
     "LidarScan",
     "lidar_params",
-    "rotation_pry",
 ]

@@ -44,17 +44,25 @@ def rotation_from_quat(w: float, x: float, y: float, z: float) -> np.ndarray:
 
 
 def quat_from_rotation(r: np.ndarray) -> tuple[float, float, float, float]:
-    """(w, x, y, z), w >= 0, of a 3x3 rotation."""
+    """(w, x, y, z), w >= 0, of a 3x3 rotation (Shepperd's method: robust near 180 degrees)."""
     m = np.asarray(r, float)
-    w = math.sqrt(max(0.0, 1.0 + m[0, 0] + m[1, 1] + m[2, 2])) / 2
-    x = math.sqrt(max(0.0, 1.0 + m[0, 0] - m[1, 1] - m[2, 2])) / 2
-    y = math.sqrt(max(0.0, 1.0 - m[0, 0] + m[1, 1] - m[2, 2])) / 2
-    z = math.sqrt(max(0.0, 1.0 - m[0, 0] - m[1, 1] + m[2, 2])) / 2
-    x = math.copysign(x, m[2, 1] - m[1, 2])
-    y = math.copysign(y, m[0, 2] - m[2, 0])
-    z = math.copysign(z, m[1, 0] - m[0, 1])
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    return (w / n, x / n, y / n, z / n)
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    if tr > 0:
+        s = math.sqrt(tr + 1.0) * 2
+        q = (0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s)
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
+        q = ((m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s)
+    elif m[1, 1] > m[2, 2]:
+        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
+        q = ((m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s)
+    else:
+        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
+        q = ((m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s)
+    n = math.sqrt(sum(c * c for c in q))
+    sign = -1.0 if q[0] < 0 else 1.0
+    w, x, y, z = (sign * c / n for c in q)
+    return (w, x, y, z)
 
 
 def view_matrix(p: object, client: int, eye_ned: np.ndarray, rotation: np.ndarray) -> list[float]:
