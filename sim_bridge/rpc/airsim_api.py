@@ -242,8 +242,10 @@ class AirSimApi:
 
     def _camera(self, camera_name: Any, side_cameras: bool = False, vehicle_name: str | None = None) -> None:
         name = str(camera_name)
-        if vehicle_name is not None and self._cameras.has(vehicle_name, name):
-            return  # the vehicle's cameras (rpc/cameras.py): standard, bottom and settings.json's
+        if vehicle_name is not None:  # the vehicle's cameras (rpc/cameras.py): standard and settings'
+            if not self._cameras.has(vehicle_name, name):
+                self._cameras.mount(vehicle_name, name)  # raises, naming the vehicle's cameras
+            return
         if side_cameras and name in SIDE_CAMERAS:
             return
         if name in ("3", "bottom_center"):
