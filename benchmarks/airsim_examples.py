@@ -290,9 +290,18 @@ def _run_client(
                 out, err = proc.communicate("\n" * 1000, timeout=stop_s)
                 return proc.returncode, out + err
             except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGINT)
                 timeout_s -= stop_s
-            out, err = proc.communicate(timeout=timeout_s)
+            # Ctrl+C again every few seconds: one that lands inside the client's event loop is
+            # swallowed there (tornado logs it), as a user would press it again
+            while True:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    out, err = proc.communicate(timeout=min(3.0, max(timeout_s, 0.1)))
+                    break
+                except subprocess.TimeoutExpired:
+                    timeout_s -= 3.0
+                    if timeout_s <= 0:
+                        raise
         else:
             out, err = proc.communicate("\n" * 1000, timeout=timeout_s)
         return proc.returncode, out + err

@@ -6,7 +6,9 @@ takes what the AirSim RPC methods then serve (AirSim's AirLib/include/common/Air
 - `Vehicles.NAME.Sensors.SENSOR`: `SensorType` (1 barometer, 2 IMU, 3 GPS, 4 magnetometer,
   5 distance, 6 lidar) and `Enabled` (default false: a disabled sensor does not exist, as AirSim's
   sensor factory skips it). Lidars (type 6) are built with their parameters (sim_bridge.sim.lidar).
-  Other types keep the built-in default models; their parameter keys are reported as not applied.
+  IMU, barometer, magnetometer and GPS entries name those sensors (getImuData("MyImu")) and keep the
+  built-in default models; their parameter keys are reported as not applied.
+  Distance sensors (type 5) likewise (sim_bridge.rpc.distance).
   Sensor names are served in name order (AirSim keeps them in a std::map: "" picks the first).
 - `Vehicles.NAME.Cameras.CAMERA`: `CaptureSettings` [{ImageType, Width, Height, FOV_Degrees}], the
   mount `X`, `Y`, `Z` (body FRD metres) and `Pitch`, `Roll`, `Yaw` (degrees); a camera named like one
@@ -25,13 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import ConfigError
+from sim_bridge.sim.distance import SETTINGS_KEYS as DISTANCE_KEYS
+from sim_bridge.sim.distance import DistanceParams, distance_params
 from sim_bridge.sim.lidar import SETTINGS_KEYS as LIDAR_KEYS
 from sim_bridge.sim.lidar import LidarParams, lidar_params
 
 log = logging.getLogger(__name__)
 
 SENSOR_TYPES = {1: "barometer", 2: "imu", 3: "gps", 4: "magnetometer", 5: "distance", 6: "lidar"}
-LIDAR_TYPE = 6
+LIDAR_TYPE, DISTANCE_TYPE = 6, 5
 # AirSimSettings' default multirotor sensors (createDefaultSensorSettings)
 DEFAULT_SENSOR_NAMES = {"imu": "imu", "magnetometer": "magnetometer", "gps": "gps", "barometer": "barometer"}
 CAMERA_KEYS = {"CaptureSettings", "X", "Y", "Z", "Pitch", "Roll", "Yaw", "NoiseSettings", "Gimbal"}
@@ -72,6 +76,7 @@ class CameraSetting:
 @dataclass(frozen=True)
 class VehicleSections:
     lidars: list[LidarParams] = field(default_factory=list)  # enabled ones, in name order
+    distance_sensors: list[DistanceParams] = field(default_factory=list)
     sensors: dict[str, str] = field(default_factory=dict)  # name -> type (defaults included)
     cameras: dict[str, CameraSetting] = field(default_factory=dict)
 
@@ -107,15 +112,16 @@ def sections_of(data: dict[str, Any], default_vehicle: str, source: str) -> dict
         if not isinstance(v, dict):
             raise ConfigError(f"settings {source}: Vehicles.{name} must be an object")
         where = f"{source}: Vehicles.{name}"
-        lidars, sensors = _sensors(v.get("Sensors") or {}, where)
-        out[str(name)] = VehicleSections(lidars, sensors, _cameras(v.get("Cameras") or {}, where))
+        lidars, distances, sensors = _sensors(v.get("Sensors") or {}, where)
+        out[str(name)] = VehicleSections(lidars, distances, sensors, _cameras(v.get("Cameras") or {}, where))
     return out
 
 
-def _sensors(data: Any, where: str) -> tuple[list[LidarParams], dict[str, str]]:
+def _sensors(data: Any, where: str) -> tuple[list[LidarParams], list[DistanceParams], dict[str, str]]:
     if not isinstance(data, dict):
         raise ConfigError(f"settings {where}.Sensors must be an object of name -> sensor")
     lidars = []
+    distances = []
     named: dict[str, str] = {}
     for name in sorted(data):
         s = data[name]
@@ -138,6 +144,15 @@ def _sensors(data: Any, where: str) -> tuple[list[LidarParams], dict[str, str]]:
                 log.warning("settings %s: ignoring %s (not lidar settings)", w, sorted(unknown))
             if enabled:
                 lidars.append(lidar_params(str(name), s, w))
+        elif kind == DISTANCE_TYPE:
+            if set(s) - DISTANCE_KEYS:
+                log.warning(
+                    "settings %s: ignoring %s (not distance sensor settings)",
+                    w,
+                    sorted(set(s) - DISTANCE_KEYS),
+                )
+            if enabled:
+                distances.append(distance_params(str(name), s, w))
         elif set(s) - {"SensorType", "Enabled"}:
             log.warning(
                 "settings %s: the built-in %s model keeps its default parameters; not applied: %s",
@@ -151,7 +166,7 @@ def _sensors(data: Any, where: str) -> tuple[list[LidarParams], dict[str, str]]:
     for kind, name in DEFAULT_SENSOR_NAMES.items():
         if kind not in present:
             sensors.setdefault(name, kind)
-    return lidars, sensors
+    return lidars, distances, sensors
 
 
 def _cameras(data: Any, where: str) -> dict[str, CameraSetting]:

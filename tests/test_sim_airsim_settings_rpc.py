@@ -44,6 +44,8 @@ SETTINGS = {
                 "A_down": DOWN_LIDAR,
                 "B_default": {"SensorType": 6, "Enabled": True},  # LidarSimpleParams' VLP-16
                 "C_off": {"SensorType": 6, "Enabled": False},
+                "Range": {"SensorType": 5, "Enabled": True, "Pitch": -90, "MaxDistance": 30},  # down
+                "MyImu": {"SensorType": 2, "Enabled": True},  # replaces the default "imu"
             },
             "Cameras": {
                 "small": {
@@ -264,3 +266,22 @@ def test_move_by_rc_and_manual(client) -> None:
     client.moveByVelocityAsync(0, 0, 0, 0.5).join()  # another command ends the manual task
     assert manual.get() is False
     client.moveByRC(airsim.RCData())  # sticks released, not valid
+
+
+def test_distance_sensor_and_named_sensors(client, port) -> None:
+    hover_at(client, 0.0, 0.0, -HEIGHT_M)
+    d = client.getDistanceSensorData("Range")
+    assert d.distance == pytest.approx(HEIGHT_M, abs=1e-3)  # straight down from the body origin
+    assert (d.min_distance, d.max_distance) == pytest.approx((0.2, 30.0))
+    pitch, _, _ = airsim.to_eularian_angles(d.relative_pose.orientation)
+    assert math.degrees(pitch) == pytest.approx(-90.0, abs=1e-3)
+    hover_at(client, 0.0, 0.0, -40.0)
+    assert client.getDistanceSensorData("").distance == pytest.approx(30.0)  # nothing within range
+    with pytest.raises(Exception, match="No distance sensor with name nope exist on vehicle"):
+        client.getDistanceSensorData("nope")
+    assert client.getImuData("MyImu").time_stamp > 0
+    with pytest.raises(Exception, match="No IMU with name imu exist on vehicle"):
+        client.getImuData("imu")  # a vehicle whose Sensors name an IMU has no default one
+    assert client.getGpsData("gps").is_valid is True  # no GPS in Sensors: AirSim's default stays
+    c = cosys.MultirotorClient(ip="127.0.0.1", port=port, timeout_value=60)
+    assert c.getDistanceSensorData("Range").distance == pytest.approx(30.0)

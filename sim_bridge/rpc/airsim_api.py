@@ -34,6 +34,7 @@ from common.pose import Pose, wrap_deg
 from sim_bridge.rpc import sensors
 from sim_bridge.rpc.cameras import CameraRig, Mount
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
+from sim_bridge.rpc.distance import DistanceService
 from sim_bridge.rpc.image_types import (
     DISPARITY_NORMALIZED,
     SURFACE_NORMALS,
@@ -204,6 +205,8 @@ class AirSimApi:
         self._lidars = LidarService(world)
         self._manual = ManualFlight(world)
         self._cameras = CameraRig(world)
+        self._distance = DistanceService(world)
+        self._sensor_names: dict[str, dict[str, str]] = {}  # vehicle -> sensor name -> type (settings)
         self.dcSetTruthRender(truth_render)
 
     def apply_settings(self, sections: dict[str, VehicleSections]) -> None:
@@ -212,6 +215,8 @@ class AirSimApi:
             self._slot(vehicle)  # the settings' vehicles are the world's
             self._lidars.configure(vehicle, sec.lidars)
             self._cameras.configure(vehicle, sec.cameras)
+            self._distance.configure(vehicle, sec.distance_sensors)
+            self._sensor_names[vehicle] = dict(sec.sensors)
 
     # ---------------------------------------------------------------- helpers
     def _slot(self, vehicle_name: str) -> Any:
@@ -586,43 +591,50 @@ class AirSimApi:
         )
 
     # ---------------------------------------------------------------- sensors (see sensors.py)
-    def _sensor(self, kind: str, sensor_name: str) -> None:
+    def _sensor(self, kind: str, sensor_name: str, vehicle_name: str | None = None) -> None:
         name = str(sensor_name)
+        named = (
+            self._sensor_names.get(self._slot(vehicle_name).model.name) if vehicle_name is not None else None
+        )
+        if named is not None:  # the vehicle's settings.json Sensors (with AirSim's defaults added)
+            kind_of = DEFAULT_SENSORS[kind]  # "IMU" -> "imu" ...: the default name is the type's
+            if (name == "" and kind_of in named.values()) or named.get(name) == kind_of:
+                return
+            raise VehicleError(f"No {kind} with name {name} exist on vehicle")
         if name not in ("", DEFAULT_SENSORS[kind]):
             # VehicleApiBase's answer for a sensor the vehicle's settings do not define
             raise VehicleError(f"No {kind} with name {name} exist on vehicle")
 
     def getImuData(self, imu_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("IMU", imu_name)
+        self._sensor("IMU", imu_name, vehicle_name)
         with self.world.lock:
             m = self._slot(vehicle_name).model
             yaw, rate, accel = m.yaw_deg, m.yaw_rate_deg_s, m.accel_ned.copy()
         return sensors.imu_msg(self._time_ns(), quat_yaw(yaw), yaw, rate, accel)
 
     def getBarometerData(self, barometer_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("barometer", barometer_name)
+        self._sensor("barometer", barometer_name, vehicle_name)
         with self.world.lock:
             pose = self._slot(vehicle_name).model.pose()
         return sensors.barometer_msg(self._time_ns(), self._geo(pose)["altitude"])
 
     def getMagnetometerData(self, magnetometer_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("magnetometer", magnetometer_name)
+        self._sensor("magnetometer", magnetometer_name, vehicle_name)
         with self.world.lock:
             m = self._slot(vehicle_name).model
             yaw, home = m.yaw_deg, self._geo(m.spawn)
         return sensors.magnetometer_msg(self._time_ns(), home, yaw)
 
     def getGpsData(self, gps_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("gps", gps_name)
+        self._sensor("gps", gps_name, vehicle_name)
         with self.world.lock:
             m = self._slot(vehicle_name).model
             pose, v = m.pose(), m.velocity_ned.copy()
         return sensors.gps_msg(self._time_ns(), self._geo(pose), v)
 
     def getDistanceSensorData(self, distance_sensor_name: str, vehicle_name: str) -> dict[str, Any]:
-        # AirSim's default multirotor has no distance sensor, and settings.json sensors are not read yet
-        self._slot(vehicle_name)
-        raise VehicleError(f"No distance sensor with name {distance_sensor_name} exist on vehicle")
+        # AirSim's default multirotor has none; settings.json's Sensors may add some (rpc/distance.py)
+        return self._distance.data(distance_sensor_name, vehicle_name)
 
     def simGetWorldExtents(self) -> list[dict[str, float]]:
         """[min, max] GeoPoints of the box around every object of the scene (AirSim: the level's bounds)."""
@@ -892,6 +904,7 @@ class AirSimApi:
             data_u8: bytes = b""
             data_f: list[float] = []
             h, w = render.image_bgr.shape[:2]
+            img: np.ndarray | None
             if image_type == SCENE:
                 img = render.image_bgr
             elif image_type == SEGMENTATION:
