@@ -324,6 +324,9 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated script names (without .py) to run")
     parser.add_argument("--jobs", type=int, default=1, help="scripts run at once (default 1)")
     args = parser.parse_args()
+    # A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored across
+    # exec: the INTERRUPT_AFTER scripts could then never take their Ctrl+C. A handled one is reset.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.timeout_s <= 0 or args.jobs < 1:
         parser.error("--timeout-s must be > 0 and --jobs >= 1")
     scripts: list[Path] = []
