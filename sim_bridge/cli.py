@@ -194,9 +194,10 @@ def _world_and_api(args: argparse.Namespace) -> tuple[Any, Any]:
         else:
             api = AirSimApi(world)
         if args.settings:  # the vehicles' sensors and cameras (the world took their poses)
-            from sim_bridge.settings_sections import read_sections
+            from sim_bridge.settings_sections import read_external_cameras, read_sections
 
-            api.apply_settings(read_sections(args.settings, world.vehicle().model.name))
+            sections = read_sections(args.settings, world.vehicle().model.name)
+            api.apply_settings(sections, read_external_cameras(args.settings))
     except BaseException:
         world.close()
         raise

@@ -103,6 +103,13 @@ def read_sections(path: str | Path, default_vehicle: str = "SimpleFlight") -> di
     return sections_of(data, default_vehicle, str(path))
 
 
+def read_external_cameras(path: str | Path) -> dict[str, CameraSetting]:
+    """settings.json's ExternalCameras: name -> camera (X, Y, Z world NED from the Player Start, Pitch,
+    Roll, Yaw, CaptureSettings), as AirSimSettings::loadExternalCameraSettings reads them."""
+    data = json.loads(Path(path).read_text())
+    return _cameras(data.get("ExternalCameras") or {}, str(path), "ExternalCameras")
+
+
 def sections_of(data: dict[str, Any], default_vehicle: str, source: str) -> dict[str, VehicleSections]:
     vehicles = data.get("Vehicles") or {default_vehicle: {}}
     if not isinstance(vehicles, dict):
@@ -169,12 +176,12 @@ def _sensors(data: Any, where: str) -> tuple[list[LidarParams], list[DistancePar
     return lidars, distances, sensors
 
 
-def _cameras(data: Any, where: str) -> dict[str, CameraSetting]:
+def _cameras(data: Any, where: str, key: str = "Cameras") -> dict[str, CameraSetting]:
     if not isinstance(data, dict):
-        raise ConfigError(f"settings {where}.Cameras must be an object of name -> camera")
+        raise ConfigError(f"settings {where}.{key} must be an object of name -> camera")
     out = {}
     for name, cam in data.items():
-        w = f"{where}.Cameras.{name}"
+        w = f"{where}.{key}.{name}"
         if not isinstance(cam, dict):
             raise ConfigError(f"settings {w} must be an object")
         if set(cam) - CAMERA_KEYS:
@@ -212,4 +219,11 @@ def _cameras(data: Any, where: str) -> dict[str, CameraSetting]:
     return out
 
 
-__all__ = ["CameraSetting", "CaptureSetting", "VehicleSections", "read_sections", "sections_of"]
+__all__ = [
+    "CameraSetting",
+    "CaptureSetting",
+    "VehicleSections",
+    "read_external_cameras",
+    "read_sections",
+    "sections_of",
+]

@@ -34,6 +34,7 @@ DOWN_LIDAR = {  # one channel straight down, 100 points per 10 Hz update, in its
 SETTINGS = {
     "SettingsVersion": 1.2,
     "SimMode": "Multirotor",
+    "ExternalCameras": {"fixed1": {"X": -10, "Y": 2, "Z": -8, "Pitch": -90, "Roll": 0, "Yaw": 0}},
     "Vehicles": {
         "Drone1": {
             "VehicleType": "SimpleFlight",
@@ -226,7 +227,7 @@ def test_camera_pose_and_fov(client, port) -> None:
         assert math.degrees(pitch) == pytest.approx(0.0, abs=1e-3)
         client.simSetCameraFov("small", 90.0)
         assert client.simGetCameraInfo("small").fov == pytest.approx(90.0)
-        with pytest.raises(Exception, match="ExternalCameras are not read"):
+        with pytest.raises(Exception, match=r"external camera '0' is not defined \(settings.json"):
             client.simSetCameraPose("0", airsim.Pose(), external=True)
     finally:
         default = airsim.Pose(airsim.Vector3r(0.5, 0, 0.1), airsim.to_quaternion(0, 0, 0))
@@ -285,3 +286,35 @@ def test_distance_sensor_and_named_sensors(client, port) -> None:
     assert client.getGpsData("gps").is_valid is True  # no GPS in Sensors: AirSim's default stays
     c = cosys.MultirotorClient(ip="127.0.0.1", port=port, timeout_value=60)
     assert c.getDistanceSensorData("Range").distance == pytest.approx(30.0)
+
+
+def test_external_camera_and_distortion(client) -> None:
+    hover_at(client, 0.0, 0.0, -HEIGHT_M)  # world (-10, 2, -10): above the external camera
+    info = client.simGetCameraInfo("fixed1", external=True)
+    p = info.pose.position  # the global NED frame (AirSim's external cameras have no vehicle)
+    assert (p.x_val, p.y_val, p.z_val) == pytest.approx((-10.0, 2.0, -8.0))
+    assert info.fov == pytest.approx(90.0)
+    depth, scene = client.simGetImages(
+        [
+            airsim.ImageRequest("fixed1", airsim.ImageType.DepthPlanar, True),
+            airsim.ImageRequest("fixed1", airsim.ImageType.Scene, False, False),
+        ],
+        external=True,
+    )
+    assert (scene.width, scene.height) == (256, 144)  # AirSim's default capture size
+    d = np.asarray(depth.image_data_float).reshape(depth.height, depth.width)
+    assert d[72, 128] == pytest.approx(8.0, abs=0.02)  # looking down at the ground from 8 m
+    assert depth.camera_position.z_val == pytest.approx(-8.0)
+    up = airsim.Pose(airsim.Vector3r(-10, 2, -8), airsim.to_quaternion(math.radians(90), 0, 0))
+    client.simSetCameraPose("fixed1", up, external=True)  # under the drone, looking up at it
+    req = [airsim.ImageRequest("fixed1", airsim.ImageType.DepthPlanar, True)]
+    d = np.asarray(client.simGetImages(req, external=True)[0].image_data_float).reshape(144, 256)
+    assert d[72, 128] < 2.0  # the drone 2 m above: an external camera sees every vehicle
+    client.simSetCameraFov("fixed1", 60.0, external=True)
+    assert client.simGetCameraInfo("fixed1", external=True).fov == pytest.approx(60.0)
+    with pytest.raises(Exception, match="external camera 'nope' is not defined"):
+        client.simGetCameraInfo("nope", external=True)
+    assert client.simGetDistortionParams("0") == [0.0] * 5
+    client.simSetDistortionParams("0", {"K1": 0.0})
+    with pytest.raises(Exception, match="lens distortion is not rendered"):
+        client.simSetDistortionParams("0", {"K1": 0.1})

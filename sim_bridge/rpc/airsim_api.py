@@ -45,7 +45,7 @@ from sim_bridge.rpc.lidar import LidarService
 from sim_bridge.rpc.manual import ManualFlight
 from sim_bridge.rpc.server import release_order
 from sim_bridge.settings import MULTIROTOR_TYPES
-from sim_bridge.settings_sections import VehicleSections
+from sim_bridge.settings_sections import CameraSetting, VehicleSections
 from sim_bridge.sim.frames import ned_to_pb, yaw_from_ned_quat, yaw_quat_ned_wxyz, yaw_rotation_ned
 from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_from_quat, rotation_pry_deg
 from sim_bridge.sim.world import VISIBLE_RANGE_M, Render, RenderStats, World, image_pixel
@@ -81,6 +81,7 @@ RING_POSE_TOLERANCE = 1e-3  # metres and degrees: the pose the frame reports vs 
 TRUTH_RENDER_MODES = ("crop", "full")
 # AirSim's default multirotor sensors (AirSimSettings' defaults): type -> its name; "" picks the first
 DEFAULT_SENSORS = {"IMU": "imu", "barometer": "barometer", "magnetometer": "magnetometer", "gps": "gps"}
+DISTORTION_PARAMS = ("K1", "K2", "K3", "P1", "P2")  # APIPCamera's, in getDistortionParams' order
 SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
 MIN_CLIENT_VERSION = 1
 
@@ -209,8 +210,12 @@ class AirSimApi:
         self._sensor_names: dict[str, dict[str, str]] = {}  # vehicle -> sensor name -> type (settings)
         self.dcSetTruthRender(truth_render)
 
-    def apply_settings(self, sections: dict[str, VehicleSections]) -> None:
-        """What settings.json gives each vehicle beyond its pose (sim_bridge.settings_sections)."""
+    def apply_settings(
+        self, sections: dict[str, VehicleSections], external_cameras: dict[str, CameraSetting] | None = None
+    ) -> None:
+        """What settings.json gives each vehicle beyond its pose, and its ExternalCameras
+        (sim_bridge.settings_sections)."""
+        self._cameras.configure_external(external_cameras or {})
         for vehicle, sec in sections.items():
             self._slot(vehicle)  # the settings' vehicles are the world's
             self._lidars.configure(vehicle, sec.lidars)
@@ -869,7 +874,10 @@ class AirSimApi:
         for req in requests:
             if not isinstance(req, dict):
                 raise ConfigError(f"ImageRequest must be a map, got {type(req).__name__}")
-            self._camera(req.get("camera_name", "0"), side_cameras=True, vehicle_name=vehicle_name)
+            if external is True:  # AirSim 1.x's flag (Cosys sends an annotation name here)
+                self._cameras.external(str(req.get("camera_name", "")))
+            else:
+                self._camera(req.get("camera_name", "0"), side_cameras=True, vehicle_name=vehicle_name)
             image_type = int(req.get("image_type", SCENE))
             if image_type not in RENDERED_TYPES:
                 raise ConfigError(
@@ -882,6 +890,21 @@ class AirSimApi:
         turned: dict[str, np.ndarray] = {}  # camera -> world rotation, for the cameras drawn turned
         for key in dict.fromkeys(_camera_key(r) for r, _ in parsed):
             need_depth = any(t in DEPTH_DERIVED for r, t in parsed if _camera_key(r) == key)
+            if external is True:  # a world-fixed camera: its own pose, every body drawn
+                ext = self._cameras.external(
+                    next(str(r.get("camera_name", "")) for r, _ in parsed if _camera_key(r) == key)
+                )
+                assert ext.profile is not None
+                renders[key] = self.world.render_view(
+                    str(vehicle_name),
+                    ext.profile,
+                    ext.position_frd_m,
+                    ext.rotation,
+                    need_depth,
+                    hide_vehicle=False,
+                )
+                turned[key] = ext.rotation
+                continue
             mount = self._turned_mount(vehicle_name, key)
             if mount is not None:
                 renders[key], turned[key] = self._render_mount(vehicle_name, mount, need_depth)
@@ -899,6 +922,8 @@ class AirSimApi:
             cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
             if _camera_key(req) in turned:
                 cam_pose["orientation"] = _quat_msg(turned[_camera_key(req)])
+            if external is True:  # AirSim reports an external camera in the global NED frame
+                cam_pose["position"] = vec3(*render.camera_position_ned)
             as_float = bool(req.get("pixels_as_float", False))
             compress = bool(req.get("compress", True))
             data_u8: bytes = b""
@@ -982,10 +1007,9 @@ class AirSimApi:
     def simSetCameraPose(self, camera_name: str, pose: Any, vehicle_name: str, external: Any = False) -> None:
         """APIPCamera::setCameraPose: the camera's pose relative to the vehicle body (rpc/cameras.py)."""
         if external is True:
-            raise ConfigError(
-                "external cameras: settings.json ExternalCameras are not read by the built-in simulator"
-            )
-        self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
+            self._cameras.external(str(camera_name))
+        else:
+            self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
         position = np.array(
             parse_vec3(pose.get("position") if isinstance(pose, dict) else None, "pose.position")
         )
@@ -997,7 +1021,36 @@ class AirSimApi:
             raise ConfigError(f"pose.orientation: expected a unit Quaternionr map, got {q!r:.80}") from None
         if not np.all(np.isfinite(position)):
             raise ConfigError(f"pose.position: expected finite numbers, got {position.tolist()}")
+        if external is True:  # its pose in the world (an external camera has no parent)
+            self._cameras.set_external_pose(str(camera_name), position, rotation)
+            return
         self._cameras.set_pose(vehicle_name, str(camera_name), position, rotation)
+
+    def simGetDistortionParams(
+        self, camera_name: str, vehicle_name: str, external: Any = False
+    ) -> list[float]:
+        """K1, K2, K3, P1, P2 (APIPCamera::getDistortionParams): all 0, the renderers draw a pinhole."""
+        self._distortion_camera(camera_name, vehicle_name, external)
+        return [0.0] * len(DISTORTION_PARAMS)
+
+    def simSetDistortionParam(
+        self, camera_name: str, param_name: str, value: float, vehicle_name: str, external: Any = False
+    ) -> None:
+        """0 is what the renderers draw; any other value cannot be honoured and is refused."""
+        self._distortion_camera(camera_name, vehicle_name, external)
+        if str(param_name) not in DISTORTION_PARAMS:
+            raise ConfigError(f"distortion parameter {param_name!r}: one of {', '.join(DISTORTION_PARAMS)}")
+        if float(value) != 0.0:
+            raise ConfigError(
+                f"simSetDistortionParam {param_name}={value}: lens distortion is not rendered by the "
+                "built-in simulator (its cameras are pinholes: every parameter is 0)"
+            )
+
+    def _distortion_camera(self, camera_name: str, vehicle_name: str, external: Any) -> None:
+        if external is True:
+            self._cameras.external(str(camera_name))
+        else:
+            self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
 
     def simSetCameraFov(
         self, camera_name: str, fov_degrees: float, vehicle_name: str, external: Any = False
@@ -1005,6 +1058,11 @@ class AirSimApi:
         """The forward camera's horizontal FOV (its resolution kept). The side cameras are that camera
         moved, so they share its lens and refuse a FOV of their own."""
         name = str(camera_name)
+        if external is True:
+            if not 1.0 <= float(fov_degrees) <= 170.0:
+                raise ConfigError(f"simSetCameraFov: fov_degrees {fov_degrees} out of 1-170")
+            self._cameras.set_external_fov(name, float(fov_degrees))
+            return
         if name in SIDE_CAMERAS:
             raise ConfigError(f"camera '{name}' shares the forward camera's lens: set the FOV of camera '0'")
         if name not in CAMERA_NAMES:  # the bottom camera and settings.json's have lenses of their own
@@ -1064,8 +1122,19 @@ class AirSimApi:
         return bytes(resp[0]["image_data_uint8"])
 
     def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: Any = False) -> dict[str, Any]:
-        self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
         from sim_bridge.sim.world import projection_matrix
+
+        if external is True:  # world NED pose (AirSim's external cameras are in the global frame)
+            ext = self._cameras.external(str(camera_name))
+            assert ext.profile is not None
+            p = ext.position_frd_m
+            m_ext = np.asarray(projection_matrix(ext.profile)).reshape(4, 4).T
+            return {
+                "pose": {"position": vec3(*p), "orientation": _quat_msg(ext.rotation)},
+                "fov": ext.profile.hfov_deg,
+                "proj_mat": {"matrix": m_ext.tolist()},
+            }
+        self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
 
         mount = self._turned_mount(vehicle_name, _camera_key({"camera_name": camera_name}))
         if mount is not None:

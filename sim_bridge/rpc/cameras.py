@@ -32,6 +32,7 @@ from sim_bridge.sim.oriented_camera import rotation_pry_deg
 from sim_bridge.sim.world import CAMERA_OFFSET_FRD_M, World
 
 SCENE = 0
+EXTERNAL_LENS = (256, 144, 90.0)  # AirSimSettings::CaptureSetting's defaults: width, height, FOV
 # canonical name -> (number, mount position body FRD m, (pitch, roll, yaw) deg)
 _FX, _FY, _FZ = CAMERA_OFFSET_FRD_M
 STANDARD = {
@@ -66,6 +67,7 @@ class CameraRig:
         self.world = world
         self._mounts: dict[tuple[str, str], Mount] = {}
         self._named: dict[str, dict[str, CameraSetting]] = {}
+        self._external: dict[str, Mount] = {}  # world-fixed: position world NED, rotation -> world
         self._lock = threading.Lock()
 
     def configure(self, vehicle_name: str, cameras: dict[str, CameraSetting]) -> None:
@@ -74,6 +76,43 @@ class CameraRig:
             self._named[vehicle_name] = {canonical(n): c for n, c in cameras.items()}
             for key in [k for k in self._mounts if k[0] == vehicle_name]:
                 del self._mounts[key]
+
+    def configure_external(self, cameras: dict[str, CameraSetting]) -> None:
+        """settings.json's ExternalCameras: fixed in the world (AirSim places them in the global NED
+        frame, the Player Start's), each with its Scene capture's lens (AirSim's default 256x144, 90)."""
+        with self._lock:
+            for name, c in cameras.items():
+                pos = tuple(0.0 if v is None else v for v in c.position_frd_m)
+                rot = tuple(0.0 if v is None else v for v in c.rotation_deg)
+                scene = c.captures.get(SCENE) or next(iter(c.captures.values()), None)
+                w, h, fov = (scene.width_px, scene.height_px, scene.fov_deg) if scene else EXTERNAL_LENS
+                lens = CameraProfile.from_hfov(f"external:{name}", w, h, fov)
+                self._external[name] = Mount(
+                    name, np.asarray(pos, float), rotation_pry_deg(*rot), lens, False
+                )
+
+    def external(self, camera_name: str) -> Mount:
+        with self._lock:
+            mount = self._external.get(str(camera_name))
+            names = sorted(self._external)
+        if mount is None:
+            raise ConfigError(
+                f"external camera '{camera_name}' is not defined (settings.json ExternalCameras: {names})"
+            )
+        return mount
+
+    def set_external_pose(self, camera_name: str, position_ned: np.ndarray, rotation: np.ndarray) -> None:
+        m = self.external(camera_name)
+        with self._lock:
+            m.position_frd_m, m.rotation = np.asarray(position_ned, float), np.asarray(rotation, float)
+
+    def set_external_fov(self, camera_name: str, fov_deg: float) -> None:
+        m = self.external(camera_name)
+        assert m.profile is not None
+        with self._lock:
+            m.profile = CameraProfile.from_hfov(
+                m.profile.name, m.profile.width_px, m.profile.height_px, fov_deg
+            )
 
     def has(self, vehicle_name: str, camera_name: str) -> bool:
         name = canonical(camera_name)

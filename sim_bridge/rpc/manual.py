@@ -106,23 +106,26 @@ class ManualFlight:
             now = w.clock.now()
             if now >= end_s:
                 return True
-            if task is not None and task.done and task.result is False:
-                return False  # another command (or a collision) ended it
             rc = self.rc(vehicle_name)
             age_s = now - rc["timestamp"] * 1e-9
-            if rc["is_valid"] and (rc["timestamp"] == 0 or age_s <= MAX_MESSAGE_AGE_S):
-                v_world = np.array([rc["pitch"] * vy_max, rc["roll"] * vx_max, 0.0]) / MAX_RC_VALUE
-                v = to_body @ v_world
-                with w.lock:
+            # the check and the next command under the world lock: a command another call starts
+            # either ended our task before (we stop) or replaces the one issued now (seen next tick)
+            with w.lock:
+                if task is not None and task.done and task.result is False:
+                    return False  # another command (or a collision) ended it
+                if rc["is_valid"] and (rc["timestamp"] == 0 or age_s <= MAX_MESSAGE_AGE_S):
+                    v_world = np.array([rc["pitch"] * vy_max, rc["roll"] * vx_max, 0.0]) / MAX_RC_VALUE
+                    v = to_body @ v_world
                     z = rc["throttle"] / MAX_RC_VALUE * z_min + m.position_ned[2]  # world z: spawn cancels
-                    # two periods, so it outlasts the wait for the next one; the next replaces it
+                    # until the task's end: with stale or invalid RC data the last command goes on
+                    # (AirLib skips the tick); the next tick's command replaces it
                     task = w.command(
                         m.name,
                         "move_velocity_z",
                         float(v[0]),
                         float(v[1]),
                         float(z),
-                        min(2 * COMMAND_PERIOD_S, end_s - now),
+                        end_s - now,
                         yaw_is_rate=yaw_is_rate,
                         yaw_value=yaw_value + rc["yaw"] * 100.0 / MAX_RC_VALUE,
                     )
