@@ -66,6 +66,7 @@ INTERRUPT_AFTER = {
 # Scripts whose own sleeps outlast the default limit: their least time limit in seconds.
 TIME_LIMIT_S = {
     "gimbal.py": 150.0,  # five rounds of two moves with time.sleep(6) after each: 60 s of sleeps
+    "high_res_camera.py": 180.0,  # 500 frames, three of them 4320x2160 (~2 minutes on a loaded CPU)
 }
 
 # Settings a script needs that its comments do not spell out, with the reason.
