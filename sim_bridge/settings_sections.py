@@ -14,6 +14,9 @@ takes what the AirSim RPC methods then serve (AirSim's AirLib/include/common/Air
   mount `X`, `Y`, `Z` (body FRD metres) and `Pitch`, `Roll`, `Yaw` (degrees); a camera named like one
   of AirSim's standard cameras configures that one, any other name adds a camera.
 
+- `ExternalCameras.CAMERA`: the same keys, X/Y/Z in the world NED frame (the Player Start's), for
+  cameras fixed in the world (read_external_cameras).
+
 Unknown keys are reported in the log (never silently dropped); wrong values are errors naming the key.
 """
 
