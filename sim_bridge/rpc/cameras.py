@@ -18,7 +18,6 @@ bottom camera and settings.json's named cameras are drawn by World.render_view i
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 
@@ -27,7 +26,7 @@ import numpy as np
 from common.camera import CameraProfile
 from common.errors import ConfigError
 from sim_bridge.settings_sections import CameraSetting
-from sim_bridge.sim.attitude import rotation_matrix
+from sim_bridge.sim.attitude import body_rotation_ned
 from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.oriented_camera import rotation_pry_deg
 from sim_bridge.sim.world import CAMERA_OFFSET_FRD_M, World
@@ -191,11 +190,10 @@ class CameraRig:
         slot = self.world.vehicle(str(vehicle_name))
         m = slot.model
         p = m.pose()
-        a = m.attitude
         if slot.mount.level:
             r_body = yaw_rotation_ned(p.yaw_deg)
         else:
-            r_body = rotation_matrix(a.roll_rad, a.pitch_rad, math.radians(p.yaw_deg))
+            r_body = body_rotation_ned(m.attitude, p.yaw_deg)
         eye = np.array([p.x_m, p.y_m, p.z_m]) + r_body @ mount.position_frd_m
         eye[2] = min(eye[2], m.floor_z_m - 0.02)
         return eye, r_body @ mount.rotation

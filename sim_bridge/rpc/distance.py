@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from common.errors import VehicleError
+from sim_bridge.sim.attitude import body_rotation_ned
 from sim_bridge.sim.distance import DistanceParams
-from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_pry_deg
 from sim_bridge.sim.world import World
 
@@ -50,7 +50,7 @@ class DistanceService:
         with w.lock:
             pose = slot.model.pose()
             now = w.clock.now()
-            r_body = yaw_rotation_ned(pose.yaw_deg)  # the body is level (yaw only) in this model
+            r_body = body_rotation_ned(slot.model.attitude, pose.yaw_deg)  # body-fixed: tilts with the body
             start = np.array([pose.x_m, pose.y_m, pose.z_m]) + r_body @ np.asarray(params.position_frd_m)
             front = r_body @ rel[:, 0]
             end = start + front * params.max_distance_m

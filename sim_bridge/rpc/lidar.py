@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import VehicleError
-from sim_bridge.sim.frames import yaw_rotation_ned
+from sim_bridge.sim.attitude import body_rotation_ned
 from sim_bridge.sim.lidar import Lidar, LidarParams
 from sim_bridge.sim.world import World
 
@@ -63,7 +63,7 @@ class LidarService:
                 scan = lidar.read(
                     now,
                     (pose.x_m, pose.y_m, pose.z_m),
-                    yaw_rotation_ned(pose.yaw_deg),  # the body is level (yaw only) in this model
+                    body_rotation_ned(m.attitude, pose.yaw_deg),  # body-fixed: tilts with the body
                     (s.x_m, s.y_m, s.z_m),
                     ray_test,
                     lambda body: segmentation_ids.get(body, -1),

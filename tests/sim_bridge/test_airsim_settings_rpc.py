@@ -319,3 +319,31 @@ def test_external_camera_and_distortion(client) -> None:
     client.simSetDistortionParams("0", {"K1": 0.0})
     with pytest.raises(Exception, match="lens distortion is not rendered"):
         client.simSetDistortionParams("0", {"K1": 0.1})
+
+
+def test_mounts_turn_with_the_tilted_body(client) -> None:
+    """Settings' cameras and sensors are body-fixed here (no Gimbal): their pose on the body, then the
+    body's attitude (the attitude model tilts it while it holds a pitch)."""
+    hover_at(client, 0.0, 0.0, -HEIGHT_M)
+    client.simPause(True)
+    f = client.moveByRollPitchYawZAsync(0.1, 0.3, 0.0, -HEIGHT_M, 2.0)
+    time.sleep(0.05)  # the command is applied before time moves
+    client.simContinueForTime(1.5)
+    try:
+        q = client.simGetVehiclePose().orientation
+        r_body = rotation(q.w_val, q.x_val, q.y_val, q.z_val)
+        pitch, roll, _ = airsim.to_eularian_angles(q)
+        assert (roll, pitch) == pytest.approx((0.1, -0.3), abs=0.02)  # really tilted
+        o = client.simGetCameraInfo("looking_down").pose.orientation
+        r_cam = rotation(o.w_val, o.x_val, o.y_val, o.z_val)
+        down_mount = rotation(*airsim.to_quaternion(math.radians(-90), 0, 0).to_numpy_array()[[3, 0, 1, 2]])
+        assert r_cam == pytest.approx(r_body @ down_mount, abs=1e-6)
+        # the downward range sensor's ray is the body's z axis: longer than the height by 1 / cos(tilt)
+        z_m = client.simGetVehiclePose().position.z_val
+        distance = client.getDistanceSensorData("Range").distance
+        assert distance == pytest.approx(-z_m / r_body[2, 2], abs=1e-3)
+        assert distance > -z_m + 0.1
+    finally:
+        client.cancelLastTask()
+        f.join()
+        client.simPause(False)
