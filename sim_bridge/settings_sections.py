@@ -183,15 +183,18 @@ def _cameras(data: Any, where: str, key: str = "Cameras") -> dict[str, CameraSet
     if not isinstance(data, dict):
         raise ConfigError(f"settings {where}.{key} must be an object of name -> camera")
     out = {}
+    # the forward camera's Gimbal is the vehicle's (sim_bridge.settings reads it: the level gimbal or
+    # body-fixed, which the other cameras follow too); another camera's own Gimbal is not applied
+    forward = next((n for n in ("front_center", "0") if n in data), next(iter(data), None))
     for name, cam in data.items():
         w = f"{where}.{key}.{name}"
         if not isinstance(cam, dict):
             raise ConfigError(f"settings {w} must be an object")
         if set(cam) - CAMERA_KEYS:
             log.warning("settings %s: ignoring %s", w, sorted(set(cam) - CAMERA_KEYS))
-        for key in ("NoiseSettings", "Gimbal"):
-            if key in cam:
-                log.warning("settings %s.%s: not applied by the built-in simulator", w, key)
+        for field_name in ("NoiseSettings", "Gimbal"):
+            if field_name in cam and not (field_name == "Gimbal" and key == "Cameras" and name == forward):
+                log.warning("settings %s.%s: not applied by the built-in simulator", w, field_name)
         captures: dict[int, CaptureSetting] = {}
         raw = cam.get("CaptureSettings") or []
         if not isinstance(raw, list):
