@@ -824,7 +824,7 @@ class AirSimApi(AttitudeApi):
                 data_f = disparity.ravel().tolist() if as_float else []
             elif image_type == SURFACE_NORMALS:
                 assert render.depth_planar_m is not None
-                rot = turned.get(_camera_key(req))
+                rot = turned.get(_camera_key(req), render.camera_rotation_ned)  # None: level
                 rot = rotation_pry_deg(0.0, 0.0, render.camera_yaw_deg) if rot is None else rot
                 img = surface_normals_bgr(render.depth_planar_m, render.camera, rot)
             else:

@@ -325,6 +325,9 @@ def test_mounts_turn_with_the_tilted_body(client) -> None:
     """Settings' cameras and sensors are body-fixed here (no Gimbal): their pose on the body, then the
     body's attitude (the attitude model tilts it while it holds a pitch)."""
     hover_at(client, 0.0, 0.0, -HEIGHT_M)
+    normals = [airsim.ImageRequest("0", airsim.ImageType.SurfaceNormals, False, False)]
+    below = [airsim.ImageRequest("looking_down", airsim.ImageType.SurfaceNormals, False, False)]
+    level_ground = _bottom_colour(client.simGetImages(below)[0])  # the ground's normal, from above
     client.simPause(True)
     f = client.moveByRollPitchYawZAsync(0.1, 0.3, 0.0, -HEIGHT_M, 2.0)
     time.sleep(0.05)  # the command is applied before time moves
@@ -343,7 +346,18 @@ def test_mounts_turn_with_the_tilted_body(client) -> None:
         distance = client.getDistanceSensorData("Range").distance
         assert distance == pytest.approx(-z_m / r_body[2, 2], abs=1e-3)
         assert distance > -z_m + 0.1
+        # the forward camera tilts with the body; the ground's world normal (its colour) does not
+        got = client.simGetImages(normals)[0]
+        img = np.frombuffer(got.image_data_uint8, np.uint8).reshape(got.height, got.width, 3)
+        ground = np.all(np.abs(img[got.height // 2 :].astype(int) - level_ground) <= 3, axis=2)
+        assert ground.mean() > 0.2  # (a yaw-only rotation would turn these normals by the 0.3 rad)
     finally:
         client.cancelLastTask()
         f.join()
         client.simPause(False)
+
+
+def _bottom_colour(response) -> np.ndarray:
+    """The median colour of an image's bottom row."""
+    img = np.frombuffer(response.image_data_uint8, np.uint8).reshape(response.height, response.width, 3)
+    return np.median(img[-1], axis=0).astype(int)
