@@ -12,9 +12,11 @@ in this repository). Each script gets:
 - a temp dir as its working directory and first sys.path entry, holding a `setup_path.py` that only
   imports airsim (AirSim's adds its repo to sys.path) and a `sitecustomize.py` that maps
   np.fromstring to np.frombuffer and np.trapz to np.trapezoid (removed in numpy 2, the airsim client
-  and the scripts use them) and
+  and the scripts use them), puts back scipy.misc.imsave (removed in scipy 1.2; cv_navigate imports
+  it: scipy itself comes with the `examples` extra, `pip install -e '.[examples]'`) and
   makes airsim.wait_key return at once (it reads a raw tty key); stdin is a stream of newlines;
-- a time limit.
+- a time limit (--timeout-s, or TIME_LIMIT_S where a script's own sleeps take longer); the scripts
+  that scan until Ctrl+C (INTERRUPT_AFTER) get a SIGINT after a few seconds, as a user would stop them.
 A script passes when it exits 0, printed no traceback, and the server's log shows that the server
 answered none of its calls with an error ("rpc error METHOD (#N): ..." lines, see
 sim_bridge.rpc.server). The table gives the first failing RPC method and its error.
@@ -27,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,10 +59,56 @@ SKIP = {
     "setup_path.py": "helper, not an example",
 }
 
+# Scripts that scan until Ctrl+C (their own text says so): the runner sends SIGINT after this many
+# seconds; they catch KeyboardInterrupt and end, and pass if they then exit cleanly.
+INTERRUPT_AFTER = {
+    "sensorframe_lidar_pointcloud.py": 15.0,
+    "vehicleframe_lidar_pointcloud.py": 15.0,
+}
+
+# Scripts whose own sleeps outlast the default limit: their least time limit in seconds.
+TIME_LIMIT_S = {
+    "gimbal.py": 150.0,  # five rounds of two moves with time.sleep(6) after each: 60 s of sleeps
+    "high_res_camera.py": 180.0,  # 500 frames, three of them 4320x2160 (~2 minutes on a loaded CPU)
+}
+
 # Settings a script needs that its comments do not spell out, with the reason.
 SETTINGS_NEEDED = {
     # it poses a vehicle named "PX4": an AirSim user defines that vehicle in settings.json
     "teleport.py": {"SettingsVersion": 1.2, "Vehicles": {"PX4": {"VehicleType": "PX4Multirotor"}}},
+    # it reads the default lidar: AirSim has none unless settings.json enables one (AirSim's
+    # docs/lidar.md, whose first example lidar this is)
+    "drone_lidar.py": {
+        "SettingsVersion": 1.2,
+        "SimMode": "Multirotor",
+        "Vehicles": {
+            "Drone1": {
+                "VehicleType": "SimpleFlight",
+                "AutoCreate": True,
+                "Sensors": {
+                    "LidarSensor1": {
+                        "SensorType": 6,
+                        "Enabled": True,
+                        "NumberOfChannels": 16,
+                        "RotationsPerSecond": 10,
+                        "PointsPerSecond": 100000,
+                        "X": 0,
+                        "Y": 0,
+                        "Z": -1,
+                        "Roll": 0,
+                        "Pitch": 0,
+                        "Yaw": 0,
+                        "VerticalFOVUpper": -15,
+                        "VerticalFOVLower": -25,
+                        "HorizontalFOVStart": -20,
+                        "HorizontalFOVEnd": 20,
+                        "DrawDebugPoints": True,
+                        "DataFrame": "SensorLocalFrame",
+                    }
+                },
+            }
+        },
+    },
 }
 
 SETUP_PATH = "import airsim  # noqa: F401 -- AirSim's setup_path only makes airsim importable\n"
@@ -78,6 +127,25 @@ def _frombuffer(data, dtype=float, count=-1, sep=""):
 _np.fromstring = _frombuffer
 if not hasattr(_np, "trapz"):  # numpy 2 renamed it
     _np.trapz = _np.trapezoid
+try:  # scipy.misc.imsave went in scipy 1.2 (cv_navigate imports it); it was bytescale + PIL save
+    import scipy.misc as _misc
+
+    if not hasattr(_misc, "imsave"):
+        import cv2 as _cv2
+
+        def _imsave(name, arr, format=None):
+            a = _np.asarray(arr)
+            if a.dtype != _np.uint8:
+                lo, hi = float(a.min()), float(a.max())
+                a = ((a - lo) * (255.0 / (hi - lo) if hi > lo else 0.0)).astype(_np.uint8)
+            if a.ndim == 3:
+                a = _cv2.cvtColor(a, _cv2.COLOR_RGB2BGR)
+            if not _cv2.imwrite(str(name), a):
+                raise OSError(f"cannot write {name}")
+
+        _misc.imsave = _imsave
+except ImportError:
+    pass
 try:
     import airsim as _airsim
     import airsim.utils as _utils
@@ -166,21 +234,8 @@ def run_script(path: Path, timeout_s: float, python: str) -> Result:
             # The scripts connect to the default port; a wrapper would modify them, so the port goes
             # into the client constructors' default, patched in sitecustomize.
             (work / "sitecustomize.py").write_text(SITECUSTOMIZE + PORT_PATCH.format(port=port))
-            try:
-                proc = subprocess.run(
-                    [python, str(path.resolve())],
-                    cwd=work,
-                    env=env,
-                    input="\n" * 1000,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout_s,
-                )
-                rc: int | None = proc.returncode
-                output = proc.stdout + proc.stderr
-            except subprocess.TimeoutExpired as exc:
-                rc = None
-                output = _text(exc.stdout) + _text(exc.stderr)
+            timeout_s = max(timeout_s, TIME_LIMIT_S.get(path.name, 0.0))
+            rc, output = _run_client([python, str(path.resolve())], work, env, timeout_s, path.name)
         finally:
             stop_process(sim, 10)
         seconds = time.monotonic() - t0
@@ -213,6 +268,48 @@ except ImportError:
 """
 
 
+def _run_client(
+    cmd: list[str], work: Path, env: dict[str, str], timeout_s: float, name: str
+) -> tuple[int | None, str]:
+    """(exit status or None on timeout, stdout + stderr) of the script; a script in INTERRUPT_AFTER
+    gets a SIGINT (the Ctrl+C its own text says stops it) after that many seconds."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=work,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stop_s = INTERRUPT_AFTER.get(name)
+    try:
+        if stop_s is not None and stop_s < timeout_s:
+            try:
+                out, err = proc.communicate("\n" * 1000, timeout=stop_s)
+                return proc.returncode, out + err
+            except subprocess.TimeoutExpired:
+                timeout_s -= stop_s
+            # Ctrl+C again every few seconds: one that lands inside the client's event loop is
+            # swallowed there (tornado logs it), as a user would press it again
+            while True:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    out, err = proc.communicate(timeout=min(3.0, max(timeout_s, 0.1)))
+                    break
+                except subprocess.TimeoutExpired:
+                    timeout_s -= 3.0
+                    if timeout_s <= 0:
+                        raise
+        else:
+            out, err = proc.communicate("\n" * 1000, timeout=timeout_s)
+        return proc.returncode, out + err
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        return None, _text(out) + _text(err)
+
+
 def _text(data: bytes | str | None) -> str:
     if data is None:
         return ""
@@ -226,6 +323,9 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated script names (without .py) to run")
     parser.add_argument("--jobs", type=int, default=1, help="scripts run at once (default 1)")
     args = parser.parse_args()
+    # A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored across
+    # exec: the INTERRUPT_AFTER scripts could then never take their Ctrl+C. A handled one is reset.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.timeout_s <= 0 or args.jobs < 1:
         parser.error("--timeout-s must be > 0 and --jobs >= 1")
     scripts: list[Path] = []

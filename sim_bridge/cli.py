@@ -225,6 +225,11 @@ def _world_and_api(args: argparse.Namespace, read_episode: EpisodeReader | None)
             api: AirSimApi = StrictAirSimApi(world)
         else:
             api = AirSimApi(world)
+        if args.settings:  # the vehicles' sensors and cameras (the world took their poses)
+            from sim_bridge.settings_sections import read_external_cameras, read_sections
+
+            sections = read_sections(args.settings, world.vehicle().model.name)
+            api.apply_settings(sections, read_external_cameras(args.settings))
     except BaseException:
         world.close()
         raise

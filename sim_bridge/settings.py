@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 SETTINGS_VERSION = 1.2
 KNOWN_TOP = {"SettingsVersion", "SimMode", "ClockSpeed", "Vehicles", "SeeDocsAt", "ApiServerPort"}
+KNOWN_TOP |= {"ExternalCameras"}  # read by settings_sections
 KNOWN_VEHICLE = {
     "VehicleType",
     "X",
@@ -39,6 +40,7 @@ KNOWN_VEHICLE = {
     "Pitch",
     "Roll",
     "Cameras",
+    "Sensors",  # read by settings_sections
     "AutoCreate",
     "DefaultVehicleState",
 }

@@ -32,14 +32,26 @@ from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
 from sim_bridge.rpc import sensors
 from sim_bridge.rpc.attitude_api import AttitudeApi, camera_orientation_msg
+from sim_bridge.rpc.cameras import CameraRig, Mount
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
+from sim_bridge.rpc.distance import DistanceService
 from sim_bridge.rpc.extensions import EXTENSIONS, DcExtensions, FrameRing, WorldEffects
+from sim_bridge.rpc.image_types import (
+    DISPARITY_NORMALIZED,
+    SURFACE_NORMALS,
+    disparity_normalized,
+    surface_normals_bgr,
+)
+from sim_bridge.rpc.lidar import LidarService
+from sim_bridge.rpc.manual import ManualFlight
 from sim_bridge.rpc.server import release_order
 from sim_bridge.rpc.wire import NAN_POSE, parse_pose, parse_vec3, pose_msg, quat_yaw, vec3
 from sim_bridge.settings import MULTIROTOR_TYPES
+from sim_bridge.settings_sections import CameraSetting, VehicleSections
 from sim_bridge.sim.camera import Render, projection_matrix
 from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.multirotor import Task, YawMode
+from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_from_quat, rotation_pry_deg
 from sim_bridge.sim.truth import VISIBLE_RANGE_M
 from sim_bridge.sim.world import World
 
@@ -48,6 +60,8 @@ log = logging.getLogger(__name__)
 SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, SEGMENTATION = 0, 1, 2, 3, 5
 RENDERED_TYPES = {SCENE: "Scene", DEPTH_PLANAR: "DepthPlanar", DEPTH_PERSPECTIVE: "DepthPerspective"}
 RENDERED_TYPES.update({DEPTH_VIS: "DepthVis", SEGMENTATION: "Segmentation"})
+RENDERED_TYPES.update({DISPARITY_NORMALIZED: "DisparityNormalized", SURFACE_NORMALS: "SurfaceNormals"})
+DEPTH_DERIVED = (DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY_NORMALIZED, SURFACE_NORMALS)
 DEPTH_VIS_WHITE_M = 100.0  # AirSim's DepthVis: black at 0 m, white at 100 m or more (camera-plane depth)
 CAMERA_NAMES = {"", "0", "front_center"}  # the forward camera: detections, the frame ring
 # AirSim's other standard cameras that a level camera can show, as (right offset m, looking back):
@@ -65,6 +79,7 @@ EARTH_RADIUS_M = 6378137.0
 WAIT_WALL_S = 24 * 3600.0  # a motion RPC waits for simulation time, which may be paused for long
 # AirSim's default multirotor sensors (AirSimSettings' defaults): type -> its name; "" picks the first
 DEFAULT_SENSORS = {"IMU": "imu", "barometer": "barometer", "magnetometer": "magnetometer", "gps": "gps"}
+DISTORTION_PARAMS = ("K1", "K2", "K3", "P1", "P2")  # APIPCamera's, in getDistortionParams' order
 SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
 MIN_CLIENT_VERSION = 1
 
@@ -102,6 +117,24 @@ class AirSimApi(AttitudeApi):
         self.effects = WorldEffects()
         self._warned: set[str] = set()
         self.extensions = DcExtensions(world, self.frames, self.effects, truth_render)
+        self._lidars = LidarService(world)
+        self._manual = ManualFlight(world)
+        self._cameras = CameraRig(world)
+        self._distance = DistanceService(world)
+        self._sensor_names: dict[str, dict[str, str]] = {}  # vehicle -> sensor name -> type (settings)
+
+    def apply_settings(
+        self, sections: dict[str, VehicleSections], external_cameras: dict[str, CameraSetting] | None = None
+    ) -> None:
+        """What settings.json gives each vehicle beyond its pose, and its ExternalCameras
+        (sim_bridge.settings_sections)."""
+        self._cameras.configure_external(external_cameras or {})
+        for vehicle, sec in sections.items():
+            self._slot(vehicle)  # the settings' vehicles are the world's
+            self._lidars.configure(vehicle, sec.lidars)
+            self._cameras.configure(vehicle, sec.cameras)
+            self._distance.configure(vehicle, sec.distance_sensors)
+            self._sensor_names[vehicle] = dict(sec.sensors)
 
     # ---------------------------------------------------------------- helpers
     def _slot(self, vehicle_name: str) -> Any:
@@ -130,8 +163,12 @@ class AirSimApi(AttitudeApi):
         release_order()  # the command is applied: the connection's next request may start
         return bool(task.wait(WAIT_WALL_S))
 
-    def _camera(self, camera_name: Any, side_cameras: bool = False) -> None:
+    def _camera(self, camera_name: Any, side_cameras: bool = False, vehicle_name: str | None = None) -> None:
         name = str(camera_name)
+        if vehicle_name is not None:  # the vehicle's cameras (rpc/cameras.py): standard and settings'
+            if not self._cameras.has(vehicle_name, name):
+                self._cameras.mount(vehicle_name, name)  # raises, naming the vehicle's cameras
+            return
         if side_cameras and name in SIDE_CAMERAS:
             return
         if name in ("3", "bottom_center"):
@@ -177,6 +214,7 @@ class AirSimApi(AttitudeApi):
                 slot.model.armed = True
                 slot.model.landed = True
                 slot.model.battery.replace()  # the initial state: a freshly charged pack
+        self._lidars.reset()  # AirSim's reset resets the sensors
 
     def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
         """A multirotor at `pose` (world NED), as AirSim's addVehicle: False for a type it cannot
@@ -387,16 +425,32 @@ class AirSimApi(AttitudeApi):
             "gps_location": self._geo(m.pose()),
             "timestamp": self._time_ns(),
             "landed_state": 0 if m.landed else 1,
-            "rc_data": {
-                "timestamp": 0,
-                "pitch": 0.0,
-                "roll": 0.0,
-                "throttle": 0.0,
-                "yaw": 0.0,
-                "is_initialized": False,
-                "is_valid": False,
-            },
+            "rc_data": self._manual.rc(vehicle_name),  # the last moveByRC (AirLib's getRCData)
         }
+
+    def moveByRC(self, rcdata: Any, vehicle_name: str) -> None:
+        """SimpleFlight keeps the RC data (rpc/manual.py); moveByManual flies by it."""
+        self._manual.set_rc(vehicle_name, rcdata)
+
+    def moveByManual(
+        self,
+        vx_max: float,
+        vy_max: float,
+        z_min: float,
+        duration: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        vehicle_name: str,
+    ) -> bool:
+        """MultirotorApiBase::moveByManual (rpc/manual.py); a duration <= 0 returns True at once."""
+        if float(duration) <= 0:
+            return True
+        if not self._need_control(vehicle_name):
+            return False
+        is_rate, value = _yaw_mode(yaw_mode)
+        return self._manual.fly(
+            vehicle_name, float(vx_max), float(vy_max), float(z_min), float(duration), is_rate, value
+        )
 
     def simGetGroundTruthKinematics(self, vehicle_name: str) -> dict[str, Any]:
         return self._kinematics(vehicle_name)
@@ -421,43 +475,50 @@ class AirSimApi(AttitudeApi):
         )
 
     # ---------------------------------------------------------------- sensors (see sensors.py)
-    def _sensor(self, kind: str, sensor_name: str) -> None:
+    def _sensor(self, kind: str, sensor_name: str, vehicle_name: str | None = None) -> None:
         name = str(sensor_name)
+        named = (
+            self._sensor_names.get(self._slot(vehicle_name).model.name) if vehicle_name is not None else None
+        )
+        if named is not None:  # the vehicle's settings.json Sensors (with AirSim's defaults added)
+            kind_of = DEFAULT_SENSORS[kind]  # "IMU" -> "imu" ...: the default name is the type's
+            if (name == "" and kind_of in named.values()) or named.get(name) == kind_of:
+                return
+            raise VehicleError(f"No {kind} with name {name} exist on vehicle")
         if name not in ("", DEFAULT_SENSORS[kind]):
             # VehicleApiBase's answer for a sensor the vehicle's settings do not define
             raise VehicleError(f"No {kind} with name {name} exist on vehicle")
 
     def getImuData(self, imu_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("IMU", imu_name)
+        self._sensor("IMU", imu_name, vehicle_name)
         with self.world.lock:
             m = self._slot(vehicle_name).model
             yaw, rate, accel = m.yaw_deg, m.yaw_rate_deg_s, m.accel_ned.copy()
         return sensors.imu_msg(self._time_ns(), quat_yaw(yaw), yaw, rate, accel)
 
     def getBarometerData(self, barometer_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("barometer", barometer_name)
+        self._sensor("barometer", barometer_name, vehicle_name)
         with self.world.lock:
             pose = self._slot(vehicle_name).model.pose()
         return sensors.barometer_msg(self._time_ns(), self._geo(pose)["altitude"])
 
     def getMagnetometerData(self, magnetometer_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("magnetometer", magnetometer_name)
+        self._sensor("magnetometer", magnetometer_name, vehicle_name)
         with self.world.lock:
             m = self._slot(vehicle_name).model
             yaw, home = m.yaw_deg, self._geo(m.spawn)
         return sensors.magnetometer_msg(self._time_ns(), home, yaw)
 
     def getGpsData(self, gps_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("gps", gps_name)
+        self._sensor("gps", gps_name, vehicle_name)
         with self.world.lock:
             m = self._slot(vehicle_name).model
             pose, v = m.pose(), m.velocity_ned.copy()
         return sensors.gps_msg(self._time_ns(), self._geo(pose), v)
 
     def getDistanceSensorData(self, distance_sensor_name: str, vehicle_name: str) -> dict[str, Any]:
-        # AirSim's default multirotor has no distance sensor, and settings.json sensors are not read yet
-        self._slot(vehicle_name)
-        raise VehicleError(f"No distance sensor with name {distance_sensor_name} exist on vehicle")
+        # AirSim's default multirotor has none; settings.json's Sensors may add some (rpc/distance.py)
+        return self._distance.data(distance_sensor_name, vehicle_name)
 
     def simGetWorldExtents(self) -> list[dict[str, float]]:
         """[min, max] GeoPoints of the box around every object of the scene (AirSim: the level's bounds)."""
@@ -691,7 +752,10 @@ class AirSimApi(AttitudeApi):
         for req in requests:
             if not isinstance(req, dict):
                 raise ConfigError(f"ImageRequest must be a map, got {type(req).__name__}")
-            self._camera(req.get("camera_name", "0"), side_cameras=True)
+            if external is True:  # AirSim 1.x's flag (Cosys sends an annotation name here)
+                self._cameras.external(str(req.get("camera_name", "")))
+            else:
+                self._camera(req.get("camera_name", "0"), side_cameras=True, vehicle_name=vehicle_name)
             image_type = int(req.get("image_type", SCENE))
             if image_type not in RENDERED_TYPES:
                 raise ConfigError(
@@ -701,10 +765,28 @@ class AirSimApi(AttitudeApi):
                 )
             parsed.append((req, image_type))
         renders: dict[str, Render] = {}  # one render per camera
+        turned: dict[str, np.ndarray] = {}  # camera -> world rotation, for the cameras drawn turned
         for key in dict.fromkeys(_camera_key(r) for r, _ in parsed):
-            need_depth = any(
-                t in (DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS) for r, t in parsed if _camera_key(r) == key
-            )
+            need_depth = any(t in DEPTH_DERIVED for r, t in parsed if _camera_key(r) == key)
+            if external is True:  # a world-fixed camera: its own pose, every body drawn
+                ext = self._cameras.external(
+                    next(str(r.get("camera_name", "")) for r, _ in parsed if _camera_key(r) == key)
+                )
+                assert ext.profile is not None
+                renders[key] = self.world.render_view(
+                    str(vehicle_name),
+                    ext.profile,
+                    ext.position_frd_m,
+                    ext.rotation,
+                    need_depth,
+                    hide_vehicle=False,
+                )
+                turned[key] = ext.rotation
+                continue
+            mount = self._turned_mount(vehicle_name, key)
+            if mount is not None:
+                renders[key], turned[key] = self._render_mount(vehicle_name, mount, need_depth)
+                continue
             pose = self._camera_vehicle_pose(vehicle_name, key)
             renders[key] = self.world.render(
                 str(vehicle_name), segmentation=True, depth=need_depth, vehicle_pose=pose
@@ -716,17 +798,35 @@ class AirSimApi(AttitudeApi):
             camera = str(req.get("camera_name", "0"))
             render = renders[_camera_key(req)]
             cam_pose = self._local_xyz(vehicle_name, *render.camera_position_ned, render.camera_yaw_deg)
-            tilted = camera_orientation_msg(render.camera_rotation_ned, render.camera_yaw_deg)
-            cam_pose["orientation"] = tilted or cam_pose["orientation"]
+            if _camera_key(req) in turned:
+                cam_pose["orientation"] = _quat_msg(turned[_camera_key(req)])
+            else:
+                tilted = camera_orientation_msg(render.camera_rotation_ned, render.camera_yaw_deg)
+                cam_pose["orientation"] = tilted or cam_pose["orientation"]
+            if external is True:  # AirSim reports an external camera in the global NED frame
+                cam_pose["position"] = vec3(*render.camera_position_ned)
             as_float = bool(req.get("pixels_as_float", False))
             compress = bool(req.get("compress", True))
             data_u8: bytes = b""
             data_f: list[float] = []
             h, w = render.image_bgr.shape[:2]
+            img: np.ndarray | None
             if image_type == SCENE:
                 img = render.image_bgr
             elif image_type == SEGMENTATION:
                 img = segmentation_colours(render.seg, self._seg_ids)  # type: ignore[arg-type]
+            elif image_type == DISPARITY_NORMALIZED:  # rpc/image_types.py
+                assert render.depth_planar_m is not None
+                disparity = disparity_normalized(render.depth_planar_m, render.camera)
+                img = (
+                    None if as_float else cv2.cvtColor((disparity * 255).astype(np.uint8), cv2.COLOR_GRAY2BGR)
+                )
+                data_f = disparity.ravel().tolist() if as_float else []
+            elif image_type == SURFACE_NORMALS:
+                assert render.depth_planar_m is not None
+                rot = turned.get(_camera_key(req), render.camera_rotation_ned)  # None: level
+                rot = rotation_pry_deg(0.0, 0.0, render.camera_yaw_deg) if rot is None else rot
+                img = surface_normals_bgr(render.depth_planar_m, render.camera, rot)
             else:
                 depth = render.depth_planar_m
                 assert depth is not None
@@ -743,11 +843,11 @@ class AirSimApi(AttitudeApi):
                 else:
                     img = np.clip(depth * 255.0 / DEPTH_VIS_WHITE_M, 0, 255).astype(np.uint8)
                     img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
-            if img is not None:
-                if as_float:
-                    raise ConfigError(
-                        f"pixels_as_float is only available for depth images (image_type {image_type})"
-                    )
+            if img is not None and as_float:
+                # AirSim reads a float render target and returns its R channel for every image type
+                # (RenderRequest.cpp: image_data_float = item.R); these renderers draw 8-bit colour
+                data_f = (img[:, :, 2].astype(np.float32) / 255.0).ravel().tolist()
+            elif img is not None:
                 if compress:
                     ok, buf = cv2.imencode(".png", img)
                     if not ok:
@@ -773,14 +873,85 @@ class AirSimApi(AttitudeApi):
             )
         return out
 
+    def _turned_mount(self, vehicle_name: str, camera_key: str) -> Mount | None:
+        """The camera's mount when it is drawn in its own orientation (None: the level path)."""
+        mount = self._cameras.mount(vehicle_name, camera_key)
+        return None if mount.level_path else mount
+
+    def _render_mount(self, vehicle_name: str, mount: Mount, depth: bool) -> tuple[Render, np.ndarray]:
+        with self.world.lock:
+            eye, rot = self._cameras.world_pose(vehicle_name, mount)
+            lens = mount.profile or self._slot(vehicle_name).camera
+            render = self.world.render_view(str(vehicle_name), lens, eye, rot, depth=depth)
+        return render, rot
+
+    def simSetCameraPose(self, camera_name: str, pose: Any, vehicle_name: str, external: Any = False) -> None:
+        """APIPCamera::setCameraPose: the camera's pose relative to the vehicle body (rpc/cameras.py)."""
+        if external is True:
+            self._cameras.external(str(camera_name))
+        else:
+            self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
+        position = np.array(
+            parse_vec3(pose.get("position") if isinstance(pose, dict) else None, "pose.position")
+        )
+        q = pose.get("orientation") if isinstance(pose, dict) else None
+        try:
+            w, x, y, z = (float(q[k]) for k in ("w_val", "x_val", "y_val", "z_val"))  # type: ignore[index]
+            rotation = rotation_from_quat(w, x, y, z)
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"pose.orientation: expected a unit Quaternionr map, got {q!r:.80}") from None
+        if not np.all(np.isfinite(position)):
+            raise ConfigError(f"pose.position: expected finite numbers, got {position.tolist()}")
+        if external is True:  # its pose in the world (an external camera has no parent)
+            self._cameras.set_external_pose(str(camera_name), position, rotation)
+            return
+        self._cameras.set_pose(vehicle_name, str(camera_name), position, rotation)
+
+    def simGetDistortionParams(
+        self, camera_name: str, vehicle_name: str, external: Any = False
+    ) -> list[float]:
+        """K1, K2, K3, P1, P2 (APIPCamera::getDistortionParams): all 0, the renderers draw a pinhole."""
+        self._distortion_camera(camera_name, vehicle_name, external)
+        return [0.0] * len(DISTORTION_PARAMS)
+
+    def simSetDistortionParam(
+        self, camera_name: str, param_name: str, value: float, vehicle_name: str, external: Any = False
+    ) -> None:
+        """0 is what the renderers draw; any other value cannot be honoured and is refused."""
+        self._distortion_camera(camera_name, vehicle_name, external)
+        if str(param_name) not in DISTORTION_PARAMS:
+            raise ConfigError(f"distortion parameter {param_name!r}: one of {', '.join(DISTORTION_PARAMS)}")
+        if float(value) != 0.0:
+            raise ConfigError(
+                f"simSetDistortionParam {param_name}={value}: lens distortion is not rendered by the "
+                "built-in simulator (its cameras are pinholes: every parameter is 0)"
+            )
+
+    def _distortion_camera(self, camera_name: str, vehicle_name: str, external: Any) -> None:
+        if external is True:
+            self._cameras.external(str(camera_name))
+        else:
+            self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
+
     def simSetCameraFov(
         self, camera_name: str, fov_degrees: float, vehicle_name: str, external: Any = False
     ) -> None:
         """The forward camera's horizontal FOV (its resolution kept). The side cameras are that camera
         moved, so they share its lens and refuse a FOV of their own."""
         name = str(camera_name)
+        if external is True:
+            if not 1.0 <= float(fov_degrees) <= 170.0:
+                raise ConfigError(f"simSetCameraFov: fov_degrees {fov_degrees} out of 1-170")
+            self._cameras.set_external_fov(name, float(fov_degrees))
+            return
         if name in SIDE_CAMERAS:
             raise ConfigError(f"camera '{name}' shares the forward camera's lens: set the FOV of camera '0'")
+        if name not in CAMERA_NAMES:  # the bottom camera and settings.json's have lenses of their own
+            self._camera(name, vehicle_name=vehicle_name)
+            if not 1.0 <= float(fov_degrees) <= 170.0:
+                raise ConfigError(f"simSetCameraFov: fov_degrees {fov_degrees} out of 1-170")
+            self._cameras.set_fov(vehicle_name, name, float(fov_degrees), self._slot(vehicle_name).camera)
+            return
         self._camera(name)
         fov = float(fov_degrees)
         if self.world.render_pool is not None:
@@ -811,9 +982,10 @@ class AirSimApi(AttitudeApi):
         }
 
     def getLidarData(self, lidar_name: str, vehicle_name: str) -> dict[str, Any]:
-        # settings.json Sensors are not read yet: the vehicle has AirSim's default sensors, no lidar
-        self._slot(vehicle_name)
-        raise VehicleError(f"No lidar with name {lidar_name} exist on vehicle")
+        # the lidars settings.json's Sensors define (none by default, as AirSim): rpc/lidar.py
+        with self._seg_lock:
+            ids = dict(self._seg_ids)
+        return self._lidars.data(lidar_name, vehicle_name, ids)
 
     def simGetImage(self, camera_name: str, image_type: int, vehicle_name: str, external: bool) -> bytes:
         resp = self.simGetImages(
@@ -831,7 +1003,27 @@ class AirSimApi(AttitudeApi):
         return bytes(resp[0]["image_data_uint8"])
 
     def simGetCameraInfo(self, camera_name: str, vehicle_name: str, external: Any = False) -> dict[str, Any]:
-        self._camera(camera_name, side_cameras=True)
+        if external is True:  # world NED pose (AirSim's external cameras are in the global frame)
+            ext = self._cameras.external(str(camera_name))
+            assert ext.profile is not None
+            p = ext.position_frd_m
+            m_ext = np.asarray(projection_matrix(ext.profile)).reshape(4, 4).T
+            return {
+                "pose": {"position": vec3(*p), "orientation": _quat_msg(ext.rotation)},
+                "fov": ext.profile.hfov_deg,
+                "proj_mat": {"matrix": m_ext.tolist()},
+            }
+        self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
+
+        mount = self._turned_mount(vehicle_name, _camera_key({"camera_name": camera_name}))
+        if mount is not None:
+            with self.world.lock:
+                eye, rot = self._cameras.world_pose(vehicle_name, mount)
+                lens = mount.profile or self._slot(vehicle_name).camera
+            pose = self._local_xyz(vehicle_name, eye[0], eye[1], eye[2], 0.0)
+            pose["orientation"] = _quat_msg(rot)
+            m_turned = np.asarray(projection_matrix(lens)).reshape(4, 4).T
+            return {"pose": pose, "fov": lens.hfov_deg, "proj_mat": {"matrix": m_turned.tolist()}}
         cam = self._slot(vehicle_name).camera
         m = np.asarray(projection_matrix(cam)).reshape(4, 4).T
         return {
@@ -908,7 +1100,9 @@ class AirSimApi(AttitudeApi):
         return {
             name: getattr(self, name)
             for name in dir(self)
-            if not name.startswith("_") and name not in NOT_HANDLERS and callable(getattr(self, name))
+            if not name.startswith("_")
+            and name not in (*NOT_HANDLERS, "apply_settings")
+            and callable(getattr(self, name))
         }
 
     def table(self) -> dict[str, Callable[..., Any]]:
@@ -917,9 +1111,14 @@ class AirSimApi(AttitudeApi):
 
 
 def _camera_key(request: dict[str, Any]) -> str:
-    """Which render serves an ImageRequest: a side camera's name, or "0" for the forward camera."""
+    """Which render serves an ImageRequest: "0" for the forward camera, else the camera's name."""
     camera = str(request.get("camera_name", "0"))
-    return camera if camera in SIDE_CAMERAS else "0"
+    return "0" if camera in CAMERA_NAMES else camera
+
+
+def _quat_msg(rotation: np.ndarray) -> dict[str, float]:
+    w, x, y, z = quat_from_rotation(rotation)
+    return {"w_val": w, "x_val": x, "y_val": y, "z_val": z}
 
 
 def _aabb_half(half_m: Any, yaw_deg: float) -> np.ndarray:

@@ -248,6 +248,12 @@ def rotation_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     )
 
 
+def body_rotation_ned(a: AttitudeModel, yaw_deg: float) -> np.ndarray:
+    """Body FRD -> world NED of a multirotor at its attitude's roll and pitch and heading yaw_deg:
+    what a body-fixed sensor or camera mount turns with."""
+    return rotation_matrix(a.roll_rad, a.pitch_rad, math.radians(yaw_deg))
+
+
 def euler_from_matrix(r: np.ndarray) -> tuple[float, float, float]:
     """(roll, pitch, yaw) in radians of a body -> world rotation (ZYX)."""
     pitch = -math.asin(max(-1.0, min(1.0, float(r[2, 0]))))

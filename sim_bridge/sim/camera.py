@@ -318,6 +318,81 @@ class Cameras:
             rot,
         )
 
+    def render_view(
+        self,
+        viewer: Viewer,
+        camera: CameraProfile,
+        eye_ned: np.ndarray,
+        rotation: np.ndarray,
+        depth: bool = False,
+        hide_vehicle: bool = True,
+    ) -> Render:
+        """A frame of a camera at `eye_ned` with any orientation (`rotation`: camera FRD -> world NED),
+        e.g. a settings.json camera or one turned by simSetCameraPose (rpc/cameras.py); the vehicle's
+        own body is not drawn when `hide_vehicle` (its cameras sit on or inside its mesh). Renders in
+        this process (render workers draw the vehicles' own cameras only)."""
+        scene = self.scene
+        p, c, gl = scene._p, scene.client, scene.gl
+        eye = np.asarray(eye_ned, float)
+        rot = np.asarray(rotation, float)
+        with scene.lock:
+            if hide_vehicle:
+                p.resetBasePositionAndOrientation(
+                    viewer.body_id, (0.0, 0.0, -1000.0), (0, 0, 0, 1), physicsClientId=c
+                )
+            try:
+                view = view_matrix_rotated(p, c, eye, rot)
+                t0 = time.perf_counter()
+                if gl is not None:
+                    poses = {
+                        body: p.getBasePositionAndOrientation(body, physicsClientId=c) for body in gl.body_ids
+                    }
+                    rgba, zbuf, seg = gl.render(
+                        camera.width_px, camera.height_px, view, projection_matrix(camera), poses
+                    )
+                else:
+                    _, _, rgba, zbuf, seg = p.getCameraImage(
+                        camera.width_px,
+                        camera.height_px,
+                        view,
+                        projection_matrix(camera),
+                        renderer=p.ER_TINY_RENDERER,
+                        flags=0,
+                        physicsClientId=c,
+                    )
+                self.stats.add("full", camera.width_px * camera.height_px, time.perf_counter() - t0)
+            finally:
+                if hide_vehicle:
+                    place_vehicle_body(scene, viewer)
+            t = self.now()
+            pose = viewer.model.pose()
+        h, w = camera.height_px, camera.width_px
+        rgba = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
+        seg_arr = np.asarray(seg, np.int32).reshape(h, w)
+        depth_arr = None
+        if depth:
+            z = np.asarray(zbuf, np.float32).reshape(h, w)
+            depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
+        eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
+        yaw = math.degrees(math.atan2(rot[1, 0], rot[0, 0]))
+        if np.allclose(rot[2], (0.0, 0.0, 1.0), rtol=0.0, atol=1e-12):  # level: the level fill's pixels
+            fill_background(
+                rgba,
+                seg_arr,
+                depth_arr,
+                scene.ground,
+                eye_t,
+                math.radians(yaw),
+                camera.fx_px,
+                camera.fy_px,
+                camera.cx_px,
+                camera.cy_px,
+            )
+        else:
+            fill_background_rotated(rgba, seg_arr, depth_arr, scene.ground, TiltedView(eye_t, rot, camera))
+        image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+        return Render(image, seg_arr, depth_arr, t, viewer.model.name, pose, eye_t, yaw, camera, rot)
+
     def render_segmentation(
         self, viewer: Viewer, region: tuple[int, int, int, int], vehicle_pose: Pose | None = None
     ) -> np.ndarray:

@@ -365,6 +365,53 @@ class Scene:
             hits = self._p.rayTest(ned_to_pb(*a_ned), ned_to_pb(*b_ned), physicsClientId=self.client)
         return not hits or int(hits[0][0]) < 0
 
+    def ray_test(
+        self, starts_ned: np.ndarray, ends_ned: np.ndarray, ignore_body: int = -1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(body id or -1, hit fraction) of each segment's first hit on a collision shape (PyBullet
+        ray casts; the analytic ground is not a body). A ray that meets `ignore_body` (a sensor's own
+        vehicle) is cast again from where it leaves that body's bounding box. The caller may hold the lock."""
+        starts = np.asarray(starts_ned, float).reshape(-1, 3)
+        ends = np.asarray(ends_ned, float).reshape(-1, 3)
+        bodies = np.full(len(starts), -1, np.int64)
+        fractions = np.ones(len(starts))
+        if not len(starts):
+            return bodies, fractions
+        pb = np.array([1.0, -1.0, -1.0])  # NED -> PyBullet (sim.frames.ned_to_pb)
+        batch = 8192  # PyBullet's rayTestBatch refuses 16385 rays and drops one of 16384
+        with self.lock:
+            box = None
+            if ignore_body >= 0:
+                lo_pb, hi_pb = self._p.getAABB(ignore_body, physicsClientId=self.client)
+                corners = np.array([lo_pb, hi_pb]) * pb  # back to NED (y, z flip: reorder below)
+                box = (corners.min(axis=0) - 1e-3, corners.max(axis=0) + 1e-3)
+            for lo in range(0, len(starts), batch):
+                a, b = starts[lo : lo + batch], ends[lo : lo + batch]
+                begin = np.zeros(len(a))  # fraction of the segment where each cast starts
+                if box is not None:  # rays starting in the own body's box start where they leave it
+                    begin = _box_exit(a, b, *box)
+                todo = np.nonzero(begin < 1.0)[0]
+                for _ in range(2):  # a ray that meets the own body from outside goes on past it
+                    seg_a = a[todo] + (b[todo] - a[todo]) * begin[todo, None]
+                    hits = self._p.rayTestBatch(
+                        (seg_a * pb).tolist(), (b[todo] * pb).tolist(), physicsClientId=self.client
+                    )
+                    again = []
+                    for k, hit in zip(todo, hits, strict=True):
+                        body, frac = int(hit[0]), float(hit[2])
+                        at = begin[k] + (1.0 - begin[k]) * frac
+                        if body >= 0 and body == ignore_body and box is not None:
+                            hit_point = a[k] + (b[k] - a[k]) * (at + 1e-6)
+                            out = _box_exit(hit_point[None], b[k][None], *box)[0]
+                            begin[k] = at + (1.0 - at) * out
+                            again.append(k)
+                        elif body >= 0:
+                            bodies[lo + k], fractions[lo + k] = body, at
+                    todo = np.asarray(again, np.int64)
+                    if not len(todo):
+                        break
+        return bodies, fractions
+
     def close(self) -> None:
         with self.lock, contextlib.suppress(Exception):  # already disconnected
             self._p.disconnect(physicsClientId=self.client)
@@ -372,3 +419,14 @@ class Scene:
             self.gl.close()
             self.gl = None
         self.textures.close()
+
+
+def _box_exit(a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per segment a->b, the fraction at which it leaves the box [lo, hi] when it starts inside it
+    (slab method), else 0."""
+    d = b - a
+    inside = np.all((a >= lo) & (a <= hi), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1, t2 = (lo - a) / d, (hi - a) / d
+    t_far = np.where(d != 0, np.maximum(t1, t2), np.inf).min(axis=1)
+    return np.where(inside, np.clip(t_far, 0.0, 1.0), 0.0)

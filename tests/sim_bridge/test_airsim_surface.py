@@ -246,10 +246,11 @@ def test_computer_vision_mode_cameras_and_depth_vis(tmp_path: Path) -> None:
         assert len(right.image_data_uint8) == right.width * right.height * 3
         info = c.simGetCameraInfo("front_right")
         assert info.pose.position.x_val == pytest.approx(right.camera_position.x_val, abs=1e-6)
-        with pytest.raises(Exception, match="looks down"):
-            c.simGetImages([airsim.ImageRequest("3", airsim.ImageType.Scene)])
-        with pytest.raises(Exception, match="image_type 6 is not rendered"):
-            c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.SurfaceNormals)])  # 6 in airsim 1.8
+        down = c.simGetImages([airsim.ImageRequest("3", airsim.ImageType.Scene)])[0]  # bottom_center
+        pitch, _, _ = airsim.to_eularian_angles(down.camera_orientation)
+        assert math.degrees(pitch) == pytest.approx(-90.0, abs=1e-3)
+        with pytest.raises(Exception, match="image_type 7 is not rendered"):
+            c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Infrared)])  # 7 in airsim 1.8
 
 
 def test_add_vehicle_at_a_world_pose(client) -> None:

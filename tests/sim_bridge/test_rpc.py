@@ -100,8 +100,8 @@ def test_images_decode_to_the_configured_size(client) -> None:
     assert bgr[300, 320, 0] < 100 and bgr[20, 320, 0] > 200  # road below, sky above (B of sky BGR)
     assert len(seg.image_data_uint8) == 640 * 360 * 3
     assert raw.time_stamp > 0
-    with pytest.raises(Exception, match="camera 'bottom_center' is not available"):
-        client.simGetImages([airsim.ImageRequest("bottom_center", airsim.ImageType.Scene)], "Drone1")
+    with pytest.raises(Exception, match="camera 'belly' is not available on vehicle Drone1"):
+        client.simGetImages([airsim.ImageRequest("belly", airsim.ImageType.Scene)], "Drone1")
 
 
 def test_target_ahead_visible_and_behind_wall_not(client) -> None:

@@ -1,0 +1,75 @@
+"""`getDistanceSensorData`: each vehicle's distance sensors from settings.json, one ray cast each.
+
+AirLib's DistanceSimple (AirLib/include/sensors/distance/DistanceSimple.hpp, DistanceSimpleParams.hpp)
+and AirSim's Unreal sensor (UnrealDistanceSensor::getRayLength): a ray from the sensor's pose (its
+settings X/Y/Z and Roll/Pitch/Yaw on the body) along its front (+X), `MaxDistance` long (default
+40 m, `MinDistance` 0.2 m); the distance is the first hit's, else MaxDistance. The answer is
+RpcLibAdaptorsBase::DistanceSensorData {time_stamp, distance, min_distance, max_distance,
+relative_pose (the sensor's pose on the body)}. AirSim adds Gaussian noise of 0.2 m sigma; this
+simulator's sensors are noise-free (rpc/sensors.py), so a reading is the true distance. The reading
+is taken when asked (AirSim's sensor updates at 50 Hz). The vehicle's own body and the ground plane
+are seen as in sim_bridge.sim.lidar.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from common.errors import VehicleError
+from sim_bridge.sim.attitude import body_rotation_ned
+from sim_bridge.sim.distance import DistanceParams
+from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_pry_deg
+from sim_bridge.sim.world import World
+
+
+class DistanceService:
+    """The distance sensors of every vehicle; none by default (AirSim's multirotor has none)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self._sensors: dict[str, dict[str, DistanceParams]] = {}
+        self._lock = threading.Lock()
+
+    def configure(self, vehicle_name: str, sensors: list[DistanceParams]) -> None:
+        with self._lock:
+            self._sensors[vehicle_name] = {p.name: p for p in sorted(sensors, key=lambda p: p.name)}
+
+    def data(self, sensor_name: str, vehicle_name: str) -> dict[str, Any]:
+        w = self.world
+        slot = w.vehicle(str(vehicle_name))
+        name = str(sensor_name)
+        with self._lock:
+            sensors = self._sensors.get(slot.model.name, {})
+            params = next(iter(sensors.values()), None) if name == "" else sensors.get(name)
+        if params is None:
+            raise VehicleError(f"No distance sensor with name {name} exist on vehicle")
+        rel = rotation_pry_deg(*params.rotation_deg)
+        with w.lock:
+            pose = slot.model.pose()
+            now = w.clock.now()
+            r_body = body_rotation_ned(slot.model.attitude, pose.yaw_deg)  # body-fixed: tilts with the body
+            start = np.array([pose.x_m, pose.y_m, pose.z_m]) + r_body @ np.asarray(params.position_frd_m)
+            front = r_body @ rel[:, 0]
+            end = start + front * params.max_distance_m
+            bodies, fractions = w.ray_test(start[None], end[None], ignore_body=slot.body_id)
+        distance = float(fractions[0]) * params.max_distance_m if bodies[0] >= 0 else params.max_distance_m
+        if front[2] > 1e-12 and start[2] < 0:  # the ground plane NED z = 0
+            distance = min(distance, -float(start[2]) / float(front[2]))
+        qw, qx, qy, qz = quat_from_rotation(rel)
+        x, y, z = params.position_frd_m
+        return {
+            "time_stamp": round(now * 1e9),
+            "distance": distance,
+            "min_distance": params.min_distance_m,
+            "max_distance": params.max_distance_m,
+            "relative_pose": {
+                "position": {"x_val": x, "y_val": y, "z_val": z},
+                "orientation": {"w_val": qw, "x_val": qx, "y_val": qy, "z_val": qz},
+            },
+        }
+
+
+__all__ = ["DistanceService"]

@@ -1,0 +1,235 @@
+"""settings.json sections the RPC surface reads: each vehicle's `Sensors` and `Cameras`.
+
+`sim_bridge.settings.read_settings` places the vehicles and sizes the default camera; this reader
+takes what the AirSim RPC methods then serve (AirSim's AirLib/include/common/AirSimSettings.hpp):
+
+- `Vehicles.NAME.Sensors.SENSOR`: `SensorType` (1 barometer, 2 IMU, 3 GPS, 4 magnetometer,
+  5 distance, 6 lidar) and `Enabled` (default false: a disabled sensor does not exist, as AirSim's
+  sensor factory skips it). Lidars (type 6) are built with their parameters (sim_bridge.sim.lidar).
+  IMU, barometer, magnetometer and GPS entries name those sensors (getImuData("MyImu")) and keep the
+  built-in default models; their parameter keys are reported as not applied.
+  Distance sensors (type 5) likewise (sim_bridge.rpc.distance).
+  Sensor names are served in name order (AirSim keeps them in a std::map: "" picks the first).
+- `Vehicles.NAME.Cameras.CAMERA`: `CaptureSettings` [{ImageType, Width, Height, FOV_Degrees}], the
+  mount `X`, `Y`, `Z` (body FRD metres) and `Pitch`, `Roll`, `Yaw` (degrees); a camera named like one
+  of AirSim's standard cameras configures that one, any other name adds a camera.
+
+- `ExternalCameras.CAMERA`: the same keys, X/Y/Z in the world NED frame (the Player Start's), for
+  cameras fixed in the world (read_external_cameras).
+
+Unknown keys are reported in the log (never silently dropped); wrong values are errors naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common.errors import ConfigError
+from sim_bridge.sim.distance import SETTINGS_KEYS as DISTANCE_KEYS
+from sim_bridge.sim.distance import DistanceParams, distance_params
+from sim_bridge.sim.lidar import SETTINGS_KEYS as LIDAR_KEYS
+from sim_bridge.sim.lidar import LidarParams, lidar_params
+
+log = logging.getLogger(__name__)
+
+SENSOR_TYPES = {1: "barometer", 2: "imu", 3: "gps", 4: "magnetometer", 5: "distance", 6: "lidar"}
+LIDAR_TYPE, DISTANCE_TYPE = 6, 5
+# AirSimSettings' default multirotor sensors (createDefaultSensorSettings)
+DEFAULT_SENSOR_NAMES = {"imu": "imu", "magnetometer": "magnetometer", "gps": "gps", "barometer": "barometer"}
+CAMERA_KEYS = {"CaptureSettings", "X", "Y", "Z", "Pitch", "Roll", "Yaw", "NoiseSettings", "Gimbal"}
+CAPTURE_KEYS = {"ImageType", "Width", "Height", "FOV_Degrees"}
+# CaptureSettings keys about the look of Unreal's post-processing: they have no meaning for these
+# renderers and are reported once as not applied
+CAPTURE_LOOK_KEYS = {
+    "AutoExposureSpeed",
+    "AutoExposureBias",
+    "AutoExposureMaxBrightness",
+    "AutoExposureMinBrightness",
+    "MotionBlurAmount",
+    "TargetGamma",
+    "ProjectionMode",
+    "OrthoWidth",
+}
+DEFAULT_WIDTH, DEFAULT_HEIGHT, DEFAULT_FOV_DEG = 256, 144, 90.0  # AirSimSettings::CaptureSetting
+
+
+@dataclass(frozen=True)
+class CaptureSetting:
+    image_type: int
+    width_px: int
+    height_px: int
+    fov_deg: float
+
+
+@dataclass(frozen=True)
+class CameraSetting:
+    """One camera's settings; None for a mount value the settings leave to the camera's default."""
+
+    name: str
+    captures: dict[int, CaptureSetting]
+    position_frd_m: tuple[float | None, float | None, float | None] = (None, None, None)
+    rotation_deg: tuple[float | None, float | None, float | None] = (None, None, None)  # pitch, roll, yaw
+
+
+@dataclass(frozen=True)
+class VehicleSections:
+    lidars: list[LidarParams] = field(default_factory=list)  # enabled ones, in name order
+    distance_sensors: list[DistanceParams] = field(default_factory=list)
+    sensors: dict[str, str] = field(default_factory=dict)  # name -> type (defaults included)
+    cameras: dict[str, CameraSetting] = field(default_factory=dict)
+
+
+def _finite(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"settings {where}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def _size_ok(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 16 <= value <= 8192
+
+
+def read_sections(path: str | Path, default_vehicle: str = "SimpleFlight") -> dict[str, VehicleSections]:
+    """Vehicle name -> its sections. A file without `Vehicles` gives the default vehicle's."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read settings {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"settings {path}: expected a JSON object")
+    return sections_of(data, default_vehicle, str(path))
+
+
+def read_external_cameras(path: str | Path) -> dict[str, CameraSetting]:
+    """settings.json's ExternalCameras: name -> camera (X, Y, Z world NED from the Player Start, Pitch,
+    Roll, Yaw, CaptureSettings), as AirSimSettings::loadExternalCameraSettings reads them."""
+    data = json.loads(Path(path).read_text())
+    return _cameras(data.get("ExternalCameras") or {}, str(path), "ExternalCameras")
+
+
+def sections_of(data: dict[str, Any], default_vehicle: str, source: str) -> dict[str, VehicleSections]:
+    vehicles = data.get("Vehicles") or {default_vehicle: {}}
+    if not isinstance(vehicles, dict):
+        raise ConfigError(f"settings {source}: Vehicles must be an object")
+    out = {}
+    for name, v in vehicles.items():
+        if not isinstance(v, dict):
+            raise ConfigError(f"settings {source}: Vehicles.{name} must be an object")
+        where = f"{source}: Vehicles.{name}"
+        lidars, distances, sensors = _sensors(v.get("Sensors") or {}, where)
+        out[str(name)] = VehicleSections(lidars, distances, sensors, _cameras(v.get("Cameras") or {}, where))
+    return out
+
+
+def _sensors(data: Any, where: str) -> tuple[list[LidarParams], list[DistanceParams], dict[str, str]]:
+    if not isinstance(data, dict):
+        raise ConfigError(f"settings {where}.Sensors must be an object of name -> sensor")
+    lidars = []
+    distances = []
+    named: dict[str, str] = {}
+    for name in sorted(data):
+        s = data[name]
+        w = f"{where}.Sensors.{name}"
+        if not isinstance(s, dict):
+            raise ConfigError(f"settings {w} must be an object")
+        kind = s.get("SensorType")
+        if isinstance(kind, bool) or kind not in SENSOR_TYPES:
+            raise ConfigError(
+                f"settings {w}.SensorType {kind!r}: one of {sorted(SENSOR_TYPES)} {SENSOR_TYPES}"
+            )
+        enabled = s.get("Enabled", False)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"settings {w}.Enabled {enabled!r}: true or false")
+        present_type = SENSOR_TYPES[kind]
+        named[str(name)] = present_type if enabled else ""
+        if kind == LIDAR_TYPE:
+            unknown = set(s) - LIDAR_KEYS
+            if unknown:
+                log.warning("settings %s: ignoring %s (not lidar settings)", w, sorted(unknown))
+            if enabled:
+                lidars.append(lidar_params(str(name), s, w))
+        elif kind == DISTANCE_TYPE:
+            if set(s) - DISTANCE_KEYS:
+                log.warning(
+                    "settings %s: ignoring %s (not distance sensor settings)",
+                    w,
+                    sorted(set(s) - DISTANCE_KEYS),
+                )
+            if enabled:
+                distances.append(distance_params(str(name), s, w))
+        elif set(s) - {"SensorType", "Enabled"}:
+            log.warning(
+                "settings %s: the built-in %s model keeps its default parameters; not applied: %s",
+                w,
+                present_type,
+                sorted(set(s) - {"SensorType", "Enabled"}),
+            )
+    # AirSim adds each default sensor whose type the vehicle's Sensors do not name (loadSensorSettings)
+    present = set(SENSOR_TYPES[data[n]["SensorType"]] for n in data)
+    sensors = {n: t for n, t in named.items() if t}
+    for kind, name in DEFAULT_SENSOR_NAMES.items():
+        if kind not in present:
+            sensors.setdefault(name, kind)
+    return lidars, distances, sensors
+
+
+def _cameras(data: Any, where: str, key: str = "Cameras") -> dict[str, CameraSetting]:
+    if not isinstance(data, dict):
+        raise ConfigError(f"settings {where}.{key} must be an object of name -> camera")
+    out = {}
+    # the forward camera's Gimbal is the vehicle's (sim_bridge.settings reads it: the level gimbal or
+    # body-fixed, which the other cameras follow too); another camera's own Gimbal is not applied
+    forward = next((n for n in ("front_center", "0") if n in data), next(iter(data), None))
+    for name, cam in data.items():
+        w = f"{where}.{key}.{name}"
+        if not isinstance(cam, dict):
+            raise ConfigError(f"settings {w} must be an object")
+        if set(cam) - CAMERA_KEYS:
+            log.warning("settings %s: ignoring %s", w, sorted(set(cam) - CAMERA_KEYS))
+        for field_name in ("NoiseSettings", "Gimbal"):
+            if field_name in cam and not (field_name == "Gimbal" and key == "Cameras" and name == forward):
+                log.warning("settings %s.%s: not applied by the built-in simulator", w, field_name)
+        captures: dict[int, CaptureSetting] = {}
+        raw = cam.get("CaptureSettings") or []
+        if not isinstance(raw, list):
+            raise ConfigError(f"settings {w}.CaptureSettings must be a list")
+        for i, c in enumerate(raw):
+            cw = f"{w}.CaptureSettings[{i}]"
+            if not isinstance(c, dict):
+                raise ConfigError(f"settings {cw} must be an object")
+            if set(c) - CAPTURE_KEYS - CAPTURE_LOOK_KEYS:
+                log.warning("settings %s: ignoring %s", cw, sorted(set(c) - CAPTURE_KEYS - CAPTURE_LOOK_KEYS))
+            if set(c) & CAPTURE_LOOK_KEYS:
+                log.info("settings %s: not rendered: %s", cw, sorted(set(c) & CAPTURE_LOOK_KEYS))
+            kind = c.get("ImageType", 0)
+            width, height = c.get("Width", DEFAULT_WIDTH), c.get("Height", DEFAULT_HEIGHT)
+            if isinstance(kind, bool) or not isinstance(kind, int) or not -1 <= kind <= 9:
+                raise ConfigError(f"settings {cw}.ImageType {kind!r}: an AirSim ImageType 0-9")
+            if not all(
+                isinstance(v, int) and not isinstance(v, bool) and 16 <= v <= 8192 for v in (width, height)
+            ):
+                raise ConfigError(f"settings {cw}: Width/Height {width}x{height} out of 16-8192")
+            fov = _finite(f"{cw}.FOV_Degrees", c.get("FOV_Degrees", DEFAULT_FOV_DEG))
+            if not 1.0 <= fov <= 170.0:
+                raise ConfigError(f"settings {cw}.FOV_Degrees {fov}: 1-170")
+            captures[kind] = CaptureSetting(kind, width, height, fov)
+        pos = tuple(_finite(f"{w}.{k}", cam[k]) if k in cam else None for k in ("X", "Y", "Z"))
+        rot = tuple(_finite(f"{w}.{k}", cam[k]) if k in cam else None for k in ("Pitch", "Roll", "Yaw"))
+        out[str(name)] = CameraSetting(str(name), captures, pos, rot)  # type: ignore[arg-type]
+    return out
+
+
+__all__ = [
+    "CameraSetting",
+    "CaptureSetting",
+    "VehicleSections",
+    "read_external_cameras",
+    "read_sections",
+    "sections_of",
+]
