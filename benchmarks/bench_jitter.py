@@ -186,6 +186,14 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
         runtime.recorder.close()
     finally:
         world.close()
+    return episode_row(args, out, runtime.steps, runtime.counters.stale, wall_s, t_max_s)
+
+
+def episode_row(
+    args: tuple[int, str, str, float, float], out: Path, steps: int, stale: int, wall_s: float, sim_s: float
+) -> dict:
+    """One flown episode's line of the benchmark's JSON: its condition, its figures, its cost."""
+    seed, latency_kind, loop_name, t_max_s, speed_m_s = args
     return {
         "seed": seed,
         "latency": latency_kind,
@@ -193,10 +201,10 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
         "speed_m_s": speed_m_s,
         "log_dir": str(out),
         **episode_figures(out, seed, t_max_s),
-        "steps": runtime.steps,
-        "stale": runtime.counters.stale,
+        "steps": steps,
+        "stale": stale,
         "wall_s": wall_s,
-        "sim_s": t_max_s,
+        "sim_s": sim_s,
     }
 
 

@@ -58,6 +58,12 @@ class DelayedPilot:
         self.clock.sleep_until(asked_s + delay_s)
         return decision
 
+    def identity(self) -> Any:  # the rest of the Pilot protocol: the wrapped pilot's
+        return self.inner.identity()
+
+    def canonical_focal_px(self, camera: Any) -> float | None:
+        return self.inner.canonical_focal_px(camera)
+
     def close(self) -> None:
         self.inner.close()
 
@@ -116,17 +122,9 @@ def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, s
     finally:
         world.close()
     periods = _decision_periods_s(out)
+    condition = (seed, latency_kind, loop_name, t_max_s, speed_m_s)
     return {
-        "seed": seed,
-        "latency": latency_kind,
-        "loop": loop_name,
-        "speed_m_s": speed_m_s,
-        "log_dir": str(out),
-        **bench.episode_figures(out, seed, t_max_s),
-        "steps": result.steps,
-        "stale": result.counters.stale,
-        "wall_s": wall_s,
-        "sim_s": sim_s,
+        **bench.episode_row(condition, out, result.steps, result.counters.stale, wall_s, sim_s),
         "served_control_rate_hz": result.served_rate_hz,
         "served_control_jitter_ms": served_jitter_ms,
         "decision_period_median_s": statistics.median(periods) if periods else math.nan,

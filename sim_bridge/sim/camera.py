@@ -269,13 +269,7 @@ class Cameras:
             rgba, zbuf, seg = self._image(viewer, cam, eye, yaw, vehicle_pose, rotation=rot)
             t = self.now()
             pose = vehicle_pose or viewer.model.pose()
-        h, w = cam.height_px, cam.width_px
-        rgba = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
-        seg_arr = np.asarray(seg, np.int32).reshape(h, w)
-        depth_arr = None
-        if depth:
-            z = np.asarray(zbuf, np.float32).reshape(h, w)
-            depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
+        rgba, seg_arr, depth_arr = _arrays(cam, rgba, zbuf, seg, depth)
         ground = self.scene.ground
         if rot is None:
             rad = math.radians(yaw)
@@ -332,47 +326,15 @@ class Cameras:
         own body is not drawn when `hide_vehicle` (its cameras sit on or inside its mesh). Renders in
         this process (render workers draw the vehicles' own cameras only)."""
         scene = self.scene
-        p, c, gl = scene._p, scene.client, scene.gl
         eye = np.asarray(eye_ned, float)
         rot = np.asarray(rotation, float)
         with scene.lock:
-            if hide_vehicle:
-                p.resetBasePositionAndOrientation(
-                    viewer.body_id, (0.0, 0.0, -1000.0), (0, 0, 0, 1), physicsClientId=c
-                )
-            try:
-                view = view_matrix_rotated(p, c, eye, rot)
-                t0 = time.perf_counter()
-                if gl is not None:
-                    poses = {
-                        body: p.getBasePositionAndOrientation(body, physicsClientId=c) for body in gl.body_ids
-                    }
-                    rgba, zbuf, seg = gl.render(
-                        camera.width_px, camera.height_px, view, projection_matrix(camera), poses
-                    )
-                else:
-                    _, _, rgba, zbuf, seg = p.getCameraImage(
-                        camera.width_px,
-                        camera.height_px,
-                        view,
-                        projection_matrix(camera),
-                        renderer=p.ER_TINY_RENDERER,
-                        flags=0,
-                        physicsClientId=c,
-                    )
-                self.stats.add("full", camera.width_px * camera.height_px, time.perf_counter() - t0)
-            finally:
-                if hide_vehicle:
-                    place_vehicle_body(scene, viewer)
+            # _image hides the vehicle's body (and puts it back) when given a pose to render it at
+            hide = viewer.model.pose() if hide_vehicle else None
+            rgba, zbuf, seg = self._image(viewer, camera, eye, 0.0, hide, rotation=rot)
             t = self.now()
             pose = viewer.model.pose()
-        h, w = camera.height_px, camera.width_px
-        rgba = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
-        seg_arr = np.asarray(seg, np.int32).reshape(h, w)
-        depth_arr = None
-        if depth:
-            z = np.asarray(zbuf, np.float32).reshape(h, w)
-            depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
+        rgba, seg_arr, depth_arr = _arrays(camera, rgba, zbuf, seg, depth)
         eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
         yaw = math.degrees(math.atan2(rot[1, 0], rot[0, 0]))
         if np.allclose(rot[2], (0.0, 0.0, 1.0), rtol=0.0, atol=1e-12):  # level: the level fill's pixels
@@ -494,3 +456,17 @@ def crop_camera(cam: CameraProfile, region: tuple[int, int, int, int]) -> Camera
         cx_px=cam.cx_px - u0,
         cy_px=cam.cy_px - v0,
     )
+
+
+def _arrays(
+    cam: CameraProfile, rgba: Any, zbuf: Any, seg: Any, depth: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A render's buffers as arrays: RGBA, segmentation (body ids), planar depth (m) if asked."""
+    h, w = cam.height_px, cam.width_px
+    rgba_arr = np.ascontiguousarray(np.asarray(rgba, np.uint8).reshape(h, w, 4))
+    seg_arr = np.asarray(seg, np.int32).reshape(h, w)
+    depth_arr = None
+    if depth:
+        z = np.asarray(zbuf, np.float32).reshape(h, w)
+        depth_arr = FAR_M * NEAR_M / (FAR_M - (FAR_M - NEAR_M) * z)
+    return rgba_arr, seg_arr, depth_arr

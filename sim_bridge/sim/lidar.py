@@ -191,24 +191,10 @@ class Lidar:
         self._angle_deg = math.fmod(
             self._angle_deg + missed * self.params.rotations_per_second * 360.0 * period_s, 360.0
         )
-        # the reset's update scans nothing (dt = 0), as LidarSimple::resetImplementation
-        dt = period_s if update > 0 else 0.0
         self._update = update
-        self._last = self._scan(
-            now_s, dt, vehicle_position_ned, vehicle_rotation, spawn_ned, ray_test, segmentation_id
-        )
-        return self._last
-
-    def _scan(
-        self,
-        now_s: float,
-        dt_s: float,
-        vehicle_position_ned: Sequence[float],
-        vehicle_rotation: np.ndarray,
-        spawn_ned: Sequence[float],
-        ray_test: RayTest,
-        segmentation_id: Callable[[int], int],
-    ) -> LidarScan:
+        # The sweep of this update (LidarSimple::updateOutput), from the vehicle's pose now; the
+        # reset's update scans nothing (dt = 0), as LidarSimple::resetImplementation.
+        dt_s = period_s if update > 0 else 0.0
         p = self.params
         r_v = np.asarray(vehicle_rotation, float)
         r_lidar = r_v @ p.rotation()
@@ -222,6 +208,7 @@ class Lidar:
             quat_from_rotation(r_lidar),
             [],
         )
+        self._last = scan  # filled in below (the early returns keep it empty)
         total = min(round(p.points_per_second * dt_s), MAX_POINTS_IN_SCAN)
         per_laser = round(total / p.number_of_channels)
         if per_laser <= 0:
