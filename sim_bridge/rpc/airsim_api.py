@@ -773,8 +773,8 @@ class AirSimApi(AttitudeApi):
                     next(str(r.get("camera_name", "")) for r, _ in parsed if _camera_key(r) == key)
                 )
                 assert ext.profile is not None
-                renders[key] = self.world.render_view(
-                    str(vehicle_name),
+                renders[key] = self.world.cameras.render_view(
+                    self.world.vehicle(str(vehicle_name)),
                     ext.profile,
                     ext.position_frd_m,
                     ext.rotation,
@@ -882,7 +882,8 @@ class AirSimApi(AttitudeApi):
         with self.world.lock:
             eye, rot = self._cameras.world_pose(vehicle_name, mount)
             lens = mount.profile or self._slot(vehicle_name).camera
-            render = self.world.render_view(str(vehicle_name), lens, eye, rot, depth=depth)
+            viewer = self.world.vehicle(str(vehicle_name))
+            render = self.world.cameras.render_view(viewer, lens, eye, rot, depth=depth)
         return render, rot
 
     def simSetCameraPose(self, camera_name: str, pose: Any, vehicle_name: str, external: Any = False) -> None:

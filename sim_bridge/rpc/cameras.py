@@ -13,7 +13,7 @@ built-in camera mount (0.5 m ahead, 0.1 m below the body origin), front_right "1
 back_center "4" 0.5 m behind looking back. While a standard camera keeps its mount and the
 vehicle's lens, it is drawn by the vehicle's own camera path (sim_bridge.sim.world.World.render,
 with its mount and Gimbal) exactly as before; a camera turned or moved by simSetCameraPose, the
-bottom camera and settings.json's named cameras are drawn by World.render_view in their full orientation.
+bottom camera and settings.json's named cameras are drawn by Cameras.render_view in their full orientation.
 """
 
 from __future__ import annotations

@@ -419,18 +419,6 @@ class World:
     ) -> bool:
         return self.truth.point_on_target_at(vehicle, target, u, v, vehicle_pose)
 
-    def render_view(
-        self,
-        name: str,
-        camera: CameraProfile,
-        eye_ned: np.ndarray,
-        rotation: np.ndarray,
-        depth: bool = False,
-        hide_vehicle: bool = True,
-    ) -> Render:
-        """A frame of a camera at `eye_ned` in any orientation (Cameras.render_view)."""
-        return self.cameras.render_view(self.vehicle(name), camera, eye_ned, rotation, depth, hide_vehicle)
-
     def ray_test(
         self, starts_ned: np.ndarray, ends_ned: np.ndarray, ignore_body: int = -1
     ) -> tuple[np.ndarray, np.ndarray]:
