@@ -32,7 +32,8 @@ FREE_BYTES = 300 * 1024  # left on the 2 MB filesystem when the flight starts: a
 
 @pytest.fixture(scope="module")
 def sim():
-    with sim_server("--scene", "residential") as port:
+    # a gimbal-stabilised camera: the onboard runtime projects its `go` points from a level one
+    with sim_server("--scene", "residential", "--camera-gimbal", "level") as port:
         yield port, airsim_client(port)
 
 

@@ -28,7 +28,8 @@ PAUSE_S = 4.0
 
 @pytest.fixture(scope="module")
 def sim():
-    with sim_server("--scene", "residential") as port:
+    # a gimbal-stabilised camera: the onboard runtime projects its `go` points from a level one
+    with sim_server("--scene", "residential", "--camera-gimbal", "level") as port:
         yield port, airsim_client(port)
 
 
