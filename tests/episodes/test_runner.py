@@ -67,7 +67,14 @@ def test_sigint_halfway_then_resume_loses_and_repeats_nothing(tmp_path: Path) ->
     out = tmp_path / "run"
     argv = dronecats_cmd("episodes", "run", str(suite_file), "--out", str(out), "--no-frames")
     proc = subprocess.Popen(
-        argv, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        argv,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl+C's default disposition in the child: a test run started as a shell's background job
+        # inherits SIGINT ignored, and the interrupt under test would never arrive.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 120
