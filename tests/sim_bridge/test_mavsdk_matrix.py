@@ -111,6 +111,19 @@ async def first(stream: Any) -> Any:
     raise AssertionError("stream ended")
 
 
+async def ready_health(drone: Any, timeout_s: float = 15.0) -> Any:
+    """The first health report that says armable with a global and a home position, as MAVSDK's own
+    examples wait for it: the first reports can come before the home position has been received."""
+
+    async def ready() -> Any:
+        async for health in drone.telemetry.health():
+            if health.is_armable and health.is_global_position_ok and health.is_home_position_ok:
+                return health
+        raise AssertionError("health stream ended")
+
+    return await asyncio.wait_for(ready(), timeout_s)
+
+
 async def check_geo(drone: Any) -> None:
     pos, home, gps = (
         await first(drone.telemetry.position()),
@@ -168,8 +181,7 @@ async def take_off_and_land(rig: Rig, drone: Any, altitude_m: float) -> None:
 
 def test_px4_matrix(rig: Rig) -> None:
     async def body(drone: Any) -> None:
-        health = await first(drone.telemetry.health())
-        assert health.is_armable and health.is_global_position_ok and health.is_home_position_ok, health
+        health = await ready_health(drone)
         assert health.is_gyrometer_calibration_ok and health.is_accelerometer_calibration_ok
         # the simulated pack as MAVSDK reads it (BATTERY_STATUS): full, 4 cells, idle draw only
         battery = await first(drone.telemetry.battery())
