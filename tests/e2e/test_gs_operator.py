@@ -83,7 +83,7 @@ def test_a_declaration_flood_is_one_row_per_drone_and_judgements_hit_the_row_aim
     table = log.table
     qtbot.keyClicks(window.instruction.text, "go to the red car")
     qtbot.keyClick(window.instruction.text, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: table.rowCount() == 4, timeout=30_000)
+    qtbot.waitUntil(lambda: table.rowCount() == 4, timeout=120_000)
     # the pointer rests on the table: rows keep their places while the flood goes on
     table.setAttribute(Qt.WidgetAttribute.WA_UnderMouse, True)
     rows_before = [(r.row, r.drone) for r in log.model.rows]
@@ -125,7 +125,7 @@ def test_a_declaration_flood_is_one_row_per_drone_and_judgements_hit_the_row_aim
     qtbot.mouseClick(reject, Qt.MouseButton.LeftButton)
     judged_t = aimed.latest.t_s
     qtbot.waitUntil(
-        lambda: window.findChild(QLabel, f"judged-{aimed.first.declaration_id}") is not None, timeout=15_000
+        lambda: window.findChild(QLabel, f"judged-{aimed.first.declaration_id}") is not None, timeout=60_000
     )
     verdict = window.findChild(QLabel, f"judged-{aimed.first.declaration_id}").text()
     assert verdict.startswith("REJECTED") and f"by {window.operator}" in verdict, verdict
@@ -140,7 +140,7 @@ def test_a_declaration_flood_is_one_row_per_drone_and_judgements_hit_the_row_aim
     ]
     assert not any(judged[d] for d in ("Drone1", "Drone2", "Drone4")), judged
     # Drone3 declares again: a new row at the bottom; the judged row and the others stay put
-    qtbot.waitUntil(lambda: table.rowCount() == 5, timeout=10_000)
+    qtbot.waitUntil(lambda: table.rowCount() == 5, timeout=60_000)
     assert log.model.rows[4].drone == "Drone3" and log.model.rows[4].pending
     assert [(r.row, r.drone) for r in log.model.rows[:4]] == rows_before
     assert log.title() == "Declarations — 4 pending"
@@ -159,12 +159,12 @@ def test_hold_pauses_the_commander_and_estop_acks_are_timed_on_arrival(
     # the commander (rule) orders every drone ...
     window.instruction.structure.setCurrentText("commander")
     qtbot.mouseClick(window.instruction.send, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: sum(o.state == "active" for o in fleet.state.orders) >= 4, timeout=30_000)
+    qtbot.waitUntil(lambda: sum(o.state == "active" for o in fleet.state.orders) >= 4, timeout=120_000)
     # ... until the operator holds the fleet: nothing more is sent, re-plans included
     qtbot.keyClick(window, Qt.Key.Key_H, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: "last ack" in window.safety.acks.text(), timeout=15_000)
+    qtbot.waitUntil(lambda: "last ack" in window.safety.acks.text(), timeout=60_000)
     assert fleet.orders_paused == "hold (all drones)"
-    qtbot.waitUntil(lambda: all(window.life[d].name == "hold" for d in fleet.drone_ids), timeout=10_000)
+    qtbot.waitUntil(lambda: all(window.life[d].name == "hold" for d in fleet.drone_ids), timeout=60_000)
     sent_before = {
         d: sum(e["event"] == "order" for e in events(sim.log_dir / d / "events.jsonl"))
         for d in fleet.drone_ids
@@ -184,14 +184,14 @@ def test_hold_pauses_the_commander_and_estop_acks_are_timed_on_arrival(
     drone1 = sim.drones["Drone1"].proc
     os.kill(drone1.pid, signal.SIGSTOP)
     try:
-        qtbot.waitUntil(lambda: window.life["Drone1"].name == "lost", timeout=10_000)
+        qtbot.waitUntil(lambda: window.life["Drone1"].name == "lost", timeout=60_000)
         assert any(a.drone == "Drone1" and "link lost" in a.text for a in window.alerts.alerts)
         # E-STOP ALL: the three that answer show their own ack times at once, Drone1 still pending
         sent_wall = time.time()
         qtbot.keyClick(window, Qt.Key.Key_Escape)
         others = ("Drone2", "Drone3", "Drone4")
         qtbot.waitUntil(
-            lambda: all("estop: ok" in window.tiles[d].full_ack_text() for d in others), timeout=5_000
+            lambda: all("estop: ok" in window.tiles[d].full_ack_text() for d in others), timeout=60_000
         )
         assert "Drone1 …" in window.safety.acks.text()
         assert "estop" not in fleet.state.drones["Drone1"].acks
@@ -203,7 +203,7 @@ def test_hold_pauses_the_commander_and_estop_acks_are_timed_on_arrival(
             assert abs(sent_wall + ack.latency_s - logged[-1]["wall_time"]) <= 0.05, (drone, ack)
     finally:
         os.kill(drone1.pid, signal.SIGCONT)
-    qtbot.waitUntil(lambda: "last ack" in window.safety.acks.text(), timeout=15_000)
+    qtbot.waitUntil(lambda: "last ack" in window.safety.acks.text(), timeout=60_000)
     session = [e for e in fleet.state.session_log if e["kind"] == "ack" and e.get("command") == "estop"]
     assert {e["drone"] for e in session if e["latency_s"] < 0.5} >= {"Drone2", "Drone3", "Drone4"}
 
@@ -213,7 +213,7 @@ def test_end_states_and_relaunch_from_the_tile(qtbot, declaring_fleet, window) -
 
     sim, fleet = declaring_fleet
     # e-stopped, every onboard process ends its run: "done" with the reason, not "link lost"
-    qtbot.waitUntil(lambda: all(window.life[d].name == "done" for d in fleet.drone_ids), timeout=30_000)
+    qtbot.waitUntil(lambda: all(window.life[d].name == "done" for d in fleet.drone_ids), timeout=120_000)
     tile = window.tiles["Drone2"]
     assert "estop" in window.life["Drone2"].detail and "done" in tile.header.text()
     assert tile.view.stale_text == "DONE" and tile.relaunch.isVisible()
@@ -242,12 +242,12 @@ def test_end_states_and_relaunch_from_the_tile(qtbot, declaring_fleet, window) -
     window.instruction.target.setCurrentText("Drone2")
     qtbot.mouseClick(window.instruction.send, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(
-        lambda: any(d.drone == "Drone2" for d in fleet.state.declarations[declared:]), timeout=30_000
+        lambda: any(d.drone == "Drone2" for d in fleet.state.declarations[declared:]), timeout=120_000
     )
     row = log.model.pending_for("Drone2")[-1]
-    qtbot.waitUntil(lambda: log.table.cellWidget(row.row, 6).isEnabled(), timeout=5_000)
+    qtbot.waitUntil(lambda: log.table.cellWidget(row.row, 6).isEnabled(), timeout=60_000)
     qtbot.mouseClick(log.button(row.row, True), Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: row.verdict == "accept", timeout=30_000)  # the ack, on a loaded machine
-    qtbot.waitUntil(lambda: window.life["Drone2"].name == "done", timeout=30_000)
+    qtbot.waitUntil(lambda: row.verdict == "accept", timeout=120_000)  # the ack, on a loaded machine
+    qtbot.waitUntil(lambda: window.life["Drone2"].name == "done", timeout=120_000)
     assert "link lost" not in tile.header.text() and tile.view.stale_text == "DONE"
     window.grab().save(str(sim.log_dir / "operator.png"))

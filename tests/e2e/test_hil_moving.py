@@ -25,6 +25,7 @@ pytest.importorskip("pybullet")
 
 SUITE = Path(__file__).resolve().parents[2] / "episodes" / "suites" / "single.json"
 TOLERANCE_M = 0.2
+MAX_LAG_S = 2.0  # real time: how far behind the route a loaded machine may place the target
 
 
 def track_record(route: list[tuple[float, float, float]] | None = None):
@@ -43,6 +44,14 @@ def reference(obj: SceneObject, t0_s: float):
 
     assert obj.path is not None and obj.speed_m_s is not None
     return MovingPath(np.asarray(obj.path, float), obj.speed_m_s, t0_s)
+
+
+def nearest_route_time(ref, where: np.ndarray, t0_s: float, t1_s: float) -> tuple[float, float]:
+    """The route's time in [t0_s, t1_s] (10 ms grid) whose position is nearest `where`, and how far."""
+    times_s = np.arange(t0_s, t1_s, 0.01)
+    distances_m = [float(np.linalg.norm(where - ref.at(t)[0])) for t in times_s]
+    best = int(np.argmin(distances_m))
+    return float(times_s[best]), distances_m[best]
 
 
 def object_xyz(client, name: str) -> np.ndarray:
@@ -127,16 +136,19 @@ def test_realtime_mover_follows_the_record_route() -> None:
             "Drone1",
         )
         movers.start()
-        errors = []
+        samples = []
         wall0 = time.monotonic()
         while time.monotonic() - wall0 < 3.0:
-            where = object_xyz(client, target.name)
-            now = vehicle.sim_time_s()
-            expected, _ = target.ref.at(now)
-            errors.append(float(np.linalg.norm(where - expected)))
+            samples.append((vehicle.sim_time_s(), object_xyz(client, target.name)))
             time.sleep(0.05)
         movers.stop()
         assert movers.error is None
-        assert max(errors) <= TOLERANCE_M, max(errors)
-        assert mover.updates >= 3.0 * 10 * 0.8  # ~10 Hz (a loaded machine may miss a few)
+        # Each sample is on the route, where the route was at most MAX_LAG_S before the sample (the
+        # mover places at ~10 Hz; a loaded machine delays a placement, it never puts it off the route),
+        # and never ahead of it.
+        for now_s, where in samples:
+            route_s, off_route_m = nearest_route_time(target.ref, where, target.t0_s, now_s + 0.5)
+            assert off_route_m <= TOLERANCE_M, (now_s, where, off_route_m)
+            assert -0.1 <= now_s - route_s <= MAX_LAG_S, (now_s, route_s)
+        assert mover.updates >= 3.0 * 10 * 0.5  # ~10 Hz (a loaded machine misses some)
         assert object_xyz(client, target.name)[0] > target.obj.pose[0] + 0.5  # it did drive (0.3 m/s)

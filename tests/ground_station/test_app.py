@@ -54,11 +54,11 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     window.instruction.structure.setCurrentText("commander")
     qtbot.keyClicks(window.instruction.text, "go to the red car")
     qtbot.mouseClick(window.instruction.send, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.orders.list.count() >= 3, timeout=30_000)
+    qtbot.waitUntil(lambda: window.orders.list.count() >= 3, timeout=120_000)
     assert "Drone1 ← “go to the red car" in window.orders.list.item(1).text()
     qtbot.waitUntil(
         lambda: all("order: “go to the red car" in t.info.text() for t in window.tiles.values()),
-        timeout=15_000,
+        timeout=60_000,
     )
 
     # back to one pilot per drone, for the whole fleet
@@ -67,7 +67,7 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     # the tile updates: a live frame, the model's go ringed on it, steps counted
     qtbot.waitUntil(lambda: tile.view.image is not None and tile.view.go_step is not None, timeout=60_000)
     assert "GO (" in tile.info.text()
-    qtbot.waitUntil(lambda: "instruction: ok" in tile.ack_label.text(), timeout=15_000)
+    qtbot.waitUntil(lambda: "instruction: ok" in tile.ack_label.text(), timeout=60_000)
 
     # a declaration appears in the log, with its frame and the simulator's distance
     table = window.declarations.table
@@ -77,7 +77,7 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     assert table.item(0, 3).text().endswith(" m")
     qtbot.waitUntil(
         lambda: table.cellWidget(0, 2).pixmap() is not None and not table.cellWidget(0, 2).pixmap().isNull(),
-        timeout=10_000,
+        timeout=60_000,
     )
 
     # judged by the operator: Reject goes to the drone, which logs it
@@ -85,7 +85,7 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     assert reject is not None
     qtbot.mouseClick(reject, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(
-        lambda: window.findChild(QLabel, f"judged-{declaration.declaration_id}") is not None, timeout=15_000
+        lambda: window.findChild(QLabel, f"judged-{declaration.declaration_id}") is not None, timeout=60_000
     )
     assert window.findChild(QLabel, f"judged-{declaration.declaration_id}").text().startswith("REJECTED\nby ")
     lines = (sim.log_dir / declaration.drone / "declarations.jsonl").read_text().splitlines()
@@ -100,17 +100,17 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
 
     # a per-drone safety button: only that drone is told, and its tile shows its ack
     qtbot.mouseClick(window.tiles["Drone2"].buttons["hold"], Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: "hold: ok" in window.tiles["Drone2"].ack_label.text(), timeout=15_000)
+    qtbot.waitUntil(lambda: "hold: ok" in window.tiles["Drone2"].ack_label.text(), timeout=60_000)
     assert "hold" not in window.tiles["Drone1"].ack_label.text()
 
     # Esc: fleet-wide e-stop; every drone acknowledges, on the bar and on its tile
     qtbot.keyClick(window, Qt.Key.Key_Escape)
-    qtbot.waitUntil(lambda: "last ack" in window.safety.acks.text(), timeout=15_000)
+    qtbot.waitUntil(lambda: "last ack" in window.safety.acks.text(), timeout=60_000)
     text = window.safety.acks.text()
     assert "Drone1 ✔" in text and "Drone2 ✔" in text, text
     assert all("estop: ok" in t.ack_label.text() for t in window.tiles.values())
-    qtbot.waitUntil(lambda: all("estop" in t.header.text() for t in window.tiles.values()), timeout=15_000)
+    qtbot.waitUntil(lambda: all("estop" in t.header.text() for t in window.tiles.values()), timeout=60_000)
     assert window.metrics.command_last_ack_s["estop"]
     # e-stopped, the onboard processes end: their runs are over ("done"), not "link lost"
-    qtbot.waitUntil(lambda: all(t.view.stale_text == "DONE" for t in window.tiles.values()), timeout=20_000)
+    qtbot.waitUntil(lambda: all(t.view.stale_text == "DONE" for t in window.tiles.values()), timeout=80_000)
     assert all(window.life[d].name == "done" for d in window.tiles)

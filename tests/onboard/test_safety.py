@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 
@@ -130,9 +131,18 @@ class SimFlight:
         end_s = self.now() + duration_s
         while self.now() < end_s - 1e-9:
             self.actuator.tick(self.now())
+            self._wait_for_landing_command()
             if each_tick is not None:
                 each_tick(self)
             self.world.advance(self.period_s)
+
+    @staticmethod
+    def _wait_for_landing_command() -> None:
+        # The actuator lands from a thread (landing blocks on some vehicles); in lock-step the tick's
+        # simulated instant is when it reaches the vehicle, however late a loaded machine runs it.
+        for thread in threading.enumerate():
+            if thread.name == "land":
+                thread.join(timeout=30.0)
 
     def pose(self) -> Pose:
         return self.world.vehicle_pose("Drone1")

@@ -302,11 +302,21 @@ def test_px4_datalink_failsafe_follows_the_ground_station_link(rig, tmp_path) ->
     time.sleep(1.0)
     vehicle.set_ground_link(False)  # the ground station's link drops: no more GCS heartbeats
     dropped_s = time.monotonic()
-    while "data link lost" not in emulator.failsafes and time.monotonic() - dropped_s < 5.0:
+    sent_at_drop = vehicle.link.gcs_heartbeats_sent
+    while "data link lost" not in emulator.failsafes and time.monotonic() - dropped_s < 15.0:
         time.sleep(0.05)
-    # COM_DL_LOSS_T (2 s) from the last GCS heartbeat, which went out up to 1 s before the drop
-    assert 1.0 <= time.monotonic() - dropped_s <= 2.5, emulator.failsafes
-    thread.join(30)
+    detected_s = time.monotonic()
+    assert "data link lost" in emulator.failsafes, emulator.failsafes
+    # No GCS heartbeat after the drop (one in flight may still arrive), and the failsafe no sooner than
+    # COM_DL_LOSS_T (2 s) after the last one the autopilot heard. How late it is seen depends on the
+    # load on this machine (the emulator checks at its telemetry rate), so the upper bound only catches
+    # a failsafe that did not come from the heartbeats' absence.
+    assert vehicle.link.gcs_heartbeats_sent == sent_at_drop
+    last_heartbeat_s = emulator.autopilot.last_gcs_heartbeat_s
+    assert last_heartbeat_s is not None and last_heartbeat_s <= dropped_s + 1.0, last_heartbeat_s - dropped_s
+    assert 2.0 <= detected_s - last_heartbeat_s <= 8.0, (detected_s - last_heartbeat_s, emulator.failsafes)
+    thread.join(120)
+    assert not thread.is_alive()
     assert emulator.mode_name == "AUTO.LAND"  # NAV_DLL_ACT = 3
     faults = vehicle_faults(tmp_path)
     assert faults and faults[0]["fault"] == "failsafe" and "AUTO.LAND" in faults[0]["why"], faults

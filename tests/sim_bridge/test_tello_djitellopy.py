@@ -242,8 +242,11 @@ def test_sdk30_tt_commands_and_960x720_video(drone) -> None:
         n0, t0 = len(emulator.video.sent), time.monotonic()
         time.sleep(2.0)
         fps = (len(emulator.video.sent) - n0) / (time.monotonic() - t0)
-        assert fps > 20, fps  # nominal 30 fps, whatever the renderer manages (frames repeat)
+        # nominal 30 fps, whatever the renderer manages (frames repeat); encoding 960x720 on a loaded
+        # 2-core machine may not keep up, so the measured rate only has to be clearly above "low"
+        assert emulator.video.fps == 30.0 and fps > 12, fps
         tello.set_video_fps(Tello.FPS_5)
+        assert emulator.video.fps == 5.0
         time.sleep(0.5)
         n0, t0 = len(emulator.video.sent), time.monotonic()
         time.sleep(2.0)
