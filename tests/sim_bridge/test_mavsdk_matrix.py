@@ -233,12 +233,17 @@ def test_px4_setpoint_loss(rig: Rig, expected_mode: str) -> None:
     rig.run(body)
     rig.kill_server()  # the companion dies: its setpoint stream stops mid-flight
     killed_s = time.monotonic()
-    deadline = killed_s + 5.0
+    deadline = killed_s + 15.0
     while rig.emu.mode_name == "OFFBOARD" and time.monotonic() < deadline:
         time.sleep(0.05)
-    reacted_s = time.monotonic() - killed_s
+    reacted_s = time.monotonic()
     assert rig.emu.mode_name == expected_mode, rig.emu.statustexts
-    assert 0.9 <= reacted_s < 1.6, reacted_s  # COM_OF_LOSS_T = 1 s after the last setpoint
+    # COM_OF_LOSS_T = 1 s after the last setpoint the autopilot heard: never sooner; how much later it
+    # is seen depends on the load on this machine, so the upper bound only catches a failsafe that did
+    # not come from the setpoints' absence
+    last_setpoint_s = rig.emu.autopilot.last_setpoint_s
+    assert last_setpoint_s is not None and last_setpoint_s <= killed_s + 0.5
+    assert 1.0 <= reacted_s - last_setpoint_s < 6.0, reacted_s - last_setpoint_s
     assert rig.emu.failsafes and "offboard signal lost" in rig.emu.failsafes[0]
     x0, _ = rig.xy()
     time.sleep(2.0)

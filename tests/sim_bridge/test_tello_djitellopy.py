@@ -159,7 +159,7 @@ def test_long_manoeuvre_is_answered_when_it_ends(drone) -> None:
     tello.send_control_command("forward 80", timeout=15)
     took_s = time.monotonic() - t0
     assert world.vehicle_pose("Drone1").x_m - x0 == pytest.approx(0.8, abs=0.1)
-    assert 6.6 <= took_s <= 12.0, took_s  # (the emulator used to cut every manoeuvre at 6.5 s)
+    assert 6.6 <= took_s < 15.0, took_s  # (the emulator used to cut every manoeuvre at 6.5 s)
     tello.land()
 
 
