@@ -81,7 +81,7 @@ def standard_pressure_pa(altitude_m: float) -> float:
 def pressure_altitude_m(pressure_pa: float) -> float:
     """BarometerSimple's altimeter formula (https://en.wikipedia.org/wiki/Pressure_altitude): the altitude
     the barometer reports for a pressure. It is not the exact inverse of standard_pressure_pa (AirSim's
-    own mismatch: about 7 cm low at 122 m)."""
+    own mismatch: about 5 cm low at 122 m)."""
     return (1.0 - (max(pressure_pa, 0.0) / SEA_LEVEL_PRESSURE_PA) ** ALTIMETER_EXPONENT) * ALTIMETER_SCALE_M
 
 

@@ -111,7 +111,7 @@ def test_imu_barometer_gps_from_the_state(client) -> None:
     true_altitude = home.altitude - pose.position.z_val
     # the standard atmosphere (the usual barometric formula) at that altitude
     assert baro.pressure == pytest.approx(101325.0 * (1 - 2.25577e-5 * true_altitude) ** 5.25588, rel=1e-4)
-    # the altitude is BarometerSimple's altimeter formula of that pressure: AirSim's, ~7 cm low here
+    # the altitude is BarometerSimple's altimeter formula of that pressure: AirSim's, ~5 cm low here
     altimeter = (1 - (baro.pressure / 101325.0) ** 0.190284) * 145366.45 * 0.3048
     assert baro.altitude == pytest.approx(altimeter, abs=1e-6)
     assert baro.altitude == pytest.approx(true_altitude, abs=0.1)
