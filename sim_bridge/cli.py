@@ -83,7 +83,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--paused", action="store_true", help="start paused (advance with simContinueForTime)"
     )
     parser.add_argument("--camera", default="sim", help="camera profile name or YAML file (default: sim)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the scene's random layout (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the scene's random layout and of the sensor noise (default 0)",
+    )
+    parser.add_argument(
+        "--sensor-noise",
+        choices=("airsim", "off"),
+        default="airsim",
+        help="airsim: the IMU, barometer, magnetometer, GPS and distance sensors have AirSim's noise models "
+        "(settings.json's sensor parameters; seeded by --seed); off: ideal sensors, each reading the true "
+        "value at the instant asked (no noise, bias, drift, latency; the GPS converged), for tests "
+        "(default airsim)",
+    )
     parser.add_argument(
         "--render-workers",
         type=non_negative_int,
@@ -225,6 +239,7 @@ def _world_and_api(args: argparse.Namespace, read_episode: EpisodeReader | None)
             api: AirSimApi = StrictAirSimApi(world)
         else:
             api = AirSimApi(world)
+        api.sensors.set_noise(getattr(args, "sensor_noise", "airsim") != "off")
         if args.settings:  # the vehicles' sensors and cameras (the world took their poses)
             from sim_bridge.settings_sections import read_external_cameras, read_sections
 

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 SETTINGS_VERSION = 1.2
 KNOWN_TOP = {"SettingsVersion", "SimMode", "ClockSpeed", "Vehicles", "SeeDocsAt", "ApiServerPort"}
-KNOWN_TOP |= {"ExternalCameras"}  # read by settings_sections
+KNOWN_TOP |= {"ExternalCameras", "DefaultSensors"}  # read by settings_sections
 KNOWN_VEHICLE = {
     "VehicleType",
     "X",

@@ -5,11 +5,13 @@ takes what the AirSim RPC methods then serve (AirSim's AirLib/include/common/Air
 
 - `Vehicles.NAME.Sensors.SENSOR`: `SensorType` (1 barometer, 2 IMU, 3 GPS, 4 magnetometer,
   5 distance, 6 lidar) and `Enabled` (default false: a disabled sensor does not exist, as AirSim's
-  sensor factory skips it). Lidars (type 6) are built with their parameters (sim_bridge.sim.lidar).
-  IMU, barometer, magnetometer and GPS entries name those sensors (getImuData("MyImu")) and keep the
-  built-in default models; their parameter keys are reported as not applied.
-  Distance sensors (type 5) likewise (sim_bridge.rpc.distance).
+  sensor factory skips it), then the type's own keys: lidars (sim_bridge.sim.lidar), distance sensors
+  (sim_bridge.sim.distance), IMU, barometer, magnetometer and GPS noise models
+  (sim_bridge.sim.sensor_params: AngularRandomWalk, PressureFactorSigma, NoiseSigma, EphInitial, ...).
   Sensor names are served in name order (AirSim keeps them in a std::map: "" picks the first).
+- `DefaultSensors.SENSOR`: the same entries, for every vehicle; where present they replace AirSim's
+  built-in defaults (a multirotor's imu, magnetometer, gps and barometer; none in ComputerVision).
+  A vehicle gets each default whose type its own Sensors do not list (AirSimSettings::loadSensorSettings).
 - `Vehicles.NAME.Cameras.CAMERA`: `CaptureSettings` [{ImageType, Width, Height, FOV_Degrees}], the
   mount `X`, `Y`, `Z` (body FRD metres) and `Pitch`, `Roll`, `Yaw` (degrees); a camera named like one
   of AirSim's standard cameras configures that one, any other name adds a camera.
@@ -34,13 +36,16 @@ from sim_bridge.sim.distance import SETTINGS_KEYS as DISTANCE_KEYS
 from sim_bridge.sim.distance import DistanceParams, distance_params
 from sim_bridge.sim.lidar import SETTINGS_KEYS as LIDAR_KEYS
 from sim_bridge.sim.lidar import LidarParams, lidar_params
+from sim_bridge.sim.sensor_params import KEYS as MODEL_KEYS
+from sim_bridge.sim.sensor_params import SensorParams, sensor_params
 
 log = logging.getLogger(__name__)
 
 SENSOR_TYPES = {1: "barometer", 2: "imu", 3: "gps", 4: "magnetometer", 5: "distance", 6: "lidar"}
 LIDAR_TYPE, DISTANCE_TYPE = 6, 5
-# AirSimSettings' default multirotor sensors (createDefaultSensorSettings)
+# AirSimSettings' default multirotor sensors (createDefaultSensorSettings): name -> type
 DEFAULT_SENSOR_NAMES = {"imu": "imu", "magnetometer": "magnetometer", "gps": "gps", "barometer": "barometer"}
+NO_DEFAULT_SENSORS_MODES = {"ComputerVision"}
 CAMERA_KEYS = {"CaptureSettings", "X", "Y", "Z", "Pitch", "Roll", "Yaw", "NoiseSettings", "Gimbal"}
 CAPTURE_KEYS = {"ImageType", "Width", "Height", "FOV_Degrees"}
 # CaptureSettings keys about the look of Unreal's post-processing: they have no meaning for these
@@ -82,6 +87,11 @@ class VehicleSections:
     distance_sensors: list[DistanceParams] = field(default_factory=list)
     sensors: dict[str, str] = field(default_factory=dict)  # name -> type (defaults included)
     cameras: dict[str, CameraSetting] = field(default_factory=dict)
+    sensor_params: dict[str, SensorParams] = field(default_factory=dict)  # IMU/baro/mag/GPS by name
+
+
+# one Sensors entry: its type, whether enabled, and its parsed parameters (enabled ones)
+_Entry = tuple[str, bool, "LidarParams | DistanceParams | SensorParams | None"]
 
 
 def _finite(where: str, value: Any) -> float:
@@ -117,25 +127,60 @@ def sections_of(data: dict[str, Any], default_vehicle: str, source: str) -> dict
     vehicles = data.get("Vehicles") or {default_vehicle: {}}
     if not isinstance(vehicles, dict):
         raise ConfigError(f"settings {source}: Vehicles must be an object")
+    if "DefaultSensors" in data:
+        defaults = _sensor_entries(data["DefaultSensors"], f"{source}: DefaultSensors", "DefaultSensors")
+    elif data.get("SimMode", "Multirotor") in NO_DEFAULT_SENSORS_MODES:
+        defaults = {}
+    else:
+        defaults = {name: (kind, True, None) for name, kind in DEFAULT_SENSOR_NAMES.items()}
     out = {}
     for name, v in vehicles.items():
         if not isinstance(v, dict):
             raise ConfigError(f"settings {source}: Vehicles.{name} must be an object")
         where = f"{source}: Vehicles.{name}"
-        lidars, distances, sensors = _sensors(v.get("Sensors") or {}, where)
-        out[str(name)] = VehicleSections(lidars, distances, sensors, _cameras(v.get("Cameras") or {}, where))
+        lidars, distances, sensors, params = _vehicle_sensors(
+            _sensor_entries(v.get("Sensors") or {}, where), defaults
+        )
+        out[str(name)] = VehicleSections(
+            lidars, distances, sensors, _cameras(v.get("Cameras") or {}, where), params
+        )
     return out
 
 
-def _sensors(data: Any, where: str) -> tuple[list[LidarParams], list[DistanceParams], dict[str, str]]:
+def _vehicle_sensors(
+    own: dict[str, _Entry], defaults: dict[str, _Entry]
+) -> tuple[list[LidarParams], list[DistanceParams], dict[str, str], dict[str, SensorParams]]:
+    """A vehicle's enabled sensors: its own, then each default whose type its own do not list
+    (disabled entries count: AirSim's present-type bitmask)."""
+    present = {kind for kind, _, _ in own.values()}
+    merged = dict(own)
+    for name, entry in defaults.items():
+        if entry[0] not in present:
+            merged.setdefault(name, entry)
+    lidars, distances, sensors, params = [], [], {}, {}
+    for name in sorted(merged):
+        kind, enabled, parsed = merged[name]
+        if not enabled:
+            continue
+        sensors[name] = kind
+        if isinstance(parsed, LidarParams):
+            lidars.append(parsed)
+        elif isinstance(parsed, DistanceParams):
+            distances.append(parsed)
+        elif parsed is not None:
+            params[name] = parsed
+    return lidars, distances, sensors, params
+
+
+def _sensor_entries(data: Any, where: str, key: str = "Sensors") -> dict[str, _Entry]:
     if not isinstance(data, dict):
-        raise ConfigError(f"settings {where}.Sensors must be an object of name -> sensor")
-    lidars = []
-    distances = []
-    named: dict[str, str] = {}
+        raise ConfigError(
+            f"settings {where}{'.Sensors' if key == 'Sensors' else ''} must be an object of name -> sensor"
+        )
+    entries: dict[str, _Entry] = {}
     for name in sorted(data):
         s = data[name]
-        w = f"{where}.Sensors.{name}"
+        w = f"{where}.Sensors.{name}" if key == "Sensors" else f"{where}.{name}"
         if not isinstance(s, dict):
             raise ConfigError(f"settings {w} must be an object")
         kind = s.get("SensorType")
@@ -147,13 +192,13 @@ def _sensors(data: Any, where: str) -> tuple[list[LidarParams], list[DistancePar
         if not isinstance(enabled, bool):
             raise ConfigError(f"settings {w}.Enabled {enabled!r}: true or false")
         present_type = SENSOR_TYPES[kind]
-        named[str(name)] = present_type if enabled else ""
+        parsed: LidarParams | DistanceParams | SensorParams | None = None
         if kind == LIDAR_TYPE:
             unknown = set(s) - LIDAR_KEYS
             if unknown:
                 log.warning("settings %s: ignoring %s (not lidar settings)", w, sorted(unknown))
             if enabled:
-                lidars.append(lidar_params(str(name), s, w))
+                parsed = lidar_params(str(name), s, w)
         elif kind == DISTANCE_TYPE:
             if set(s) - DISTANCE_KEYS:
                 log.warning(
@@ -162,21 +207,13 @@ def _sensors(data: Any, where: str) -> tuple[list[LidarParams], list[DistancePar
                     sorted(set(s) - DISTANCE_KEYS),
                 )
             if enabled:
-                distances.append(distance_params(str(name), s, w))
-        elif set(s) - {"SensorType", "Enabled"}:
-            log.warning(
-                "settings %s: the built-in %s model keeps its default parameters; not applied: %s",
-                w,
-                present_type,
-                sorted(set(s) - {"SensorType", "Enabled"}),
-            )
-    # AirSim adds each default sensor whose type the vehicle's Sensors do not name (loadSensorSettings)
-    present = set(SENSOR_TYPES[data[n]["SensorType"]] for n in data)
-    sensors = {n: t for n, t in named.items() if t}
-    for kind, name in DEFAULT_SENSOR_NAMES.items():
-        if kind not in present:
-            sensors.setdefault(name, kind)
-    return lidars, distances, sensors
+                parsed = distance_params(str(name), s, w)
+        elif present_type in MODEL_KEYS:
+            # validated (and unknown keys reported) whether enabled or not; used when enabled
+            params = sensor_params(present_type, s, w)
+            parsed = params if enabled else None
+        entries[str(name)] = (present_type, enabled, parsed)
+    return entries
 
 
 def _cameras(data: Any, where: str, key: str = "Cameras") -> dict[str, CameraSetting]:

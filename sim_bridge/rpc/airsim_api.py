@@ -44,8 +44,9 @@ from sim_bridge.rpc.image_types import (
 )
 from sim_bridge.rpc.lidar import LidarService
 from sim_bridge.rpc.manual import ManualFlight
+from sim_bridge.rpc.sensors import SensorService
 from sim_bridge.rpc.server import release_order
-from sim_bridge.rpc.wire import NAN_POSE, parse_pose, parse_vec3, pose_msg, quat_yaw, vec3
+from sim_bridge.rpc.wire import NAN_POSE, parse_pose, parse_vec3, pose_msg, vec3
 from sim_bridge.settings import MULTIROTOR_TYPES
 from sim_bridge.settings_sections import CameraSetting, VehicleSections
 from sim_bridge.sim.camera import Render, projection_matrix
@@ -77,8 +78,6 @@ SIDE_CAMERAS = {
 HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M = 47.641468, -122.140165, 122.0
 EARTH_RADIUS_M = 6378137.0
 WAIT_WALL_S = 24 * 3600.0  # a motion RPC waits for simulation time, which may be paused for long
-# AirSim's default multirotor sensors (AirSimSettings' defaults): type -> its name; "" picks the first
-DEFAULT_SENSORS = {"IMU": "imu", "barometer": "barometer", "magnetometer": "magnetometer", "gps": "gps"}
 DISTORTION_PARAMS = ("K1", "K2", "K3", "P1", "P2")  # APIPCamera's, in getDistortionParams' order
 SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
 MIN_CLIENT_VERSION = 1
@@ -103,7 +102,7 @@ def _yaw_mode(d: Any) -> YawMode:
     return YawMode(bool(d.get("is_rate", True)), float(d.get("yaw_or_rate", 0.0)))
 
 
-NOT_HANDLERS = ("world", "frames", "effects", "extensions", "stock_table", "table")
+NOT_HANDLERS = ("world", "frames", "effects", "extensions", "sensors", "stock_table", "table")
 
 
 class AirSimApi(AttitudeApi):
@@ -120,8 +119,9 @@ class AirSimApi(AttitudeApi):
         self._lidars = LidarService(world)
         self._manual = ManualFlight(world)
         self._cameras = CameraRig(world)
-        self._distance = DistanceService(world)
-        self._sensor_names: dict[str, dict[str, str]] = {}  # vehicle -> sensor name -> type (settings)
+        # IMU, barometer, magnetometer, GPS and the distance sensors' noise (rpc/sensors.py)
+        self.sensors = SensorService(world, lambda x, y, z: self._geo(Pose(x, y, z, 0.0)))
+        self._distance = DistanceService(world, self.sensors)
 
     def apply_settings(
         self, sections: dict[str, VehicleSections], external_cameras: dict[str, CameraSetting] | None = None
@@ -134,7 +134,7 @@ class AirSimApi(AttitudeApi):
             self._lidars.configure(vehicle, sec.lidars)
             self._cameras.configure(vehicle, sec.cameras)
             self._distance.configure(vehicle, sec.distance_sensors)
-            self._sensor_names[vehicle] = dict(sec.sensors)
+            self.sensors.configure(vehicle, sec.sensors, sec.sensor_params)
 
     # ---------------------------------------------------------------- helpers
     def _slot(self, vehicle_name: str) -> Any:
@@ -215,6 +215,7 @@ class AirSimApi(AttitudeApi):
                 slot.model.landed = True
                 slot.model.battery.replace()  # the initial state: a freshly charged pack
         self._lidars.reset()  # AirSim's reset resets the sensors
+        self.sensors.reset()
 
     def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
         """A multirotor at `pose` (world NED), as AirSim's addVehicle: False for a type it cannot
@@ -475,46 +476,17 @@ class AirSimApi(AttitudeApi):
         )
 
     # ---------------------------------------------------------------- sensors (see sensors.py)
-    def _sensor(self, kind: str, sensor_name: str, vehicle_name: str | None = None) -> None:
-        name = str(sensor_name)
-        named = (
-            self._sensor_names.get(self._slot(vehicle_name).model.name) if vehicle_name is not None else None
-        )
-        if named is not None:  # the vehicle's settings.json Sensors (with AirSim's defaults added)
-            kind_of = DEFAULT_SENSORS[kind]  # "IMU" -> "imu" ...: the default name is the type's
-            if (name == "" and kind_of in named.values()) or named.get(name) == kind_of:
-                return
-            raise VehicleError(f"No {kind} with name {name} exist on vehicle")
-        if name not in ("", DEFAULT_SENSORS[kind]):
-            # VehicleApiBase's answer for a sensor the vehicle's settings do not define
-            raise VehicleError(f"No {kind} with name {name} exist on vehicle")
-
     def getImuData(self, imu_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("IMU", imu_name, vehicle_name)
-        with self.world.lock:
-            m = self._slot(vehicle_name).model
-            yaw, rate, accel = m.yaw_deg, m.yaw_rate_deg_s, m.accel_ned.copy()
-        return sensors.imu_msg(self._time_ns(), quat_yaw(yaw), yaw, rate, accel)
+        return self.sensors.imu(imu_name, vehicle_name)
 
     def getBarometerData(self, barometer_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("barometer", barometer_name, vehicle_name)
-        with self.world.lock:
-            pose = self._slot(vehicle_name).model.pose()
-        return sensors.barometer_msg(self._time_ns(), self._geo(pose)["altitude"])
+        return self.sensors.barometer(barometer_name, vehicle_name)
 
     def getMagnetometerData(self, magnetometer_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("magnetometer", magnetometer_name, vehicle_name)
-        with self.world.lock:
-            m = self._slot(vehicle_name).model
-            yaw, home = m.yaw_deg, self._geo(m.spawn)
-        return sensors.magnetometer_msg(self._time_ns(), home, yaw)
+        return self.sensors.magnetometer(magnetometer_name, vehicle_name)
 
     def getGpsData(self, gps_name: str, vehicle_name: str) -> dict[str, Any]:
-        self._sensor("gps", gps_name, vehicle_name)
-        with self.world.lock:
-            m = self._slot(vehicle_name).model
-            pose, v = m.pose(), m.velocity_ned.copy()
-        return sensors.gps_msg(self._time_ns(), self._geo(pose), v)
+        return self.sensors.gps(gps_name, vehicle_name)
 
     def getDistanceSensorData(self, distance_sensor_name: str, vehicle_name: str) -> dict[str, Any]:
         # AirSim's default multirotor has none; settings.json's Sensors may add some (rpc/distance.py)

@@ -5,16 +5,15 @@ and AirSim's Unreal sensor (UnrealDistanceSensor::getRayLength): a ray from the 
 settings X/Y/Z and Roll/Pitch/Yaw on the body) along its front (+X), `MaxDistance` long (default
 40 m, `MinDistance` 0.2 m); the distance is the first hit's, else MaxDistance. The answer is
 RpcLibAdaptorsBase::DistanceSensorData {time_stamp, distance, min_distance, max_distance,
-relative_pose (the sensor's pose on the body)}. AirSim adds Gaussian noise of 0.2 m sigma; this
-simulator's sensors are noise-free (rpc/sensors.py), so a reading is the true distance. The reading
-is taken when asked (AirSim's sensor updates at 50 Hz). The vehicle's own body and the ground plane
-are seen as in sim_bridge.sim.lidar.
+relative_pose (the sensor's pose on the body)}. DistanceSimple's noise: Gaussian of 0.2 m sigma per
+50 Hz update (sim_bridge.sim.sensor_models.DistanceNoiseModel; none with `--sensor-noise off`). The ray
+is cast when asked. The vehicle's own body and the ground plane are seen as in sim_bridge.sim.lidar.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,12 +23,16 @@ from sim_bridge.sim.distance import DistanceParams
 from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_pry_deg
 from sim_bridge.sim.world import World
 
+if TYPE_CHECKING:
+    from sim_bridge.rpc.sensors import SensorService
+
 
 class DistanceService:
     """The distance sensors of every vehicle; none by default (AirSim's multirotor has none)."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, sensors: SensorService | None = None) -> None:
         self.world = world
+        self._noise = sensors  # None: noise-free
         self._sensors: dict[str, dict[str, DistanceParams]] = {}
         self._lock = threading.Lock()
 
@@ -60,9 +63,16 @@ class DistanceService:
             distance = min(distance, -float(start[2]) / float(front[2]))
         qw, qx, qy, qz = quat_from_rotation(rel)
         x, y, z = params.position_frd_m
+        shown = (
+            (now, distance)
+            if self._noise is None
+            else self._noise.distance_reading(slot.model.name, params.name, distance, now)
+        )
+        if shown is None:  # before the sensor's first update: AirSim's default output
+            shown = (0.0, 0.0)
         return {
-            "time_stamp": round(now * 1e9),
-            "distance": distance,
+            "time_stamp": round(shown[0] * 1e9),
+            "distance": shown[1],
             "min_distance": params.min_distance_m,
             "max_distance": params.max_distance_m,
             "relative_pose": {

@@ -1,122 +1,250 @@
-"""AirSim's default multirotor sensors (IMU, barometer, magnetometer, GPS) read off the simulated state.
+"""getImuData, getBarometerData, getMagnetometerData, getGpsData: each vehicle's sensors and their messages.
 
 Message shapes are AirLib's RpcLibAdaptorsBase ImuData, BarometerData, MagnetometerData and GpsData
-(the airsim client's attribute names). The physical models are AirLib's (noise-free: the built-in
-simulator adds none of AirSim's default sensor noise, drift or GPS convergence, so a reading is the
-true value of what the sensor measures):
-- IMU: the body orientation, body-frame angular velocity, and the specific force in the body frame
-  (acceleration minus gravity, so a drone at rest reads z = -9.81 m/s^2, as AirSim's does);
-- barometer: the geodetic altitude, the pressure of the standard atmosphere at it (troposphere
-  formula, valid below 11 km) and AirSim's default QNH of 1013.25 hPa;
-- magnetometer: AirSim's dipole model of the Earth's field at the vehicle's home geo point (its
-  default reference, computed once), rotated into the body frame, in gauss;
-- GPS: the geodetic position and NED velocity with a 3D fix and AirSim's converged accuracies
-  (eph = epv = 0.1 m), time_utc in microseconds of simulation time.
+(the airsim client's attribute names); the models, with AirSim's default noise and settings.json's
+parameters, are sim_bridge.sim.sensor_models. Time stamps are nanoseconds of simulation time (GPS
+time_utc microseconds of it).
+
+A vehicle's sensors are AirSim's: IMU "imu", magnetometer "magnetometer", GPS "gps" and barometer
+"barometer" unless settings.json's Sensors (or DefaultSensors) name others (sim_bridge.settings_sections);
+"" picks the first of the type in name order, an unknown name answers VehicleApiBase's
+"No IMU with name NAME exist on vehicle". Noise is on by default and seeded by the simulator's seed
+(`dronecats sim --seed`); `dronecats sim --sensor-noise off` (set_noise(False)) makes every sensor
+ideal: the true value at the read instant. A reset (AirSim's `reset`) resets the sensors: the GPS
+converges again, the IMU's biases start from zero, the noise streams restart.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-GRAVITY_M_S2 = 9.80665
-AIR_GAS_CONSTANT_J_KG_K = 287.05
-SEA_LEVEL_PRESSURE_PA = 101325.0
-QNH_HPA = 1013.25  # AirSim's BarometerSimpleParams default
-EARTH_RADIUS_M = 6378137.0
-GEOPOTENTIAL_RADIUS_KM = 6356.766
-MAG_POLE_LAT_DEG, MAG_POLE_LON_DEG = 80.31, -72.62  # AirLib EarthUtils' magnetic pole
-MEAN_MAG_FIELD_T = 3.12e-5
-GPS_EPH_M = GPS_EPV_M = 0.1  # AirSim's GpsSimpleParams eph_final / epv_final
-GNSS_FIX_3D = 3
+from common.errors import VehicleError
+from sim_bridge.sim.attitude import body_rotation_ned, euler_to_quaternion
+from sim_bridge.sim.earth import (
+    AIR_GAS_CONSTANT_J_KG_K,
+    GRAVITY_M_S2,
+    TESLA_TO_GAUSS,
+    mag_field_ned_t,
+    standard_atmosphere,
+    standard_pressure_pa,
+)
+from sim_bridge.sim.sensor_models import (
+    BarometerModel,
+    DistanceNoiseModel,
+    GpsModel,
+    ImuModel,
+    MagnetometerModel,
+    Truth,
+)
+from sim_bridge.sim.sensor_params import (
+    DEFAULTS,
+    BarometerParams,
+    GpsParams,
+    ImuParams,
+    MagnetometerParams,
+    SensorParams,
+)
 
-
-def standard_atmosphere(altitude_m: float) -> tuple[float, float]:
-    """(pressure Pa, temperature K) of the 1976 standard atmosphere at a geometric altitude (below 11 km)."""
-    h_km = GEOPOTENTIAL_RADIUS_KM * (altitude_m / 1000.0) / (GEOPOTENTIAL_RADIUS_KM + altitude_m / 1000.0)
-    temperature_k = 288.15 - 6.5 * h_km
-    return SEA_LEVEL_PRESSURE_PA * (288.15 / temperature_k) ** -5.255877, temperature_k
-
-
-def standard_pressure_pa(altitude_m: float) -> float:
-    return standard_atmosphere(altitude_m)[0]
-
-
-def dipole_field_ned_t(lat_deg: float, lon_deg: float, alt_m: float) -> np.ndarray:
-    """The Earth's field (tesla, NED) of a centred dipole, as AirLib's EarthUtils::getMagField."""
-    lat, lon = math.radians(lat_deg), math.radians(lon_deg)
-    pole_lat, pole_lon = math.radians(MAG_POLE_LAT_DEG), math.radians(MAG_POLE_LON_DEG)
-    mag_colat = math.acos(
-        math.sin(lat) * math.sin(pole_lat) + math.cos(lat) * math.cos(pole_lat) * math.cos(lon - pole_lon)
-    )
-    b = (
-        MEAN_MAG_FIELD_T
-        * (EARTH_RADIUS_M / (alt_m + EARTH_RADIUS_M)) ** 3
-        * math.sqrt(1 + 3 * math.cos(mag_colat) ** 2)
-    )
-    dec_factor = math.cos(pole_lat) * math.sin(lon - pole_lon) / math.sin(mag_colat)
-    dec_factor = max(-1.0, min(1.0, dec_factor))
-    if math.cos(mag_colat) > math.sin(pole_lat) * math.sin(lat):
-        declination = math.asin(dec_factor)
-    else:
-        declination = math.pi - math.asin(dec_factor)
-    inclination = math.atan(math.tan(math.pi / 2 - mag_colat) * 2)
-    h = b * math.cos(inclination)
-    return np.array([h * math.cos(declination), h * math.sin(declination), b * math.sin(inclination)])
-
-
-def body_from_ned(yaw_deg: float, v_ned: np.ndarray) -> np.ndarray:
-    """A world NED vector in the body frame of a level vehicle at this yaw."""
-    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-    return np.array([c * v_ned[0] + s * v_ned[1], -s * v_ned[0] + c * v_ned[1], v_ned[2]])
+# AirSim's default multirotor sensors (AirSimSettings::createDefaultSensorSettings): name -> type
+DEFAULT_SENSORS = {"imu": "imu", "magnetometer": "magnetometer", "gps": "gps", "barometer": "barometer"}
+LABELS = {"imu": "IMU", "barometer": "barometer", "magnetometer": "magnetometer", "gps": "gps"}
+GeoFn = Callable[[float, float, float], dict[str, float]]  # world NED -> GeoPoint message
+Model = ImuModel | BarometerModel | MagnetometerModel | GpsModel | DistanceNoiseModel
 
 
 def _vec3(v: Any) -> dict[str, float]:
     return {"x_val": float(v[0]), "y_val": float(v[1]), "z_val": float(v[2])}
 
 
-def imu_msg(
-    time_ns: int, orientation: dict[str, float], yaw_deg: float, yaw_rate_deg_s: float, accel_ned: np.ndarray
-) -> dict[str, Any]:
-    specific_force = np.asarray(accel_ned, float) - np.array([0.0, 0.0, GRAVITY_M_S2])
-    return {
-        "time_stamp": time_ns,
-        "orientation": orientation,
-        "angular_velocity": _vec3((0.0, 0.0, math.radians(yaw_rate_deg_s))),
-        "linear_acceleration": _vec3(body_from_ned(yaw_deg, specific_force)),
-    }
+def _ns(time_s: float) -> int:
+    return round(time_s * 1e9)
 
 
-def barometer_msg(time_ns: int, altitude_m: float) -> dict[str, Any]:
-    return {
-        "time_stamp": time_ns,
-        "altitude": float(altitude_m),
-        "pressure": standard_pressure_pa(altitude_m),
-        "qnh": QNH_HPA,
-    }
+class SensorService:
+    """Every vehicle's IMU, barometer, magnetometer and GPS, and the distance sensors' noise."""
+
+    def __init__(self, world: Any, geo: GeoFn) -> None:
+        self.world = world
+        self._geo = geo
+        self.noise = True
+        self._names: dict[str, dict[str, str]] = {}  # vehicle -> sensor name -> type (settings)
+        self._params: dict[str, dict[str, SensorParams]] = {}
+        self._models: dict[tuple[str, str], Model] = {}
+        self._lock = threading.Lock()
+        self._reset_s = world.clock.now()
+        self._vehicles_at_reset = set(world.vehicles)
+
+    # ------------------------------------------------------------ configuration
+    def set_noise(self, enabled: bool) -> None:
+        """False: ideal sensors (the true value at the read instant); True: AirSim's noise models."""
+        self.noise = bool(enabled)
+
+    def configure(self, vehicle: str, sensors: dict[str, str], params: dict[str, SensorParams]) -> None:
+        """settings.json's sensors of a vehicle: name -> type (AirSim's defaults included) and the
+        parameters of those that set any."""
+        with self._lock:
+            self._names[vehicle] = dict(sensors)
+            self._params[vehicle] = dict(params)
+            for key in [k for k in self._models if k[0] == vehicle]:
+                del self._models[key]
+
+    def reset(self) -> None:
+        with self._lock:
+            self._reset_s = self.world.clock.now()
+            self._vehicles_at_reset = set(self.world.vehicles)
+            for model in self._models.values():
+                model.reset(self._reset_s)
+
+    # ------------------------------------------------------------ lookup
+    def _resolve(self, kind: str, sensor_name: str, vehicle: str) -> str:
+        """The sensor's name (VehicleApiBase::findSensorByName: "" is the first of its type)."""
+        name = str(sensor_name)
+        named = self._names.get(vehicle, DEFAULT_SENSORS)
+        of_kind = sorted(n for n, t in named.items() if t == kind)
+        if name == "" and of_kind:
+            return of_kind[0]
+        if name in of_kind:
+            return name
+        raise VehicleError(f"No {LABELS[kind]} with name {name} exist on vehicle")
+
+    def _model(self, vehicle: str, name: str, kind: str, now_s: float) -> Any:
+        key = (vehicle, name if kind != "distance" else "distance:" + name)
+        model = self._models.get(key)
+        if model is None:
+            seed = int(getattr(self.world, "seed", 0))
+            params = self._params.get(vehicle, {}).get(name, DEFAULTS.get(kind))
+            if kind == "imu":
+                assert isinstance(params, ImuParams)
+                model = ImuModel(params, seed, vehicle, name, float(self.world.loop.tick_s))
+            elif kind == "barometer":
+                assert isinstance(params, BarometerParams)
+                model = BarometerModel(params, seed, vehicle, name)
+            elif kind == "magnetometer":
+                assert isinstance(params, MagnetometerParams)
+                model = MagnetometerModel(params, seed, vehicle, name)
+            elif kind == "gps":
+                assert isinstance(params, GpsParams)
+                model = GpsModel(params)
+            else:
+                model = DistanceNoiseModel(seed, vehicle, name)
+            # a vehicle the last reset knew started its sensors then; one added since (simAddVehicle)
+            # starts them at its first reading
+            model.reset(self._reset_s if vehicle in self._vehicles_at_reset else now_s)
+            self._models[key] = model
+        return model
+
+    def _truth(self, vehicle_name: str) -> tuple[str, Truth, float, tuple[float, float, float, float]]:
+        """(vehicle, its true state, the time, its orientation quaternion) under the world's lock."""
+        w = self.world
+        with w.lock:
+            m = w.vehicle(str(vehicle_name)).model
+            pose = m.pose()
+            a = m.attitude
+            truth = Truth(
+                np.array([pose.x_m, pose.y_m, pose.z_m], float),
+                np.array(m.velocity_ned, float),
+                np.array(m.accel_ned, float),
+                body_rotation_ned(a, pose.yaw_deg),
+                np.array(a.rates_body, float),
+            )
+            quat = euler_to_quaternion(a.roll_rad, a.pitch_rad, math.radians(pose.yaw_deg))
+            return m.name, truth, w.clock.now(), quat
+
+    # ------------------------------------------------------------ the RPC methods
+    def imu(self, imu_name: str, vehicle_name: str) -> dict[str, Any]:
+        vehicle, truth, now, quat = self._truth(vehicle_name)
+        with self._lock:
+            name = self._resolve("imu", imu_name, vehicle)
+            r = self._model(vehicle, name, "imu", now).read(truth, now, self.noise)
+        w, x, y, z = quat  # AirSim adds no orientation noise ("TODO: Add noise in orientation?")
+        return {
+            "time_stamp": _ns(r.time_s),
+            "orientation": {"w_val": w, "x_val": x, "y_val": y, "z_val": z},
+            "angular_velocity": _vec3(r.angular_velocity),
+            "linear_acceleration": _vec3(r.linear_acceleration),
+        }
+
+    def barometer(self, barometer_name: str, vehicle_name: str) -> dict[str, Any]:
+        vehicle, truth, now, _ = self._truth(vehicle_name)
+        altitude = float(self._geo(*truth.position_ned)["altitude"])
+        with self._lock:
+            name = self._resolve("barometer", barometer_name, vehicle)
+            r = self._model(vehicle, name, "barometer", now).read(altitude, truth, now, self.noise)
+        if r is None:  # before its first update: AirSim's default output
+            return {"time_stamp": 0, "altitude": 0.0, "pressure": 0.0, "qnh": 0.0}
+        return {
+            "time_stamp": _ns(r.time_s),
+            "altitude": float(r.altitude_m),
+            "pressure": float(r.pressure_pa),
+            "qnh": r.qnh_hpa,
+        }
+
+    def magnetometer(self, magnetometer_name: str, vehicle_name: str) -> dict[str, Any]:
+        vehicle, truth, now, _ = self._truth(vehicle_name)
+        geo = self._geo(*truth.position_ned)  # the dipole model at the vehicle (its dynamic reference)
+        field = mag_field_ned_t(geo["latitude"], geo["longitude"], geo["altitude"]) * TESLA_TO_GAUSS
+        with self._lock:
+            name = self._resolve("magnetometer", magnetometer_name, vehicle)
+            r = self._model(vehicle, name, "magnetometer", now).read(field, truth, now, self.noise)
+        time_s, body = (0.0, np.zeros(3)) if r is None else r
+        # AirLib leaves the covariance empty too
+        return {
+            "time_stamp": _ns(time_s),
+            "magnetic_field_body": _vec3(body),
+            "magnetic_field_covariance": [],
+        }
+
+    def gps(self, gps_name: str, vehicle_name: str) -> dict[str, Any]:
+        vehicle, truth, now, _ = self._truth(vehicle_name)
+        with self._lock:
+            name = self._resolve("gps", gps_name, vehicle)
+            r = self._model(vehicle, name, "gps", now).read(truth, now, self.noise)
+        if r is None:  # before its StartupDelay: GpsBase's default output, not valid
+            zero = {"latitude": 0.0, "longitude": 0.0, "altitude": 0.0}
+            return {
+                "time_stamp": 0,
+                "gnss": {
+                    "geo_point": zero,
+                    "eph": 0.0,
+                    "epv": 0.0,
+                    "velocity": _vec3((0, 0, 0)),
+                    "fix_type": 0,
+                    "time_utc": 0,
+                },
+                "is_valid": False,
+            }
+        return {
+            "time_stamp": _ns(r.time_s),
+            "gnss": {
+                "geo_point": {k: float(v) for k, v in self._geo(*r.position_ned).items()},
+                "eph": float(r.eph_m),
+                "epv": float(r.epv_m),
+                "velocity": _vec3(r.velocity_ned),
+                "fix_type": r.fix_type,
+                "time_utc": round(r.time_s * 1e6),
+            },
+            "is_valid": True,
+        }
+
+    def distance_reading(
+        self, vehicle: str, sensor: str, distance_m: float, now_s: float
+    ) -> tuple[float, float] | None:
+        """(time s, distance m) a distance sensor shows for this true distance; None: not updated yet."""
+        with self._lock:
+            model = self._model(vehicle, sensor, "distance", now_s)
+            return model.read(distance_m, now_s, self.noise)
 
 
-def magnetometer_msg(time_ns: int, home: dict[str, float], yaw_deg: float) -> dict[str, Any]:
-    field_gauss = dipole_field_ned_t(home["latitude"], home["longitude"], home["altitude"]) * 1e4
-    return {
-        "time_stamp": time_ns,
-        "magnetic_field_body": _vec3(body_from_ned(yaw_deg, field_gauss)),
-        "magnetic_field_covariance": [],  # AirLib leaves it empty too
-    }
-
-
-def gps_msg(time_ns: int, geo: dict[str, float], velocity_ned: np.ndarray) -> dict[str, Any]:
-    return {
-        "time_stamp": time_ns,
-        "gnss": {
-            "geo_point": geo,
-            "eph": GPS_EPH_M,
-            "epv": GPS_EPV_M,
-            "velocity": _vec3(velocity_ned),
-            "fix_type": GNSS_FIX_3D,
-            "time_utc": time_ns // 1000,
-        },
-        "is_valid": True,
-    }
+__all__ = [
+    "AIR_GAS_CONSTANT_J_KG_K",
+    "DEFAULT_SENSORS",
+    "GRAVITY_M_S2",
+    "SensorService",
+    "standard_atmosphere",
+    "standard_pressure_pa",
+]

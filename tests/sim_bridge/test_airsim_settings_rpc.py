@@ -64,7 +64,8 @@ SETTINGS = {
 def port(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("settings") / "settings.json"
     path.write_text(json.dumps(SETTINGS))
-    with sim_server("--scene", "blocks", "--settings", str(path), "--clock-speed", "4") as p:
+    args = ("--scene", "blocks", "--settings", str(path), "--clock-speed", "4", "--sensor-noise", "off")
+    with sim_server(*args) as p:  # ideal sensors: readings compared with the geometry
         yield p
 
 
