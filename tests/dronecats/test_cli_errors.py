@@ -248,7 +248,7 @@ def test_episodes_verify_scores_what_onboard_writes(tmp_path: Path) -> None:
             "onboard",
             *("--vehicle", f"airsim://127.0.0.1:{port}/Drone1", "--pilot", "baseline"),
             *("--instruction", "go to the red car", "--truth-target", "target", "--log-dir", str(out)),
-            *("--set", "t_max_s=25", "--set", "delta_m=4.5", "--set", "min_decision_period_s=0.5"),
+            *("--set", "t_max_s=60", "--set", "delta_m=4.5", "--set", "min_decision_period_s=0.5"),
             timeout_s=120,
         )
         assert flight.returncode == 0, flight.stderr[-2000:]
@@ -258,7 +258,7 @@ def test_episodes_verify_scores_what_onboard_writes(tmp_path: Path) -> None:
     result = dronecats("episodes", "verify", str(out))
     assert result.returncode == 0, result.stderr
     verdict = json.loads(result.stdout)
-    assert (verdict["delta_m"], verdict["t_max_s"]) == (4.5, 25.0)  # the flight's, not the defaults
+    assert (verdict["delta_m"], verdict["t_max_s"]) == (4.5, 60.0)  # the flight's, not the defaults
     assert verdict["problems"] == []  # episode.json without a record is what onboard writes
     assert verdict["success"] and verdict["ne_m"] <= 4.5
     # the same for a directory of such flights, and explicit flags still win
