@@ -5,6 +5,7 @@ a hovering drone, seeded reproducibility, settings.json parameters, GPS converge
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 
@@ -41,38 +42,26 @@ def settings_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def noisy(tmp_path_factory: pytest.TempPathFactory):
-    startup: list[str] = []
-    args = (
-        "--scene",
-        "blocks",
-        "--settings",
-        settings_file(tmp_path_factory),
-        "--paused",
-        "--seed",
-        str(SEED),
-    )
+@contextlib.contextmanager
+def blocks_server(tmp_path_factory: pytest.TempPathFactory, *extra: str, startup: list[str] | None = None):
+    """A paused blocks world with this file's settings.json, and a connected airsim client."""
+    args = ("--scene", "blocks", "--settings", settings_file(tmp_path_factory), "--paused", *extra)
     with sim_server(*args, startup=startup) as port:
         c = airsim.MultirotorClient(ip="127.0.0.1", port=port, timeout_value=60)
         c.confirmConnection()
+        yield c, port
+
+
+@pytest.fixture(scope="module")
+def noisy(tmp_path_factory: pytest.TempPathFactory):
+    startup: list[str] = []
+    with blocks_server(tmp_path_factory, "--seed", str(SEED), startup=startup) as (c, port):
         yield c, port, startup
 
 
 @pytest.fixture(scope="module")
 def ideal(tmp_path_factory: pytest.TempPathFactory):
-    args = (
-        "--scene",
-        "blocks",
-        "--settings",
-        settings_file(tmp_path_factory),
-        "--paused",
-        "--sensor-noise",
-        "off",
-    )
-    with sim_server(*args) as port:
-        c = airsim.MultirotorClient(ip="127.0.0.1", port=port, timeout_value=60)
-        c.confirmConnection()
+    with blocks_server(tmp_path_factory, "--sensor-noise", "off") as (c, port):
         yield c, port
 
 
