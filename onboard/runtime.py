@@ -326,6 +326,7 @@ class OnboardRuntime:
             compensate,
             self.config.latency_goal,
             self.governor.home.z_m - self.config.safety.altitude_floor_m,  # the floor, as NED z
+            frame.camera_attitude,
         )
         if self.governor.mode == Mode.FLYING:
             self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))
