@@ -243,6 +243,7 @@ class OnboardRuntime:
             history=tuple(self.history[-HISTORY_LENGTH:]),
             history_images=tuple(self.history_images[-HISTORY_LENGTH:]),
             camera=self.camera_profile.scaled_to(frame.width_px, frame.height_px),
+            camera_attitude=frame.camera_attitude,
             delta_m=self.config.delta_m,
             think=self.config.think,
         )
