@@ -8,6 +8,7 @@ to the bit.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -18,6 +19,7 @@ from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, quaternion_eu
 from onboard.controller import back_project, go_world_point, plan_action, plan_go
 from onboard.decision import make_plan
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES
+from tests.support.processes import run_dronecats
 
 OUTDOOR = BUILTIN_FLIGHT_PROFILES["outdoor"]
 CAMERA = BUILTIN_CAMERAS["outdoor"]  # 1280x720, fx = fy = 640, centre (640, 360)
@@ -139,3 +141,19 @@ def test_airsim_adapter_reads_the_camera_attitude_from_the_image_pose() -> None:
     yaw, att = camera_heading_attitude(q)
     assert yaw == pytest.approx(40.0)
     assert (att.roll_deg, att.pitch_deg, att.yaw_deg) == pytest.approx((3.0, -8.0, 0.0))
+
+
+def test_explain_cli_takes_the_camera_attitude() -> None:
+    go = '{"action": "go", "point": [500, 500], "depth_m": 8}'
+    proc = run_dronecats("explain", "--camera-pitch-deg", "-30", go)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["forward_m_s"] == pytest.approx(1.2 * C30) and plan["up_m_s"] == pytest.approx(-0.6)
+    for flag, value in (
+        ("--camera-pitch-deg", "nan"),
+        ("--camera-pitch-deg", "91"),
+        ("--camera-roll-deg", "-181"),
+    ):
+        proc = run_dronecats("explain", flag, value, go)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and flag in lines[0], proc.stderr
