@@ -42,15 +42,67 @@ def wrap_deg(angle_deg: float) -> float:
     return wrapped - 180.0
 
 
+class CameraAttitude(msgspec.Struct, frozen=True):
+    """How a camera pointed at capture, relative to a level camera looking along its frame pose's
+    heading: ZYX Euler angles in degrees, as AirSim's (yaw about down, then pitch, then roll; pitch
+    positive nose up, roll positive right side down). All zero: a level camera (a gimbal holds it
+    level, or a body-fixed camera on a level body). A body-fixed camera pitches and rolls with the
+    body; `yaw_deg` is a camera turned on its mount away from the heading."""
+
+    roll_deg: float = 0.0
+    pitch_deg: float = 0.0
+    yaw_deg: float = 0.0
+
+    @property
+    def level(self) -> bool:
+        return self.roll_deg == 0.0 and self.pitch_deg == 0.0 and self.yaw_deg == 0.0
+
+    def to_heading_frame(self, forward_m: float, right_m: float, down_m: float) -> tuple[float, float, float]:
+        """A camera-frame (forward, right, down) vector in the level frame at the pose's heading
+        (forward, right, down): R = Rz(yaw)·Ry(pitch)·Rx(roll) applied to it."""
+        sr, cr = math.sin(math.radians(self.roll_deg)), math.cos(math.radians(self.roll_deg))
+        sp, cp = math.sin(math.radians(self.pitch_deg)), math.cos(math.radians(self.pitch_deg))
+        sy, cy = math.sin(math.radians(self.yaw_deg)), math.cos(math.radians(self.yaw_deg))
+        # Roll about forward, then pitch about right, then yaw about down.
+        right_1 = cr * right_m - sr * down_m
+        down_1 = sr * right_m + cr * down_m
+        forward_2 = cp * forward_m + sp * down_1
+        down_2 = -sp * forward_m + cp * down_1
+        return cy * forward_2 - sy * right_1, sy * forward_2 + cy * right_1, down_2
+
+    @classmethod
+    def from_world(
+        cls, roll_deg: float, pitch_deg: float, yaw_deg: float, heading_deg: float
+    ) -> CameraAttitude:
+        """The attitude of a camera at world ZYX Euler angles (deg) in a frame whose pose has heading
+        `heading_deg`."""
+        return cls(float(roll_deg), float(pitch_deg), wrap_deg(yaw_deg - heading_deg))
+
+
+LEVEL_CAMERA = CameraAttitude()
+
+
+def quaternion_euler_deg(w: float, x: float, y: float, z: float) -> tuple[float, float, float]:
+    """(roll, pitch, yaw) in degrees, ZYX, of a unit quaternion (AirSim's Quaternionr order w, x, y, z)."""
+    roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
+    pitch = math.asin(max(-1.0, min(1.0, 2.0 * (w * y - z * x))))
+    yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return math.degrees(roll), math.degrees(pitch), math.degrees(yaw)
+
+
 @dataclass
 class Frame:
-    """One camera image with the time and pose at capture; `image` is an HxWx3 uint8 BGR array."""
+    """One camera image with the time and pose at capture; `image` is an HxWx3 uint8 BGR array.
+
+    `pose` is the vehicle's (its heading is the camera's); `camera_attitude` is how the camera
+    pointed relative to a level camera at that heading (the controller projects `go` points with it)."""
 
     image: Any
     capture_time_s: float
     pose: Pose
     camera: str = "front"
     meta: dict[str, Any] = field(default_factory=dict)
+    camera_attitude: CameraAttitude = LEVEL_CAMERA
 
     @property
     def width_px(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from common.actions import Action, Think
 from common.camera import CameraProfile
 from common.errors import BackendError, MalformedReply
+from common.pose import LEVEL_CAMERA, CameraAttitude
 from models.backends.base import CallStats, ModelBackend
 from models.frames import encode_frame, encode_history_view
 from models.identity import PromptIdentity
@@ -48,6 +49,9 @@ class Observation:
     delta_m: float | None = None
     think: bool = True
     plan: bool | None = None  # the reply must carry the plan fields; None: after a think (docs/protocol.md)
+    # How the camera pointed when `image` was taken (a body-fixed camera pitches and rolls with the
+    # drone): for pilots that reason about the image's geometry (the baseline); models see the image.
+    camera_attitude: CameraAttitude = LEVEL_CAMERA
 
     @property
     def plan_step(self) -> bool:

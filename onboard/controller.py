@@ -20,7 +20,7 @@ import msgspec
 
 from common.actions import Action, Finished, Go, Rotate, Think
 from common.camera import CameraProfile, undistort_pixels
-from common.pose import Pose, wrap_deg
+from common.pose import LEVEL_CAMERA, CameraAttitude, Pose, wrap_deg
 from onboard.profiles import FlightProfile
 
 
@@ -105,15 +105,26 @@ def undistort_pixel(px: float, py: float, camera: CameraProfile) -> tuple[float,
 
 
 def back_project(
-    point: tuple[float, float], depth_m: float, camera: CameraProfile
+    point: tuple[float, float],
+    depth_m: float,
+    camera: CameraProfile,
+    attitude: CameraAttitude = LEVEL_CAMERA,
 ) -> tuple[float, float, float]:
-    """(right, forward, up) in metres of an image point (x, y in 0–1000) at planar depth depth_m."""
+    """(right, forward, up) in metres of an image point (x, y in 0–1000) at planar depth depth_m
+    (along the camera's optical axis), in the level frame at the frame pose's heading.
+
+    The ray through the pixel is d·((p_x − cx)/fx, 1, (cy − p_y)/fy) in the camera's own (right,
+    forward, up); a camera that was pitched or rolled at capture (`attitude`: a body-fixed camera on
+    a tilted body) turns it into the level frame. A level camera's ray is used as it is."""
     px = point[0] * camera.width_px / 1000.0
     py = point[1] * camera.height_px / 1000.0
     px, py = undistort_pixel(px, py, camera)
     right = depth_m * (px - camera.cx_px) / camera.fx_px
     up = depth_m * (camera.cy_px - py) / camera.fy_px
-    return right, depth_m, up
+    if attitude.level:
+        return right, depth_m, up
+    forward, right, down = attitude.to_heading_frame(depth_m, right, -up)
+    return right, forward, -down
 
 
 def metric_depth_m(depth_m: float, camera: CameraProfile, canonical_focal_px: float | None) -> float:
@@ -184,15 +195,16 @@ def plan_go(
     camera: CameraProfile,
     profile: FlightProfile,
     canonical_focal_px: float | None = None,
+    attitude: CameraAttitude = LEVEL_CAMERA,
 ) -> ControlPlan:
-    """Steps 1–7 of docs/controller.md#go.
+    """Steps 1–7 of docs/controller.md#go, from a camera at `attitude` at capture.
 
     With a canonical-depth model the rescaled depth is the metric depth, so it also feeds the
     depth bands (the bands are in metres). In the stop band the turn is still flown: the band
     sets the step, the turn precedes it (step 3 before step 6), so the drone faces the point.
     """
     depth_m = metric_depth_m(go.depth_m, camera, canonical_focal_px)
-    right, forward, up = back_project(go.point, depth_m, camera)
+    right, forward, up = back_project(go.point, depth_m, camera, attitude)
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
     # Cap first, then the bands, on the model's depth (not on dist).
@@ -221,10 +233,12 @@ def plan_action(
     camera: CameraProfile,
     profile: FlightProfile,
     canonical_focal_px: float | None = None,
+    attitude: CameraAttitude = LEVEL_CAMERA,
 ) -> ControlPlan:
-    """Any action (None = a discarded reply) to its plan; think and finished hold position."""
+    """Any action (None = a discarded reply) to its plan; think and finished hold position.
+    `attitude`: the camera's at the frame's capture (a `go` is projected with it)."""
     if isinstance(action, Go):
-        return plan_go(action, camera, profile, canonical_focal_px)
+        return plan_go(action, camera, profile, canonical_focal_px, attitude)
     if isinstance(action, Rotate):
         return plan_rotate(action, profile)
     if isinstance(action, Think):
@@ -285,11 +299,13 @@ def go_world_point(
     capture_pose: Pose,
     camera: CameraProfile,
     canonical_focal_px: float | None = None,
+    attitude: CameraAttitude = LEVEL_CAMERA,
 ) -> tuple[float, float, float]:
     """The point a `go` aimed at, in world NED: the pixel back-projected at the model's (metric)
-    depth from the pose at capture (docs/controller.md#go steps 1–2, before any turn, cap or band)."""
+    depth from the pose (and camera attitude) at capture (docs/controller.md#go steps 1–2, before
+    any turn, cap or band)."""
     depth_m = metric_depth_m(go.depth_m, camera, canonical_focal_px)
-    right, forward, up = back_project(go.point, depth_m, camera)
+    right, forward, up = back_project(go.point, depth_m, camera, attitude)
     dn, de, dd = body_to_world(forward, right, up, capture_pose.yaw_deg)
     return capture_pose.x_m + dn, capture_pose.y_m + de, capture_pose.z_m + dd
 

@@ -16,7 +16,7 @@ import msgspec
 
 from common.actions import Action, Go, Rotate, action_name
 from common.camera import CameraProfile
-from common.pose import Frame, Pose, wrap_deg
+from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, wrap_deg
 from models.pilot import Decision, FailureKind, Observation
 from onboard.controller import (
     ControlPlan,
@@ -125,8 +125,10 @@ def replan_from_current(
     goal: str = "point",
     camera: CameraProfile | None = None,
     canonical_focal_px: float | None = None,
+    capture_attitude: CameraAttitude = LEVEL_CAMERA,
 ) -> ControlPlan:
-    """Re-express a plan made at `capture_pose` from `current_pose` (latency compensation).
+    """Re-express a plan made at `capture_pose` (camera at `capture_attitude`) from `current_pose`
+    (latency compensation).
 
     A late `go` flies from here toward what it meant, fixed in the world at capture: goal "point"
     (default) is the point the model aimed at, with the cap and bands applied again from here (a
@@ -139,7 +141,7 @@ def replan_from_current(
     if isinstance(action, Go) and goal == "point":
         if camera is None:
             raise ValueError("latency goal 'point' needs the camera profile to back-project the point")
-        point = go_world_point(action, capture_pose, camera, canonical_focal_px)
+        point = go_world_point(action, capture_pose, camera, canonical_focal_px, capture_attitude)
         return plan_toward_point(point, current_pose, profile)
     if isinstance(action, Go):
         return plan_toward(go_world_goal(plan, capture_pose), current_pose, profile)
@@ -166,18 +168,20 @@ def make_plan(
     compensate: bool,
     latency_goal: str = DEFAULT_LATENCY_GOAL,
     floor_z_m: float | None = None,
+    frame_attitude: CameraAttitude = LEVEL_CAMERA,
 ) -> ControlPlan:
     """The plan for `action`; when compensating a late reply, re-expressed from current_pose toward
-    the latency goal. floor_z_m: the altitude floor as world NED z (the governor's), for "in-view"."""
-    plan = plan_action(action, camera, profile, canonical_focal_px)
+    the latency goal. floor_z_m: the altitude floor as world NED z (the governor's), for "in-view".
+    frame_attitude: the camera's at capture (Frame.camera_attitude), with which a `go` is projected."""
+    plan = plan_action(action, camera, profile, canonical_focal_px, frame_attitude)
     if not (compensate and current_pose is not None):
         return plan
     goal = "point" if latency_goal == "in-view" else latency_goal
     plan = replan_from_current(
-        action, plan, frame_pose, current_pose, profile, goal, camera, canonical_focal_px
+        action, plan, frame_pose, current_pose, profile, goal, camera, canonical_focal_px, frame_attitude
     )
     if latency_goal == "in-view" and isinstance(action, Go):
-        point = go_world_point(action, frame_pose, camera, canonical_focal_px)
+        point = go_world_point(action, frame_pose, camera, canonical_focal_px, frame_attitude)
         plan = keep_in_view(plan, point, current_pose, camera, floor_z_m)
     return plan
 

@@ -301,7 +301,12 @@ class MultiLockstepDriver:
                 rt.event("no_action", call_id=decision.call_id, error=decision.error)
                 continue
             rt.operator.remote_action(
-                action, frame.pose, self.clock.now() - capture_s, decision.call_id, decision.raw
+                action,
+                frame.pose,
+                self.clock.now() - capture_s,
+                decision.call_id,
+                decision.raw,
+                frame.camera_attitude,
             )
 
     def run(self) -> str:

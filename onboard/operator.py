@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from common.actions import Action, Think
 from common.interfaces import Telemetry
 from common.logformat import pose_list
-from common.pose import Frame, Pose
+from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose
 from onboard.controller import plan_toward
 from onboard.goto import GoToFlight, goto_refusal
 from onboard.safety import Mode
@@ -169,8 +169,10 @@ class Operator:
         capture_age_s: float,
         call_id: str | None = None,
         raw: str = "",
+        camera_attitude: CameraAttitude = LEVEL_CAMERA,
     ) -> bool:
-        """An action chosen by the ground station (one-context fleet mode), with its frame's pose.
+        """An action chosen by the ground station (one-context fleet mode), with its frame's pose
+        (and its camera's attitude, where the caller has the frame: lock-step).
 
         The same tolerance rules as the pilot's: stale -> discarded and counted, else re-expressed.
         Logged as a step (source "remote", the multi-drone call's call_id).
@@ -182,7 +184,12 @@ class Operator:
             rt.governor.pilot_failed(f"stale remote action ({capture_age_s:.2f} s)")
             rt.event("discarded", why="stale", source="remote", age_s=capture_age_s)
             return False
-        frame = Frame(image=None, capture_time_s=rt.clock.now() - capture_age_s, pose=capture_pose)
+        frame = Frame(
+            image=None,
+            capture_time_s=rt.clock.now() - capture_age_s,
+            pose=capture_pose,
+            camera_attitude=camera_attitude,
+        )
         rt.counters.decisions += 1
         rt.steps += 1
         rt.execute(action, frame)

@@ -243,6 +243,7 @@ class OnboardRuntime:
             history=tuple(self.history[-HISTORY_LENGTH:]),
             history_images=tuple(self.history_images[-HISTORY_LENGTH:]),
             camera=self.camera_profile.scaled_to(frame.width_px, frame.height_px),
+            camera_attitude=frame.camera_attitude,
             delta_m=self.config.delta_m,
             think=self.config.think,
         )
@@ -326,6 +327,7 @@ class OnboardRuntime:
             compensate,
             self.config.latency_goal,
             self.governor.home.z_m - self.config.safety.altitude_floor_m,  # the floor, as NED z
+            frame.camera_attitude,
         )
         if self.governor.mode == Mode.FLYING:
             self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))

@@ -35,7 +35,7 @@ import numpy as np
 from common.checks import query_float, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
-from common.pose import Frame, Pose, wrap_deg
+from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, quaternion_euler_deg, wrap_deg
 from common.spawn import parse_spawn
 
 log = logging.getLogger(__name__)
@@ -360,7 +360,8 @@ def spawn_offset(client: Any, vehicle: str) -> Pose:
 
 class AirSimCamera:
     """Camera.read(): one raw BGR Scene image, stamped with its sim time (the response's time_stamp,
-    as capture_time_s in seconds and meta["time_stamp_ns"]) and the vehicle pose at capture.
+    as capture_time_s in seconds and meta["time_stamp_ns"]), the vehicle pose at capture and the
+    camera's attitude (Frame.camera_attitude: its pitch and roll from the response's camera pose).
     With `vehicle.segmentation`, the same simGetImages request also takes a raw Segmentation image,
     kept in `Frame.meta["segmentation"]` (BGR) for point-on-target questions about this very frame."""
 
@@ -387,10 +388,14 @@ class AirSimCamera:
         r = responses[0]
         image = _bgr(r, v.name)
         # The camera pose is relative to the vehicle's spawn (as AirSim reports it): add the spawn
-        # offset for the world pose; the vehicle pose is the camera's minus its mount.
-        yaw = quat_yaw_deg(r.camera_orientation)
+        # offset for the world pose; the vehicle pose is the camera's minus its mount. The frame's
+        # heading is the camera's; its pitch and roll (a body-fixed camera on a tilted body) go with
+        # the frame, for the controller's projection of a `go` point.
+        yaw, attitude = camera_heading_attitude(r.camera_orientation)
         c, s = math.cos(math.radians(yaw)), math.sin(math.radians(yaw))
         ox, oy, oz = self.offset
+        if not attitude.level:  # the mount arm turns with the tilted camera
+            ox, oy, oz = attitude.to_heading_frame(float(ox), float(oy), float(oz))
         at = r.camera_position
         cam_x, cam_y, cam_z = v._to_world(at.x_val, at.y_val, at.z_val)
         pose = Pose(
@@ -410,7 +415,18 @@ class AirSimCamera:
             pose=pose,
             camera=v.target.camera,
             meta=meta,
+            camera_attitude=attitude,
         )
+
+
+def camera_heading_attitude(q: Any) -> tuple[float, CameraAttitude]:
+    """A camera pose's orientation (airsim Quaternionr) as its heading (deg) and its attitude at
+    that heading (pitch and roll; a level camera's is exactly LEVEL_CAMERA)."""
+    yaw = quat_yaw_deg(q)
+    roll, pitch, _ = quaternion_euler_deg(float(q.w_val), float(q.x_val), float(q.y_val), float(q.z_val))
+    if roll == 0.0 and pitch == 0.0:
+        return yaw, LEVEL_CAMERA
+    return yaw, CameraAttitude(roll, pitch, 0.0)
 
 
 def _bgr(response: Any, vehicle: str) -> np.ndarray:

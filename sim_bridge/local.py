@@ -7,13 +7,15 @@ through the real AirSim client; this adapter only skips the socket.
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
 
 from common.interfaces import Telemetry, Vehicle
-from common.pose import Frame, Pose
+from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose
 from common.truth import TruthSample
+from sim_bridge.sim.attitude import euler_from_matrix
 from sim_bridge.sim.world import Render, World, YawMode
 
 # A streamed setpoint keeps the vehicle moving this long; then it brakes to a hold (SimpleFlight-like).
@@ -116,7 +118,17 @@ class LocalCamera:
             capture_time_s=render.time_s,
             pose=render.vehicle_pose,
             meta={"render": render},
+            camera_attitude=render_camera_attitude(render),
         )
+
+
+def render_camera_attitude(render: Render) -> CameraAttitude:
+    """How the render's camera pointed relative to a level one at its vehicle's heading: level when
+    the simulator drew it level (a gimbal, or a level body), else its rotation's Euler angles."""
+    if render.camera_rotation_ned is None:
+        return LEVEL_CAMERA
+    roll, pitch, yaw = (math.degrees(a) for a in euler_from_matrix(render.camera_rotation_ned))
+    return CameraAttitude.from_world(roll, pitch, yaw, render.vehicle_pose.yaw_deg)
 
 
 class LocalTruth:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.camera import CameraProfile
+from common.pose import LEVEL_CAMERA, CameraAttitude
 from models.baseline.classes import OBJECT_CLASSES, ObjectClass
 from models.baseline.colours import COLOURS, colour_mask
 from models.baseline.instruction import TargetSpec
@@ -93,6 +94,9 @@ class Detector:
         self.camera = camera
         self.work_width_px = work_width_px
         self.altitude_range_m = altitude_range_m
+        # How the camera pointed (a body-fixed camera pitched by the drone's acceleration): the
+        # elevation and altitude geometry below is the level camera's turned by it.
+        self.camera_attitude: CameraAttitude = LEVEL_CAMERA
         self.last_rejections: list[Rejection] = []
 
     def detect(self, image_bgr: np.ndarray, target: TargetSpec) -> list[Detection]:
@@ -198,8 +202,12 @@ class Detector:
         cut_right, cut_bottom = x + w >= sw, y + h >= sh
         width_cut, height_cut = cut_left or cut_right, cut_top or cut_bottom
         fx, fy = camera.fx_px * scale, camera.fy_px * scale
-        cy = camera.cy_px * scale
+        cx, cy = camera.cx_px * scale, camera.cy_px * scale
         tan_below = ((y + 0.5 * h) - cy) / fy
+        att = self.camera_attitude
+        if not att.level:  # the box centre's elevation below the horizon, not below the optical axis
+            forward, _, down = att.to_heading_frame(1.0, ((x + 0.5 * w) - cx) / fx, tan_below)
+            tan_below = down / forward if forward > 1e-6 else math.inf
         aspect = (w / fx) / (h / fy)  # metric width over height at equal depth
         lo, hi = cls.aspect_range(tan_below)
         # A cut side only shrinks that dimension: check only the bound the cut cannot explain.
@@ -246,7 +254,11 @@ class Detector:
         if cls.bottom_m is not None and not cut_bottom and self.altitude_range_m is not None:
             # Standing on the ground at this depth, the silhouette's bottom row puts the camera at
             # this altitude: a same-colour object of another size implies an implausible one.
-            altitude_m = cls.bottom_m + ((y + h) - cy) * depth_m / fy
+            drop_m = ((y + h) - cy) * depth_m / fy
+            if not att.level:  # the bottom row's point at that planar depth, below a tilted camera
+                lateral_m = ((x + 0.5 * w) - cx) * depth_m / fx
+                drop_m = att.to_heading_frame(depth_m, lateral_m, drop_m)[2]
+            altitude_m = cls.bottom_m + drop_m
             low, high = self.altitude_range_m
             if not low <= altitude_m <= high:
                 reject(f"as a {cls.name} it puts the camera at {altitude_m:.1f} m, outside {low}-{high} m")

@@ -73,6 +73,7 @@ class BaselinePilot:
             return self._reply(Rotate(angle_deg=self.search_turn_deg), observation, None, str(exc))
         if observation.camera is not None:
             self.detector.camera = observation.camera
+        self.detector.camera_attitude = observation.camera_attitude
         image = observation.image
         height, width = image.shape[:2]
         delta_m = observation.delta_m or self.delta_m

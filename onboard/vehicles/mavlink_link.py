@@ -74,6 +74,7 @@ class MavlinkTarget:
     prestream_s: float = 0.3
     climb_m_s: float = 1.0
     gcs_heartbeat: bool = False
+    gimbal: str = "level"  # the camera's mount (onboard.vehicles.camera_mount)
 
 
 class MavlinkLink:

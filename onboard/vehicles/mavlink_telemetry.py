@@ -2,7 +2,8 @@
 state and hands link business (acks, parameters, STATUSTEXT) to the link; a second watches for
 silence.
 
-- Telemetry: HEARTBEAT (mode, armed, system_status), LOCAL_POSITION_NED, ATTITUDE (yaw),
+- Telemetry: HEARTBEAT (mode, armed, system_status), LOCAL_POSITION_NED, ATTITUDE (yaw; roll and
+  pitch for a body-fixed camera's frames),
   BATTERY_STATUS / SYS_STATUS (battery), EXTENDED_SYS_STATE (landed), GLOBAL_POSITION_INT and
   HOME_POSITION (kept for the log).
 - No heartbeat for `link_timeout_s` is "link_lost" (and "link_ok" when they are back).
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from onboard.vehicles.camera_mount import AttitudeHistory
 from onboard.vehicles.mavlink_link import MAV_AUTOPILOT_INVALID, MavlinkLink
 
 # the adapter's one logger name: its log lines read as before the split
@@ -39,6 +41,7 @@ class MavlinkTelemetry:
         self._state_lock = threading.Lock()
         self._position: tuple[float, ...] | None = None  # x y z vx vy vz (local NED)
         self.yaw_deg = 0.0
+        self.attitudes = AttitudeHistory(link.target.gimbal)  # ATTITUDE's roll and pitch, as received
         self.battery: float | None = None
         self.landed_state: int | None = None
         self._battery_status_seen = False
@@ -128,6 +131,8 @@ class MavlinkTelemetry:
                 self._position = (msg.x, msg.y, msg.z, msg.vx, msg.vy, msg.vz)
         elif kind == "ATTITUDE":
             self.yaw_deg = math.degrees(msg.yaw)
+            # FRD body in the NED frame: the same signs as a frame's camera attitude
+            self.attitudes.add(time.monotonic(), math.degrees(msg.roll), math.degrees(msg.pitch))
         elif kind == "SYS_STATUS" and not self._battery_status_seen:
             self.battery = None if msg.battery_remaining < 0 else msg.battery_remaining / 100.0
         elif kind == "EXTENDED_SYS_STATE":

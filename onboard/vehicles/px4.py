@@ -1,10 +1,11 @@
 """PX4 offboard (and ArduPilot GUIDED) over MAVLink with unmodified pymavlink: the Vehicle and Camera.
 
 URL: ``mavlink://CONNECTION[?dialect=px4|ardupilot][&spawn=x,y,z,yaw_deg][&camera=SPEC]
-[&max_frame_age_s=0.5][&link_timeout_s=1.5][&gcs_heartbeat=0|1]`` where CONNECTION is a pymavlink
-connection string (``udpin:0.0.0.0:14540`` for PX4's offboard link, ``tcp:127.0.0.1:5760``,
-``/dev/ttyTHS1,921600``) and SPEC is ``h264udp://0.0.0.0:5600`` (raw H.264 datagrams), a V4L2 device
-number, an RTSP URL or a GStreamer pipeline (onboard.vehicles.video).
+[&gimbal=level|body-fixed][&max_frame_age_s=0.5][&link_timeout_s=1.5][&gcs_heartbeat=0|1]``
+where CONNECTION is a pymavlink connection string (``udpin:0.0.0.0:14540`` for PX4's offboard
+link, ``tcp:127.0.0.1:5760``, ``/dev/ttyTHS1,921600``) and SPEC is ``h264udp://0.0.0.0:5600``
+(raw H.264 datagrams), a V4L2 device number, an RTSP URL or a GStreamer pipeline
+(onboard.vehicles.video).
 
 - Motion: SET_POSITION_TARGET_LOCAL_NED in MAV_FRAME_BODY_NED (8) with type_mask 1479 (velocity +
   yaw rate), one per actuation tick. PX4 rotates (vx forward, vy right) by yaw only and takes vz as
@@ -21,7 +22,9 @@ number, an RTSP URL or a GStreamer pipeline (onboard.vehicles.video).
   as "control_lost" or "failsafe" (when the autopilot announced a failsafe / the stream had a gap).
   No heartbeat for `link_timeout_s` is "link_lost".
 - Telemetry: HEARTBEAT (mode, armed, system_status), LOCAL_POSITION_NED (+ `spawn` = the EKF origin
-  in the episode's world frame), ATTITUDE (yaw), BATTERY_STATUS / SYS_STATUS (battery),
+  in the episode's world frame), ATTITUDE (yaw; with `gimbal=body-fixed`, a camera fixed to the
+  airframe, its roll and pitch go with each frame as the camera's attitude), BATTERY_STATUS /
+  SYS_STATUS (battery),
   EXTENDED_SYS_STATE (landed), GLOBAL_POSITION_INT and HOME_POSITION (kept for the log). Every one is
   requested with MAV_CMD_SET_MESSAGE_INTERVAL: ArduPilot sends what its SRn_* stream rates say, and
   EXTENDED_SYS_STATE is in none of its stream groups, so without the request "landed" never arrives.
@@ -54,6 +57,7 @@ from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
 from common.pose import Pose, wrap_deg
 from common.spawn import parse_spawn
+from onboard.vehicles.camera_mount import parse_gimbal
 from onboard.vehicles.faults import FaultReporter
 from onboard.vehicles.mavlink_checks import APM_READ, PX4_READ, check_params, nav_dll_refusal
 from onboard.vehicles.mavlink_link import (
@@ -153,11 +157,12 @@ def parse_mavlink_url(url: str) -> MavlinkTarget:
         for k, (low, high) in _FLOAT_PARAMS.items()
         if k in q
     }
+    gimbal = parse_gimbal(url, q)
     gcs = q.pop("gcs_heartbeat", "0")
     if gcs not in ("0", "1"):
         raise ConfigError(f"{url!r}: gcs_heartbeat={gcs!r} must be 0 or 1")
     target = MavlinkTarget(
-        connection, dialect, spawn, q.pop("camera", None), **floats, gcs_heartbeat=gcs == "1"
+        connection, dialect, spawn, q.pop("camera", None), **floats, gcs_heartbeat=gcs == "1", gimbal=gimbal
     )
     if q:
         raise ConfigError(f"{url!r}: unknown parameters {sorted(q)}")
@@ -372,7 +377,12 @@ class MavlinkVehicle(Vehicle):
             return self.control_lost
 
         return FreshFrameCamera(
-            self.name, lambda: self.video, self.pose_at, self.target.max_frame_age_s, usable
+            self.name,
+            lambda: self.video,
+            self.pose_at,
+            self.target.max_frame_age_s,
+            usable,
+            attitude_at=self.state.attitudes.at,
         )
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """DJI Tello through unmodified djitellopy (2.5.0): the Vehicle and its H.264 Camera.
 
 URL: ``tello://HOST[:CMD_PORT][?mode=rc|go][&video_port=11111][&spawn=x,y,z,yaw_deg]
-[&rc_full_scale_m_s=1.0][&rc_full_scale_yaw_deg_s=100][&max_frame_age_s=0.5][&video=1]``
+[&rc_full_scale_m_s=1.0][&rc_full_scale_yaw_deg_s=100][&max_frame_age_s=0.5][&video=1]
+[&gimbal=level|body-fixed]``
 
 - Motion: `mode=rc` (default) streams `rc a b c d` from the actuation loop every tick, so the safety
   governor and the e-stop act within one tick; ±100 stick = ±`rc_full_scale_m_s` (undocumented on the
@@ -13,6 +14,10 @@ URL: ``tello://HOST[:CMD_PORT][?mode=rc|go][&video_port=11111][&spawn=x,y,z,yaw_
 - Telemetry: battery, height, attitude and temperatures from the state datagrams; x/y are DEAD
   RECKONED from the commanded velocity and the measured yaw (`Telemetry.position_source`).
   The state's yaw is relative to power-on; `spawn=` places power-on in the episode's world frame.
+- Camera attitude: a Tello's camera is fixed to the airframe; with `gimbal=body-fixed` each frame
+  carries the state's roll and pitch nearest its capture as the camera's attitude (read with the
+  aerospace signs, pitch positive nose up and roll positive right side down: the SDK documents no
+  signs and they are not checked on a real drone here). The default, `level`, projects as before.
 - Video: our own PyAV decoder on the video port (not djitellopy's BackgroundFrameRead, which neither
   stamps frames nor says how old they are); frames older than `max_frame_age_s` are refused.
 - E-stop: `emergency_stop()` sends `emergency` (motors off).
@@ -39,6 +44,7 @@ from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
 from common.pose import Pose, wrap_deg
 from common.spawn import ORIGIN, parse_spawn
+from onboard.vehicles.camera_mount import AttitudeHistory, parse_gimbal
 from onboard.vehicles.deadreckon import DeadReckoner
 from onboard.vehicles.faults import FaultReporter
 from onboard.vehicles.video import FreshFrameCamera, H264UdpReceiver
@@ -63,6 +69,7 @@ class TelloTarget:
     keepalive_s: float = 5.0
     link_timeout_s: float = 1.5
     go_segment_s: float = 1.0  # go mode: one go command covers about this much of the plan
+    gimbal: str = "level"  # the camera's mount (onboard.vehicles.camera_mount)
 
 
 # URL parameter -> its valid range (each one a TelloTarget field of the same name)
@@ -102,6 +109,7 @@ def parse_tello_url(url: str) -> TelloTarget:
         video=q.pop("video", "1") not in ("0", "false", "no"),
         video_port=query_port(url, q, "video_port", 11111),
         spawn=spawn,
+        gimbal=parse_gimbal(url, q),
         **floats,
     )
     if q:
@@ -122,6 +130,7 @@ class TelloVehicle(Vehicle):
         self.video: H264UdpReceiver | None = None
         self.reckoner = DeadReckoner(target.spawn.x_m, target.spawn.y_m)
         self.poses: deque[tuple[float, Pose]] = deque(maxlen=200)  # (monotonic, pose) for frame stamps
+        self.attitudes = AttitudeHistory(target.gimbal)  # the state's roll and pitch, for the same
         self.flying = False
         self.landing = False
         self._send_lock = threading.Lock()  # djitellopy is not thread-safe for commands with replies
@@ -269,6 +278,7 @@ class TelloVehicle(Vehicle):
         height_m = float(state.get("h", 0)) / 100.0
         pose = Pose(x, y, self.target.spawn.z_m - height_m, yaw)
         self.poses.append((now, pose))
+        self.attitudes.add(now, float(state.get("roll", 0)), float(state.get("pitch", 0)))
         return Telemetry(
             time_s=now,
             pose=pose,
@@ -414,6 +424,7 @@ class TelloCamera(FreshFrameCamera):
             stale_wait_s,
             camera="tello",
             meta={"position_source": "dead_reckoned"},
+            attitude_at=vehicle.attitudes.at,
         )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import VehicleError
-from common.pose import Frame, Pose
+from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose
 
 log = logging.getLogger(__name__)
 
@@ -238,10 +238,12 @@ class FreshFrameCamera:
         first_frame_wait_s: float = 10.0,
         camera: str = "front",
         meta: dict[str, Any] | None = None,
+        attitude_at: Callable[[float], CameraAttitude] = lambda t_s: LEVEL_CAMERA,
     ) -> None:
         self.name = name
         self.source = source
         self.pose_at = pose_at
+        self.attitude_at = attitude_at  # the camera's attitude at a frame's capture (AttitudeHistory.at)
         self.max_frame_age_s = max_frame_age_s
         self.freshness = FrameFreshness(max_frame_age_s)
         self.usable = usable
@@ -281,4 +283,5 @@ class FreshFrameCamera:
             pose=self.pose_at(frame.first_datagram_s),
             camera=self.camera,
             meta={"frame_age_s": time.monotonic() - frame.arrival_s, "frame_index": frame.index, **self.meta},
+            camera_attitude=self.attitude_at(frame.first_datagram_s),
         )

@@ -32,8 +32,7 @@ FREE_BYTES = 300 * 1024  # left on the 2 MB filesystem when the flight starts: a
 
 @pytest.fixture(scope="module")
 def sim():
-    # a gimbal-stabilised camera: the onboard runtime projects its `go` points from a level one
-    with sim_server("--scene", "residential", "--camera-gimbal", "level") as port:
+    with sim_server("--scene", "residential") as port:  # AirSim's body-fixed camera
         yield port, airsim_client(port)
 
 

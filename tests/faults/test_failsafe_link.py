@@ -33,8 +33,7 @@ SAFETY = ["--set", f"safety.link_lost_hold_s={HOLD_S}", "--set", f"safety.link_l
 
 @pytest.fixture(scope="module")
 def sim():
-    # a gimbal-stabilised camera: the onboard runtime projects its `go` points from a level one
-    with sim_server("--scene", "residential", "--camera-gimbal", "level") as port:
+    with sim_server("--scene", "residential") as port:  # AirSim's body-fixed camera
         yield port, airsim_client(port)
 
 

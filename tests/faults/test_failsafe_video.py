@@ -28,8 +28,7 @@ PAUSE_S = 4.0
 
 @pytest.fixture(scope="module")
 def sim():
-    # a gimbal-stabilised camera: the onboard runtime projects its `go` points from a level one
-    with sim_server("--scene", "residential", "--camera-gimbal", "level") as port:
+    with sim_server("--scene", "residential") as port:  # AirSim's body-fixed camera
         yield port, airsim_client(port)
 
 

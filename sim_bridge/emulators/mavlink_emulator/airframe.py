@@ -35,6 +35,12 @@ class Airframe:
             p = mdl.position_ned - np.array([self.home.x_m, self.home.y_m, self.home.z_m])
             return p, mdl.velocity_ned.copy(), float(mdl.yaw_deg), float(mdl.yaw_rate_deg_s)
 
+    def roll_pitch_rad(self) -> tuple[float, float]:
+        """The body's roll and pitch (ZYX, NED: MAVLink ATTITUDE's convention)."""
+        with self.world.lock:
+            a = self.model().attitude
+            return float(a.roll_rad), float(a.pitch_rad)
+
     def battery_pct(self) -> float:
         """The simulated pack's state of charge (sim_bridge.sim.battery), in percent."""
         with self.world.lock:

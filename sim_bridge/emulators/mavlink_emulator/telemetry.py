@@ -119,7 +119,9 @@ class Telemetry:
             if msg_id == LOCAL_POSITION_NED:
                 send(mav.local_position_ned_send, t_ms, *(float(a) for a in p), *(float(a) for a in v))
             elif msg_id == ATTITUDE:
-                send(mav.attitude_send, t_ms, 0.0, 0.0, math.radians(yaw), 0.0, 0.0, math.radians(yaw_rate))
+                roll, pitch = ap.airframe.roll_pitch_rad()  # the body tilts as it accelerates
+                yaw_rad, rate_rad_s = math.radians(yaw), math.radians(yaw_rate)
+                send(mav.attitude_send, t_ms, roll, pitch, yaw_rad, 0.0, 0.0, rate_rad_s)
             else:
                 lat, lon, alt = geo(ap.airframe.home_ned() + p)
                 cm = [round(float(a) * 100) for a in v]
