@@ -267,3 +267,22 @@ def test_optical_flow_of_a_camera_yawing_right_points_left(cv) -> None:
     again = cv.simGetImages([airsim.ImageRequest("0", T.OpticalFlow, True)])[0]
     assert np.abs(np.array(again.image_data_float)).max() < 1e-3  # still: no flow
     _place(cv, CV_POSE[3])
+
+
+def test_render_workers_draw_the_same_weather() -> None:
+    from common.pose import Pose
+    from sim_bridge.sim.weather import Weather
+    from sim_bridge.sim.world import World
+
+    with World("blocks", vehicles=1) as local, World("blocks", vehicles=1, render_workers=1) as pooled:
+        frames = []
+        for w in (local, pooled):
+            w.pause(True)
+            w.set_vehicle_pose("Drone1", Pose(-12.0, 1.0, -3.0, 30.0))
+            w.cameras.weather = Weather(fog=0.3, rain=0.5)
+            frames.append(w.render("Drone1"))
+        a, b = frames
+        assert np.array_equal(a.image_bgr, b.image_bgr)
+        assert a.depth_planar_m is None and b.depth_planar_m is None  # read for the fog, not returned
+        local.cameras.weather = None
+        assert not np.array_equal(local.render("Drone1").image_bgr, a.image_bgr)
