@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/bench_sim.py [--frames 40] [--sim-seconds 60] [--calls 1000]
         [--renderer tiny,gl]
 
+Also the Scene frame's cost with fog and with rain drawn (the weather; off by default).
+
 Targets (task brief): render median <= 60 ms per 640x360 frame in `residential`; real-time factor
 >= 8x with one drone and frames at 2 Hz; simGetVehiclePose round trip median <= 1 ms through the
 real airsim client.
@@ -52,6 +54,29 @@ def bench_render(frames: int, renderer: str) -> None:
                 f"CPU median {statistics.median(cpu) * 1e3:6.1f} ms "
                 f"(n={frames}; target median <= 60 ms)"
             )
+
+
+def bench_weather(frames: int, renderer: str) -> None:
+    """The Scene frame clear, with fog and with rain (sim_bridge.sim.weather), interleaved on the same
+    poses: what the weather costs when on (off, the frame is not touched)."""
+    from sim_bridge.sim.weather import Weather
+
+    skies = {"clear": None, "fog 0.5": Weather(fog=0.5), "rain 1": Weather(rain=1.0)}
+    with World("residential", vehicles=1, renderer=renderer) as w:
+        times: dict[str, list[float]] = {k: [] for k in skies}
+        for i in range(frames):
+            w.set_vehicle_pose("Drone1", Pose(-5.0 + 2.5 * i % 100, (i % 5) - 2.0, -2.0, (i * 37) % 360))
+            for name, weather in skies.items():
+                w.cameras.weather = weather
+                t = time.perf_counter()
+                w.render("Drone1", segmentation=False)
+                times[name].append(time.perf_counter() - t)
+        w.cameras.weather = None
+        print(
+            f"weather, {w.renderer} 640x360 residential: "
+            + ", ".join(f"{k} median {statistics.median(v) * 1e3:5.1f} ms" for k, v in times.items())
+            + f" (n={frames})"
+        )
 
 
 def bench_truth(frames: int) -> None:
@@ -169,6 +194,7 @@ def main() -> None:
     )
     for renderer in args.renderer.split(","):  # side by side, on the same poses, in this run
         bench_render(args.frames, renderer.strip())
+        bench_weather(args.frames, renderer.strip())
     bench_truth(args.frames)
     bench_rtf(args.sim_seconds)
     bench_rpc(args.calls)

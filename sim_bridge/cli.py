@@ -241,10 +241,13 @@ def _world_and_api(args: argparse.Namespace, read_episode: EpisodeReader | None)
             api = AirSimApi(world)
         api.sensors.set_noise(getattr(args, "sensor_noise", "airsim") != "off")
         if args.settings:  # the vehicles' sensors and cameras (the world took their poses)
+            from sim_bridge.settings import read_settings
             from sim_bridge.settings_sections import read_external_cameras, read_sections
 
             sections = read_sections(args.settings, world.vehicle().model.name)
             api.apply_settings(sections, read_external_cameras(args.settings))
+            x, y, z = read_settings(args.settings).wind_ned_m_s
+            api.simSetWind({"x_val": x, "y_val": y, "z_val": z})  # AirSim's Wind setting
     except BaseException:
         world.close()
         raise

@@ -3,7 +3,8 @@ start poses) and their cameras (resolution, FOV). `dronecats episodes airsim-set
 a suite; `dronecats sim --settings FILE` reads it, so the built-in simulator and a real AirSim are
 configured from one file, the way AirSim users configure theirs.
 
-Keys read (AirSim's names): SimMode ("Multirotor" or "ComputerVision"), ClockSpeed,
+Keys read (AirSim's names): SimMode ("Multirotor" or "ComputerVision"), ClockSpeed, Wind{X, Y, Z}
+(world NED m/s, as simSetWind takes it),
 Vehicles{NAME: {VehicleType, X, Y, Z, Yaw, Cameras{NAME: {CaptureSettings[{ImageType, Width, Height,
 FOV_Degrees}], X, Y, Z, Pitch, Roll, Yaw, Gimbal{Stabilization, Pitch, Roll, Yaw}}}}}. The forward
 camera's mount and Gimbal come from its camera ("front_center", "0", else the first one): without a
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 SETTINGS_VERSION = 1.2
 KNOWN_TOP = {"SettingsVersion", "SimMode", "ClockSpeed", "Vehicles", "SeeDocsAt", "ApiServerPort"}
-KNOWN_TOP |= {"ExternalCameras", "DefaultSensors"}  # read by settings_sections
+KNOWN_TOP |= {"ExternalCameras", "DefaultSensors", "Wind"}  # read by settings_sections and _wind
 KNOWN_VEHICLE = {
     "VehicleType",
     "X",
@@ -60,6 +61,7 @@ class SimSettings:
     camera: CameraProfile | None  # from the first vehicle's Scene capture settings
     clock_speed: float | None
     camera_mount: CameraMount = BODY_FIXED  # the first vehicle's forward camera: pose and Gimbal
+    wind_ned_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)  # AirSim's Wind (AirSimSettings.hpp)
 
 
 def _number(value: Any, where: str) -> float:
@@ -88,6 +90,7 @@ def read_settings(path: str | Path) -> SimSettings:
         clock = _number(data["ClockSpeed"], "ClockSpeed")
         if clock <= 0:
             raise ConfigError(f"settings {path}: ClockSpeed {clock} must be > 0")
+    wind = _wind(data.get("Wind", {}), f"{path}: Wind")
     vehicles_data = data.get("Vehicles") or {SIM_MODES[mode]: {"VehicleType": SIM_MODES[mode]}}
     if not isinstance(vehicles_data, dict):
         raise ConfigError(f"settings {path}: Vehicles must be an object of name -> vehicle")
@@ -111,7 +114,18 @@ def read_settings(path: str | Path) -> SimSettings:
         if camera is None:
             camera = _camera(v.get("Cameras") or {}, f"{path}: {where}")
             mount = _mount(v.get("Cameras") or {}, f"{path}: {where}")
-    return SimSettings(vehicles, camera, clock, mount)
+    return SimSettings(vehicles, camera, clock, mount, wind)
+
+
+def _wind(value: Any, where: str) -> tuple[float, float, float]:
+    """AirSim's Wind: {X, Y, Z} in world NED m/s, each 0 when left out."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"settings {where} must be an object {{X, Y, Z}} (m/s, world NED)")
+    unknown = set(value) - {"X", "Y", "Z"}
+    if unknown:
+        raise ConfigError(f"settings {where}: unknown keys {sorted(unknown)} (X, Y, Z: m/s, world NED)")
+    x, y, z = (_number(value.get(k, 0.0), f"{where}.{k}") for k in ("X", "Y", "Z"))
+    return (x, y, z)
 
 
 def _mount(cameras: dict[str, Any], where: str) -> CameraMount:

@@ -38,8 +38,16 @@ from sim_bridge.rpc.distance import DistanceService
 from sim_bridge.rpc.extensions import EXTENSIONS, DcExtensions, FrameRing, WorldEffects
 from sim_bridge.rpc.image_types import (
     DISPARITY_NORMALIZED,
+    INFRARED,
+    OPTICAL_FLOW,
+    OPTICAL_FLOW_VIS,
     SURFACE_NORMALS,
+    default_object_id,
     disparity_normalized,
+    infrared_bgr,
+    optical_flow,
+    optical_flow_bgr,
+    optical_flow_vis_bgr,
     surface_normals_bgr,
 )
 from sim_bridge.rpc.lidar import LidarService
@@ -54,6 +62,8 @@ from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.multirotor import Task, YawMode
 from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_from_quat, rotation_pry_deg
 from sim_bridge.sim.truth import VISIBLE_RANGE_M
+from sim_bridge.sim.weather import ENABLED_INDEX, Weather
+from sim_bridge.sim.weather import PARAMETERS as WEATHER_PARAMETERS
 from sim_bridge.sim.world import World
 
 log = logging.getLogger(__name__)
@@ -62,7 +72,16 @@ SCENE, DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, SEGMENTATION = 0, 1, 2, 3, 5
 RENDERED_TYPES = {SCENE: "Scene", DEPTH_PLANAR: "DepthPlanar", DEPTH_PERSPECTIVE: "DepthPerspective"}
 RENDERED_TYPES.update({DEPTH_VIS: "DepthVis", SEGMENTATION: "Segmentation"})
 RENDERED_TYPES.update({DISPARITY_NORMALIZED: "DisparityNormalized", SURFACE_NORMALS: "SurfaceNormals"})
-DEPTH_DERIVED = (DEPTH_PLANAR, DEPTH_PERSPECTIVE, DEPTH_VIS, DISPARITY_NORMALIZED, SURFACE_NORMALS)
+RENDERED_TYPES.update({INFRARED: "Infrared", OPTICAL_FLOW: "OpticalFlow", OPTICAL_FLOW_VIS: "OpticalFlowVis"})
+FLOW_TYPES = (OPTICAL_FLOW, OPTICAL_FLOW_VIS)
+DEPTH_DERIVED = (
+    DEPTH_PLANAR,
+    DEPTH_PERSPECTIVE,
+    DEPTH_VIS,
+    DISPARITY_NORMALIZED,
+    SURFACE_NORMALS,
+    *FLOW_TYPES,
+)
 DEPTH_VIS_WHITE_M = 100.0  # AirSim's DepthVis: black at 0 m, white at 100 m or more (camera-plane depth)
 CAMERA_NAMES = {"", "0", "front_center"}  # the forward camera: detections, the frame ring
 # AirSim's other standard cameras that a level camera can show, as (right offset m, looking back):
@@ -82,19 +101,6 @@ DISTORTION_PARAMS = ("K1", "K2", "K3", "P1", "P2")  # APIPCamera's, in getDistor
 SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
 MIN_CLIENT_VERSION = 1
 
-# AirSim's WorldSimApiBase::WeatherParameter, by value
-WEATHER_PARAMETERS = (
-    "Rain",
-    "Roadwetness",
-    "Snow",
-    "RoadSnow",
-    "MapleLeaf",
-    "RoadLeaf",
-    "Dust",
-    "Fog",
-    "Enabled",
-)
-
 
 def _yaw_mode(d: Any) -> YawMode:
     if not isinstance(d, dict):
@@ -112,6 +118,8 @@ class AirSimApi(AttitudeApi):
         self.world = world
         self._seg_ids: dict[int, int] = {}  # body id -> segmentation object id (simSetSegmentationObjectID)
         self._seg_lock = threading.Lock()
+        # (vehicle, camera key, external) -> the camera's (position, rotation) at its last frame served
+        self._flow_poses: dict[tuple[str, str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self.frames = FrameRing()  # the forward camera's frames served, for dcPointOnTargetInFrame
         self.effects = WorldEffects()
         self._warned: set[str] = set()
@@ -514,7 +522,7 @@ class AirSimApi(AttitudeApi):
 
     # ---------------------------------------------------------------- wind, weather, trace lines
     def simSetWind(self, wind: Any) -> None:
-        """The wind (world NED, m/s) for every vehicle: a drag force (see multirotor.DRAG_1_M)."""
+        """The wind (world NED, m/s) for every vehicle: a drag force on each (sim_bridge.sim.wind)."""
         w = np.array(parse_vec3(wind, "wind"), float)
         if not np.isfinite(w).all():
             raise ConfigError(f"wind must be finite, got {w.tolist()}")
@@ -529,15 +537,40 @@ class AirSimApi(AttitudeApi):
             log.warning("%s: stored, but the built-in simulator's renderers show no effect of it", method)
 
     def simEnableWeather(self, enable: bool) -> None:
+        """AirSim's weather switch: the parameters show (sim_bridge.sim.weather) only while it is on."""
         self.effects.weather_enabled = bool(enable)
-        self._no_visible_effect("simEnableWeather")
+        self._show_weather()
 
     def simSetWeatherParameter(self, param: int, val: float) -> None:
-        index, value = int(param), float(val)
+        """One of AirSim's WeatherParameter scalars, 0..1, drawn on every Scene frame by either
+        renderer. AirSim zeroes, without a word, a value set while the weather is off: here that is an
+        error. Enabled (8) switches the weather as simEnableWeather does."""
+        try:
+            index, value = int(param), float(val)
+        except (TypeError, ValueError):
+            raise ConfigError(f"weather parameter {param!r:.40} = {val!r:.40}: expected numbers") from None
         if not 0 <= index < len(WEATHER_PARAMETERS) or not math.isfinite(value):
             raise ConfigError(f"weather parameter {param} = {val}: expected 0-{len(WEATHER_PARAMETERS) - 1}")
-        self.effects.weather[WEATHER_PARAMETERS[index]] = value
-        self._no_visible_effect("simSetWeatherParameter")
+        name = WEATHER_PARAMETERS[index]
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"weather parameter {name} = {value}: AirSim's weather values are 0..1")
+        if index == ENABLED_INDEX:
+            self.simEnableWeather(value > 0.0)
+            return
+        if value > 0.0 and not self.effects.weather_enabled:
+            raise ConfigError(
+                f"simSetWeatherParameter({name}, {value}): the weather is off; call simEnableWeather(True) "
+                "first (AirSim would set the value to 0)"
+            )
+        with self.world.lock:
+            self.effects.weather[name] = value
+            self._show_weather()
+
+    def _show_weather(self) -> None:
+        e = self.effects
+        weather = Weather.from_values(e.weather) if e.weather_enabled else None
+        # None leaves the frames untouched (the default path pays nothing)
+        self.world.cameras.weather = weather if weather is not None and weather.visible else None
 
     def simSetTraceLine(self, color_rgba: Any, thickness: float, vehicle_name: str) -> None:
         m = self._slot(vehicle_name).model
@@ -766,6 +799,8 @@ class AirSimApi(AttitudeApi):
             if pose is None:
                 self.frames.keep(renders[key])  # the ring holds the forward camera's frames
         out = []
+        flows: dict[str, np.ndarray] = {}  # camera key -> its optical flow, once per call
+        poses = {key: _camera_pose_now(r, turned.get(key)) for key, r in renders.items()}
         for req, image_type in parsed:
             camera = str(req.get("camera_name", "0"))
             render = renders[_camera_key(req)]
@@ -794,6 +829,23 @@ class AirSimApi(AttitudeApi):
                     None if as_float else cv2.cvtColor((disparity * 255).astype(np.uint8), cv2.COLOR_GRAY2BGR)
                 )
                 data_f = disparity.ravel().tolist() if as_float else []
+            elif image_type == INFRARED:
+                assert render.seg is not None
+                img = infrared_bgr(render.seg, self._object_ids())
+            elif image_type in FLOW_TYPES:
+                key = _camera_key(req)
+                if key not in flows:
+                    assert render.depth_planar_m is not None
+                    before = self._flow_poses.get((str(vehicle_name), key, external is True))
+                    flows[key] = optical_flow(render.depth_planar_m, render.camera, poses[key], before)
+                flow = flows[key]
+                img = None
+                if as_float and image_type == OPTICAL_FLOW:  # two values per pixel: vx, vy
+                    data_f = flow.ravel().tolist()
+                elif image_type == OPTICAL_FLOW:
+                    img = optical_flow_bgr(flow)
+                else:
+                    img = optical_flow_vis_bgr(flow)
             elif image_type == SURFACE_NORMALS:
                 assert render.depth_planar_m is not None
                 rot = turned.get(_camera_key(req), render.camera_rotation_ned)  # None: level
@@ -843,7 +895,17 @@ class AirSimApi(AttitudeApi):
                     "image_type": image_type,
                 }
             )
+        for key, seen in poses.items():  # the next frame's optical flow starts from these
+            self._flow_poses[(str(vehicle_name), key, external is True)] = seen
         return out
+
+    def _object_ids(self) -> dict[int, int]:
+        """Body id -> segmentation object ID: simSetSegmentationObjectID's, else AirSim's starting ID
+        of the body's name."""
+        ids = {body: default_object_id(name) for name, body in self._mesh_names().items()}
+        with self._seg_lock:
+            ids.update(self._seg_ids)
+        return ids
 
     def _turned_mount(self, vehicle_name: str, camera_key: str) -> Mount | None:
         """The camera's mount when it is drawn in its own orientation (None: the level path)."""
@@ -1087,6 +1149,14 @@ def _camera_key(request: dict[str, Any]) -> str:
     """Which render serves an ImageRequest: "0" for the forward camera, else the camera's name."""
     camera = str(request.get("camera_name", "0"))
     return "0" if camera in CAMERA_NAMES else camera
+
+
+def _camera_pose_now(render: Render, turned: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """A frame's camera (position NED, rotation camera FRD -> NED)."""
+    rot = turned if turned is not None else render.camera_rotation_ned
+    if rot is None:  # level at the camera's yaw
+        rot = rotation_pry_deg(0.0, 0.0, render.camera_yaw_deg)
+    return np.asarray(render.camera_position_ned, float), np.asarray(rot, float)
 
 
 def _quat_msg(rotation: np.ndarray) -> dict[str, float]:

@@ -51,8 +51,8 @@ EXTENSIONS = {
     "dcGetSimTime": "() -> float: simulation time in seconds",
     "dcSetClockSpeed": "(speed) -> None: simulated seconds per wall second while running",
     "dcGetWorldEffects": "() -> {wind, weather_enabled, weather, trace_lines}: what simSetWind, "
-    "simEnableWeather, simSetWeatherParameter and simSetTraceLine set (weather and trace lines are "
-    "stored only: the built-in renderers draw neither)",
+    "simEnableWeather, simSetWeatherParameter and simSetTraceLine set (trace lines are stored only: "
+    "the built-in renderers do not draw them)",
 }
 
 

@@ -7,8 +7,9 @@ Two uses (sim_bridge/README.md, Attitude and cameras):
   project's kinematic model, so those commands keep their accuracy and the suites their trajectories;
 - under AirSim's attitude- and rate-level APIs (moveByRollPitchYaw*, moveByAngleRates*) the attitude is
   the command and the translation follows the thrust vector (`fly_attitude`): thrust along the body's
-  down axis, gravity, quadratic drag on the air-relative velocity, and z held by a vertical velocity
-  loop (the `...Z` calls) or thrust = throttle x the rotors' maximum (the `...Throttle` calls).
+  down axis, gravity, AirLib's drag on the air-relative velocity (sim_bridge.sim.wind), and z held by
+  a vertical velocity loop (the `...Z` calls) or thrust = throttle x the rotors' maximum (the
+  `...Throttle` calls).
 
 Gains and limits are SimpleFlight's defaults (AirLib/include/vehicles/multirotor/firmwares/
 simple_flight/firmware/Params.hpp): angle level P 2.5 (I 0, D 0), its output (clipped to +-1) scaled
@@ -45,7 +46,6 @@ SUBSTEP_S = 0.01  # the rotational loop's longest integration step (a tick of 20
 SUBSTEP_GAIN = 0.25  # and at most this fraction of the rate loop's time constant (stiffer gains: shorter)
 MAX_PITCH_RAD = math.radians(85.0)  # Euler angles: pitch is kept off the +-90 deg singularity
 VERTICAL_GAIN_1_S = 5.0  # z-hold: vertical velocity error -> vertical acceleration
-DRAG_1_M = 0.5 * 1.225 * 0.325 * 0.05  # the same quadratic drag as multirotor.DRAG_1_M
 ANGLE, RATE, FOLLOW = "angle", "rate", "follow"
 SETTLED = 1e-6  # rad, rad/s: below this a level-commanded attitude counts as level (follow's shortcut)
 
@@ -268,9 +268,10 @@ def fly_attitude(m: Multirotor, cmd: AttitudeCommand, dt_s: float) -> tuple[np.n
     att.yaw_rad = math.radians(m.yaw_deg)
     att.step(cmd, dt_s)
     down = att.down_axis_ned()
+    from sim_bridge.sim.wind import drag_accel_ned  # wind.py builds on this module's constants
+
     v = m.velocity_ned
-    rel = m.wind_ned - v
-    drag = DRAG_1_M * float(np.linalg.norm(rel)) * rel
+    drag = drag_accel_ned(v - m.wind_ned, rotation_matrix(att.roll_rad, att.pitch_rad, att.yaw_rad))
     max_thrust = MAX_THRUST_N / MASS_KG
     if math.isnan(cmd.z_m):
         thrust = max(0.0, min(1.0, cmd.throttle)) * max_thrust

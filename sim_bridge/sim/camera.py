@@ -26,6 +26,7 @@ from sim_bridge.sim.frames import ned_to_pb, yaw_rotation_ned
 from sim_bridge.sim.gimbal import CameraMount, camera_position, camera_rotation, points_by_yaw
 from sim_bridge.sim.ground import fill_background
 from sim_bridge.sim.tilted import TiltedView, body_quat_pb, fill_background_rotated, view_matrix_rotated
+from sim_bridge.sim.weather import Weather, apply_weather
 
 if TYPE_CHECKING:
     from sim_bridge.sim.attitude import AttitudeModel
@@ -200,6 +201,8 @@ class Cameras:
         self.now = now
         self.pool = pool
         self.stats = RenderStats()
+        # drawn over every full frame's Scene image (sim_bridge.sim.weather); None: clear, untouched
+        self.weather: Weather | None = None
 
     def _image(
         self,
@@ -269,7 +272,8 @@ class Cameras:
             rgba, zbuf, seg = self._image(viewer, cam, eye, yaw, vehicle_pose, rotation=rot)
             t = self.now()
             pose = vehicle_pose or viewer.model.pose()
-        rgba, seg_arr, depth_arr = _arrays(cam, rgba, zbuf, seg, depth)
+        weather = self.weather
+        rgba, seg_arr, depth_arr = _arrays(cam, rgba, zbuf, seg, _depth_for(depth, weather))
         ground = self.scene.ground
         if rot is None:
             rad = math.radians(yaw)
@@ -279,6 +283,9 @@ class Cameras:
         else:
             fill_background_rotated(rgba, seg_arr, depth_arr, ground, TiltedView(eye_t, rot, cam))
         image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+        if weather is not None:
+            image = apply_weather(image, seg_arr, depth_arr, cam, weather, t)
+            depth_arr = depth_arr if depth else None
         seg_out = seg_arr if segmentation else None
         return Render(image, seg_out, depth_arr, t, viewer.model.name, pose, eye_t, yaw, cam, rot)
 
@@ -296,13 +303,23 @@ class Cameras:
             rot = camera_rotation_ned(viewer, vehicle_pose)
             t = self.now()
             pose = vehicle_pose or viewer.model.pose()
-            job = RenderJob(viewer.model.name, self._scene_state(), camera, depth, pose_tuple(vehicle_pose))
+            weather = self.weather
+            job = RenderJob(
+                viewer.model.name,
+                self._scene_state(),
+                camera,
+                _depth_for(depth, weather),
+                pose_tuple(vehicle_pose),
+            )
         r = self._pool_run(job, "full", cam.width_px * cam.height_px)
         eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
+        image = r.image_bgr
+        if weather is not None:
+            image = apply_weather(image, r.seg, r.depth_planar_m, cam, weather, t)
         return Render(
-            r.image_bgr,
+            image,
             r.seg if segmentation else None,
-            r.depth_planar_m,
+            r.depth_planar_m if depth else None,
             t,
             viewer.model.name,
             pose,
@@ -334,7 +351,8 @@ class Cameras:
             rgba, zbuf, seg = self._image(viewer, camera, eye, 0.0, hide, rotation=rot)
             t = self.now()
             pose = viewer.model.pose()
-        rgba, seg_arr, depth_arr = _arrays(camera, rgba, zbuf, seg, depth)
+        weather = self.weather
+        rgba, seg_arr, depth_arr = _arrays(camera, rgba, zbuf, seg, _depth_for(depth, weather))
         eye_t = (float(eye[0]), float(eye[1]), float(eye[2]))
         yaw = math.degrees(math.atan2(rot[1, 0], rot[0, 0]))
         if np.allclose(rot[2], (0.0, 0.0, 1.0), rtol=0.0, atol=1e-12):  # level: the level fill's pixels
@@ -353,6 +371,9 @@ class Cameras:
         else:
             fill_background_rotated(rgba, seg_arr, depth_arr, scene.ground, TiltedView(eye_t, rot, camera))
         image = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+        if weather is not None:
+            image = apply_weather(image, seg_arr, depth_arr, camera, weather, t)
+            depth_arr = depth_arr if depth else None
         return Render(image, seg_arr, depth_arr, t, viewer.model.name, pose, eye_t, yaw, camera, rot)
 
     def render_segmentation(
@@ -456,6 +477,11 @@ def crop_camera(cam: CameraProfile, region: tuple[int, int, int, int]) -> Camera
         cx_px=cam.cx_px - u0,
         cy_px=cam.cy_px - v0,
     )
+
+
+def _depth_for(depth: bool, weather: Weather | None) -> bool:
+    """Whether a render reads its depth back: asked for, or the weather's haze needs it."""
+    return depth or (weather is not None and weather.needs_depth)
 
 
 def _arrays(

@@ -15,9 +15,10 @@ from typing import NamedTuple
 import numpy as np
 
 from common.pose import Pose, wrap_deg
-from sim_bridge.sim.attitude import AttitudeCommand, AttitudeModel, fly_attitude
+from sim_bridge.sim.attitude import AttitudeCommand, AttitudeModel, body_rotation_ned, fly_attitude
 from sim_bridge.sim.battery import Battery, BatteryConfig
 from sim_bridge.sim.frames import yaw_rotation_ned
+from sim_bridge.sim.wind import WindResponse
 
 
 @dataclass
@@ -33,11 +34,6 @@ class MultirotorLimits:
     position_accuracy_m: float = 0.1
 
 
-# Wind: quadratic drag on the air-relative velocity, a = DRAG_1_M * |w - v| (w - v), from AirSim's
-# default quadrotor (1 kg, linear drag coefficient 1.3/4, about 0.05 m^2 of frontal area, air 1.225
-# kg/m^3): 0.5 * 1.225 * 0.325 * 0.05 / 1 kg. The velocity controller rejects it up to its
-# acceleration limit (a steady wind shows as a small lag); a gale beyond it blows the drone away.
-DRAG_1_M = 0.5 * 1.225 * 0.325 * 0.05
 PATH_PASS_M = 1.0  # moveOnPath: a waypoint within this distance counts as passed
 
 
@@ -114,7 +110,8 @@ class Multirotor:
         self.api_control = False
         self.collision: dict | None = None
         self.battery = Battery(battery)
-        self.wind_ned = np.zeros(3)  # m/s, the world's wind (simSetWind)
+        self.wind_ned = np.zeros(3)  # m/s, the world's wind (simSetWind, settings.json's Wind)
+        self.wind = WindResponse()  # the velocity the wind adds and its rejection (sim_bridge.sim.wind)
         self.attitude = AttitudeModel(yaw_rad=math.radians(spawn.yaw_deg))  # roll, pitch, body rates
         self._goal = _Goal("hold", target_ned=self.position_ned.copy(), yaw_value=self.yaw_deg)
         self._goal.yaw_is_rate = False
@@ -264,6 +261,7 @@ class Multirotor:
         self.position_ned = np.array([pose.x_m, pose.y_m, pose.z_m], float)
         self.yaw_deg = pose.yaw_deg
         self.velocity_ned[:] = 0.0
+        self.wind.reset()
         self.yaw_rate_deg_s = 0.0
         self.attitude.reset(math.radians(pose.yaw_deg))
         self.landed = pose.z_m >= self.floor_z_m - 1e-3
@@ -293,6 +291,8 @@ class Multirotor:
             g = self._goal
 
         if g.mode == "attitude" and g.attitude is not None:
+            if self.wind.velocity_ned.any():  # the thrust vector model flies the whole velocity
+                self.wind.reset()
             new_pos, new_yaw = fly_attitude(self, g.attitude, dt_s)
             return self._touch_ground(new_pos), wrap_deg(new_yaw)
         desired_yaw_rate = 0.0
@@ -342,17 +342,28 @@ class Multirotor:
             desired_yaw_rate = 0.0
 
         desired_v = np.clip(desired_v, -lim.max_speed_m_s, lim.max_speed_m_s)
-        dv = desired_v - self.velocity_ned
+        windy = not self.landed and self.wind.active(self.wind_ned)
+        if self.landed and self.wind.velocity_ned.any():
+            self.wind.reset()  # on the ground: its friction holds the body
+        # the commands track their own velocity; what the wind adds is its own term (sim.wind)
+        commanded_v = self.velocity_ned - self.wind.velocity_ned if windy else self.velocity_ned
+        dv = desired_v - commanded_v
         max_dv = lim.max_accel_m_s2 * dt_s
         norm = float(np.linalg.norm(dv))
         if norm > max_dv:
             dv *= max_dv / norm
-        control_accel = dv / dt_s  # what the thrust provides (the drag below is the air's)
-        if not self.landed and self.wind_ned.any():
-            rel = self.wind_ned - self.velocity_ned
-            dv = dv + DRAG_1_M * float(np.linalg.norm(rel)) * rel * dt_s
-        self.accel_ned = dv / dt_s
-        self.velocity_ned = self.velocity_ned + dv
+        control_accel = dv / dt_s  # what the thrust provides
+        if windy:
+            body = body_rotation_ned(self.attitude, self.yaw_deg)
+            old_v = self.velocity_ned
+            control_accel = control_accel + self.wind.step(
+                self.wind_ned, old_v, body, lim.max_accel_m_s2, dt_s
+            )
+            self.velocity_ned = commanded_v + dv + self.wind.velocity_ned
+            self.accel_ned = (self.velocity_ned - old_v) / dt_s
+        else:
+            self.accel_ned = dv / dt_s
+            self.velocity_ned = self.velocity_ned + dv
         desired_yaw_rate = max(-lim.max_yaw_rate_deg_s, min(lim.max_yaw_rate_deg_s, desired_yaw_rate))
         dr = desired_yaw_rate - self.yaw_rate_deg_s
         max_dr = lim.max_yaw_accel_deg_s2 * dt_s
@@ -375,6 +386,7 @@ class Multirotor:
             if self._goal.mode == "land":
                 self.landed = True
                 self.velocity_ned[:] = 0.0
+                self.wind.reset()
                 self.yaw_rate_deg_s = 0.0
                 if self._goal.task is not None:
                     self._goal.task.finish(True)
@@ -389,6 +401,7 @@ class Multirotor:
         """A collision at the proposed pose: stay at the last free pose, stop, and drop the task."""
         self.collision = info
         self.velocity_ned[:] = 0.0
+        self.wind.reset()
         self.yaw_rate_deg_s = 0.0
         self.attitude.reset(math.radians(self.yaw_deg))
         self.cancel()

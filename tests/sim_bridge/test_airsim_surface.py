@@ -191,25 +191,29 @@ def test_wind_is_a_force_the_controller_rejects_up_to_its_limit(client) -> None:
     client.hoverAsync().join()
     settle(1.0)
     start = local_xyz(client)
-    client.simSetWind(airsim.Vector3r(10.0, 0.0, 0.0))  # ~1 m/s^2 of drag: held
+    client.simSetWind(airsim.Vector3r(10.0, 0.0, 0.0))  # ~0.7 m/s^2 of drag: held
     settle(2.0)
     assert np.linalg.norm(local_xyz(client) - start) < 0.3
-    client.simSetWind(airsim.Vector3r(0.0, 40.0, 0.0))  # ~16 m/s^2, beyond the 4 m/s^2 the controller has
+    client.simSetWind(airsim.Vector3r(0.0, 40.0, 0.0))  # ~11 m/s^2, beyond the 4 m/s^2 the controller has
     settle(2.0)
     blown = local_xyz(client) - start
     client.simSetWind(airsim.Vector3r(0.0, 0.0, 0.0))
-    assert blown[1] > 2.0 and abs(blown[0]) < 0.5  # downwind, in the world frame
+    # downwind, in the world frame (north: what the 10 m/s wind's push left, decaying meanwhile)
+    assert blown[1] > 2.0 and abs(blown[0]) < 1.0
     effects = client.client.call("dcGetWorldEffects")
     assert effects["wind"] == {"x_val": 0.0, "y_val": 0.0, "z_val": 0.0}
     client.moveToPositionAsync(*start, 3.0).join()
 
 
 def test_weather_and_trace_line_are_stored_and_checked(client) -> None:
+    # what the weather draws: tests/sim_bridge/test_weather_wind.py
     client.simEnableWeather(True)
     client.simSetWeatherParameter(airsim.WeatherParameter.Fog, 0.25)
     client.simSetTraceLine([1.0, 0.0, 0.0, 1.0], 5.0)
     effects = client.client.call("dcGetWorldEffects")
     assert effects["weather_enabled"] is True and effects["weather"] == {"Fog": 0.25}
+    client.simSetWeatherParameter(airsim.WeatherParameter.Fog, 0.0)
+    client.simEnableWeather(False)
     assert effects["trace_lines"] == {"Drone1": {"color_rgba": [1.0, 0.0, 0.0, 1.0], "thickness": 5.0}}
     with pytest.raises(Exception, match="weather parameter 9"):
         client.simSetWeatherParameter(9, 0.5)
@@ -254,8 +258,8 @@ def test_computer_vision_mode_cameras_and_depth_vis(tmp_path: Path) -> None:
         down = c.simGetImages([airsim.ImageRequest("3", airsim.ImageType.Scene)])[0]  # bottom_center
         pitch, _, _ = airsim.to_eularian_angles(down.camera_orientation)
         assert math.degrees(pitch) == pytest.approx(-90.0, abs=1e-3)
-        with pytest.raises(Exception, match="image_type 7 is not rendered"):
-            c.simGetImages([airsim.ImageRequest("0", airsim.ImageType.Infrared)])  # 7 in airsim 1.8
+        with pytest.raises(Exception, match="image_type 10 is not rendered"):
+            c.simGetImages([airsim.ImageRequest("0", 10)])  # airsim 1.8's types end at 9
 
 
 def test_add_vehicle_at_a_world_pose(client) -> None:
