@@ -6,7 +6,6 @@ capture, through unmodified pymavlink against the PX4 emulator in front of a til
 
 from __future__ import annotations
 
-import socket
 import time
 
 import numpy as np
@@ -17,16 +16,9 @@ from common.pose import LEVEL_CAMERA, Pose
 from onboard.vehicles.camera_mount import AttitudeHistory
 from onboard.vehicles.px4 import MavlinkVehicle, parse_mavlink_url
 from onboard.vehicles.tello import parse_tello_url
+from tests.support.ports import free_udp_port
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _free_udp_port() -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 def test_gimbal_url_parameter() -> None:
@@ -65,7 +57,7 @@ def test_mavlink_frames_carry_the_autopilots_attitude() -> None:
     camera = camera_profile("outdoor").scaled_to(320, 180)
     world = World("blocks", vehicles=1, camera=camera, renderer="tiny", camera_mount=BODY_FIXED, seed=0)
     world.start()  # wall-time physics: the emulator is a real network peer
-    mav_port, video_port = _free_udp_port(), _free_udp_port()
+    mav_port, video_port = free_udp_port(), free_udp_port()
     emulator = MavlinkEmulator(
         world,
         "Drone1",

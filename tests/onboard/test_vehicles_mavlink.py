@@ -8,7 +8,6 @@ logged with why."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -17,17 +16,10 @@ import pytest
 from common.errors import ConfigError, VehicleError
 from onboard.vehicles.px4 import GCS_SYSID, MavlinkVehicle, parse_mavlink_url
 from sim_bridge.emulators.mavlink_emulator import MavlinkEmulator, MavlinkEmulatorConfig
+from tests.support.ports import free_udp_port
 from tests.support.vehicles import events, make_runtime, make_world, spawn_query, verdict
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _free_udp_port() -> int:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 @pytest.fixture
@@ -36,7 +28,7 @@ def rig(request):
     kwargs = dict(getattr(request, "param", {}))
     query = kwargs.pop("query", "")
     world = make_world("outdoor", 480, 270, target_x_m=kwargs.pop("target_x_m", 14.0))
-    mav_port, video_port = _free_udp_port(), _free_udp_port()
+    mav_port, video_port = free_udp_port(), free_udp_port()
     emulator = MavlinkEmulator(
         world,
         "Drone1",

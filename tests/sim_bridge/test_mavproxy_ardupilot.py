@@ -6,7 +6,6 @@ by the simulated vehicle's pose."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,18 +14,13 @@ from collections.abc import Callable
 import pytest
 
 from sim_bridge.emulators.mavlink_emulator import MavlinkEmulator, MavlinkEmulatorConfig
+from tests.support.ports import free_udp_port
 from tests.support.vehicles import make_world
 
 pytest.importorskip("MAVProxy")
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 MAVPROXY = os.path.join(os.path.dirname(sys.executable), "mavproxy.py")
-
-
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(what: str, cond: Callable[[], bool], timeout_s: float) -> None:
@@ -41,7 +35,7 @@ def test_mavproxy_guided_takeoff_rtl_and_land(tmp_path) -> None:
     if not os.path.exists(MAVPROXY):
         pytest.skip("mavproxy.py is not installed in this environment")
     world = make_world("outdoor", 160, 120)
-    port = _free_udp_port()
+    port = free_udp_port()
     params = {"RTL_ALT": 300, "RTL_LOIT_TIME": 500}  # 3 m, 0.5 s: a short return
     cfg = MavlinkEmulatorConfig(dialect="ardupilot", companion=("127.0.0.1", port), params=params)
     emu = MavlinkEmulator(world, "Drone1", cfg).start()

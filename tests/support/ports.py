@@ -1,4 +1,4 @@
-"""Free loopback ports for servers a test starts (bound, then released)."""
+"""Free loopback ports (TCP or UDP) for servers a test starts (bound, then released)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ import socket
 def free_port() -> int:
     """A TCP port nothing listens on (bound, then released)."""
     with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def free_udp_port() -> int:
+    """A UDP port nothing is bound to (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
