@@ -32,7 +32,9 @@ history, which is what keeps unread sensors free).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -49,6 +51,8 @@ from sim_bridge.sim.sensor_params import (
 
 GRAVITY_NED = np.array([0.0, 0.0, GRAVITY_M_S2])
 GNSS_FIX_NONE, GNSS_FIX_2D, GNSS_FIX_3D = 0, 2, 3  # GpsBase::GnssFixType
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -122,9 +126,15 @@ class _Scheduled:
     def reset(self, t0_s: float) -> None:
         self.t0_s = t0_s
 
-    def _shown(self, now_s: float) -> tuple[int, float] | None:
+    def _sampled(
+        self, now_s: float, noisy: bool, ideal: Callable[[], R], sample: Callable[[int, float], R]
+    ) -> R | None:
+        """`ideal()` when not noisy; else `sample(index, time_s)` of the sample shown at `now_s`
+        (None before the first)."""
+        if not noisy:
+            return ideal()
         shown = self.schedule.shown(now_s - self.t0_s)
-        return None if shown is None else (shown[0], self.t0_s + shown[1])
+        return None if shown is None else sample(shown[0], self.t0_s + shown[1])
 
 
 @dataclass(frozen=True)
@@ -153,23 +163,22 @@ class BarometerModel(_Scheduled):
         )
 
     def read(self, altitude_m: float, truth: Truth, now_s: float, noisy: bool) -> BarometerReading | None:
-        p = self.p
-        if not noisy:
-            pressure = standard_pressure_pa(altitude_m)
-            return BarometerReading(now_s, pressure_altitude_m(pressure), self._qnh(pressure), p.qnh_hpa)
-        shown = self._shown(now_s)
-        if shown is None:
-            return None
-        index, time_s = shown
-        dt = now_s - time_s  # the sample's altitude: NED z is down
-        altitude = altitude_m + float(truth.velocity_ned[2]) * dt - 0.5 * float(truth.accel_ned[2]) * dt * dt
-        pressure = standard_pressure_pa(altitude)
-        pressure += pressure * self._drift.at(index)  # the drift is updated once per sample
-        pressure += float(normals_at(self._keys[0], index, 1)[0]) * p.uncorrelated_noise_sigma_pa
-        return BarometerReading(time_s, pressure_altitude_m(pressure), self._qnh(pressure), p.qnh_hpa)
+        def sample(index: int, time_s: float) -> BarometerReading:
+            dt = now_s - time_s  # the sample's altitude: NED z is down
+            v_z, a_z = float(truth.velocity_ned[2]), float(truth.accel_ned[2])
+            altitude = altitude_m + v_z * dt - 0.5 * a_z * dt * dt
+            pressure = standard_pressure_pa(altitude)
+            pressure += pressure * self._drift.at(index)  # the drift is updated once per sample
+            pressure += float(normals_at(self._keys[0], index, 1)[0]) * self.p.uncorrelated_noise_sigma_pa
+            return self._reading(time_s, pressure)
 
-    def _qnh(self, pressure_pa: float) -> float:
-        return pressure_pa - 101325.0 + self.p.qnh_hpa * 100.0
+        return self._sampled(
+            now_s, noisy, lambda: self._reading(now_s, standard_pressure_pa(altitude_m)), sample
+        )
+
+    def _reading(self, time_s: float, pressure_pa: float) -> BarometerReading:
+        reported_pa = pressure_pa - 101325.0 + self.p.qnh_hpa * 100.0  # with the QNH offset
+        return BarometerReading(time_s, pressure_altitude_m(pressure_pa), reported_pa, self.p.qnh_hpa)
 
 
 class MagnetometerModel(_Scheduled):
@@ -187,14 +196,12 @@ class MagnetometerModel(_Scheduled):
         self, field_ned_gauss: np.ndarray, truth: Truth, now_s: float, noisy: bool
     ) -> tuple[float, np.ndarray] | None:
         body = truth.rotation.T @ np.asarray(field_ned_gauss, float)
-        if not noisy:
-            return now_s, body
-        shown = self._shown(now_s)
-        if shown is None:
-            return None
-        index, time_s = shown
-        noise = normals_at(self._white, index, 3) * self.p.noise_sigma_gauss
-        return time_s, body * self.p.scale_factor + noise + self.bias
+
+        def sample(index: int, time_s: float) -> tuple[float, np.ndarray]:
+            noise = normals_at(self._white, index, 3) * self.p.noise_sigma_gauss
+            return time_s, body * self.p.scale_factor + noise + self.bias
+
+        return self._sampled(now_s, noisy, lambda: (now_s, body), sample)
 
 
 @dataclass(frozen=True)
@@ -235,23 +242,16 @@ class GpsModel(_Scheduled):
         )
 
     def read(self, truth: Truth, now_s: float, noisy: bool) -> GpsReading | None:
-        p = self.p
-        if not noisy:
-            return GpsReading(
-                now_s,
-                truth.position_ned,
-                truth.velocity_ned,
-                p.eph_final_m,
-                p.epv_final_m,
-                self.fix_type(p.eph_final_m),
-            )
-        shown = self._shown(now_s)
-        if shown is None:
-            return None
-        _, time_s = shown
-        position, velocity = truth.back(now_s - time_s)
-        eph, epv = self.accuracy(time_s - self.t0_s)
-        return GpsReading(time_s, position, velocity, eph, epv, self.fix_type(eph))
+        def ideal() -> GpsReading:
+            eph, epv = self.p.eph_final_m, self.p.epv_final_m
+            return GpsReading(now_s, truth.position_ned, truth.velocity_ned, eph, epv, self.fix_type(eph))
+
+        def sample(_index: int, time_s: float) -> GpsReading:
+            position, velocity = truth.back(now_s - time_s)
+            eph, epv = self.accuracy(time_s - self.t0_s)
+            return GpsReading(time_s, position, velocity, eph, epv, self.fix_type(eph))
+
+        return self._sampled(now_s, noisy, ideal, sample)
 
 
 class DistanceNoiseModel(_Scheduled):
@@ -263,13 +263,10 @@ class DistanceNoiseModel(_Scheduled):
         self.reset(0.0)
 
     def read(self, distance_m: float, now_s: float, noisy: bool) -> tuple[float, float] | None:
-        if not noisy:
-            return now_s, distance_m
-        shown = self._shown(now_s)
-        if shown is None:
-            return None
-        index, time_s = shown
-        return time_s, distance_m + float(normals_at(self._white, index, 1)[0]) * DISTANCE_NOISE_SIGMA_M
+        def sample(index: int, time_s: float) -> tuple[float, float]:
+            return time_s, distance_m + float(normals_at(self._white, index, 1)[0]) * DISTANCE_NOISE_SIGMA_M
+
+        return self._sampled(now_s, noisy, lambda: (now_s, distance_m), sample)
 
 
 __all__ = [
