@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from common.errors import VehicleError
+from sim_bridge.rpc.named_sensors import find_sensor
 from sim_bridge.sim.attitude import body_rotation_ned
 from sim_bridge.sim.distance import DistanceParams
 from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_pry_deg
@@ -43,12 +43,8 @@ class DistanceService:
     def data(self, sensor_name: str, vehicle_name: str) -> dict[str, Any]:
         w = self.world
         slot = w.vehicle(str(vehicle_name))
-        name = str(sensor_name)
         with self._lock:
-            sensors = self._sensors.get(slot.model.name, {})
-            params = next(iter(sensors.values()), None) if name == "" else sensors.get(name)
-        if params is None:
-            raise VehicleError(f"No distance sensor with name {name} exist on vehicle")
+            params = find_sensor(self._sensors.get(slot.model.name, {}), str(sensor_name), "distance sensor")
         rel = rotation_pry_deg(*params.rotation_deg)
         with w.lock:
             pose = slot.model.pose()

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from common.errors import VehicleError
+from sim_bridge.rpc.named_sensors import find_sensor
 from sim_bridge.sim.attitude import body_rotation_ned
 from sim_bridge.sim.lidar import Lidar, LidarParams
 from sim_bridge.sim.world import World
@@ -44,12 +44,8 @@ class LidarService:
     def data(self, lidar_name: str, vehicle_name: str, segmentation_ids: dict[int, int]) -> dict[str, Any]:
         w = self.world
         slot = w.vehicle(str(vehicle_name))
-        name = str(lidar_name)
         with self._lock:
-            lidars = self._lidars.get(slot.model.name, {})
-            lidar = next(iter(lidars.values()), None) if name == "" else lidars.get(name)
-        if lidar is None:
-            raise VehicleError(f"No lidar with name {name} exist on vehicle")
+            lidar = find_sensor(self._lidars.get(slot.model.name, {}), str(lidar_name), "lidar")
         with w.lock:  # the pose and the scene at one instant
             m = slot.model
             now = w.clock.now()
