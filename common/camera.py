@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 import yaml
 
+from common.config import file_errors
 from common.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -125,10 +126,8 @@ class CameraProfile(msgspec.Struct, FieldOfView, frozen=True, forbid_unknown_fie
     @classmethod
     def load(cls, path: str | Path) -> CameraProfile:
         path = Path(path)
-        try:
+        with file_errors("camera profile", path, "YAML", yaml.YAMLError):
             data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read camera profile {path}: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"camera profile {path}: expected a mapping, got {type(data).__name__}")
         data.setdefault("name", path.stem)

@@ -70,13 +70,19 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
+def load_settings_json(path: str | Path) -> dict[str, Any]:
+    """A settings.json's top-level object; an unreadable file or another JSON value fails as one line."""
+    with file_errors("settings", path, "JSON", json.JSONDecodeError):
+        data = json.loads(Path(path).read_text())
+    if not isinstance(data, dict):
+        raise ConfigError(f"settings {path}: expected a JSON object")
+    return data
+
+
 def read_settings(path: str | Path) -> SimSettings:
     """Parse and check a settings.json; every error names the key."""
     path = Path(path)
-    with file_errors("settings", path, "JSON", json.JSONDecodeError):
-        data = json.loads(path.read_text())
-    if not isinstance(data, dict):
-        raise ConfigError(f"settings {path}: expected a JSON object")
+    data = load_settings_json(path)
     if set(data) - KNOWN_TOP:
         log.info("settings %s: ignoring %s", path, sorted(set(data) - KNOWN_TOP))
     mode = data.get("SimMode", "Multirotor")

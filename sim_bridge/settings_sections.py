@@ -24,7 +24,6 @@ Unknown keys are reported in the log (never silently dropped); wrong values are 
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import ConfigError
+from sim_bridge.settings import load_settings_json
 from sim_bridge.sim.distance import SETTINGS_KEYS as DISTANCE_KEYS
 from sim_bridge.sim.distance import DistanceParams, distance_params
 from sim_bridge.sim.lidar import SETTINGS_KEYS as LIDAR_KEYS
@@ -106,20 +106,13 @@ def _size_ok(value: Any) -> bool:
 
 def read_sections(path: str | Path, default_vehicle: str = "SimpleFlight") -> dict[str, VehicleSections]:
     """Vehicle name -> its sections. A file without `Vehicles` gives the default vehicle's."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read settings {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"settings {path}: expected a JSON object")
-    return sections_of(data, default_vehicle, str(path))
+    return sections_of(load_settings_json(path), default_vehicle, str(path))
 
 
 def read_external_cameras(path: str | Path) -> dict[str, CameraSetting]:
     """settings.json's ExternalCameras: name -> camera (X, Y, Z world NED from the Player Start, Pitch,
     Roll, Yaw, CaptureSettings), as AirSimSettings::loadExternalCameraSettings reads them."""
-    data = json.loads(Path(path).read_text())
+    data = load_settings_json(path)
     return _cameras(data.get("ExternalCameras") or {}, str(path), "ExternalCameras")
 
 
