@@ -11,7 +11,6 @@ decode, baseline, schema validation, parse). Prints median / p95 / max in millis
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -19,16 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common.stats import nearest_rank  # noqa: E402
+from common.stats import latency_line  # noqa: E402
 
 
 def summary(label: str, seconds: list[float]) -> None:
-    ms = sorted(s * 1000 for s in seconds)
-    p95 = nearest_rank(ms, 0.95)
-    print(
-        f"{label:<44} n={len(ms):<4} median {statistics.median(ms):7.2f} ms"
-        f"  p95 {p95:7.2f} ms  max {ms[-1]:7.2f} ms"
-    )
+    print(f"{label:<44} {latency_line(seconds)}")
 
 
 def main() -> int:

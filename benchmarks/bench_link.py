@@ -39,7 +39,7 @@ from common.link import (
 from common.link.budget import FrameBudgetConfig
 from common.messages import Instruction, Telemetry
 from common.pose import Pose
-from common.stats import nearest_rank
+from common.stats import latency_line
 
 
 def scene(i: int, width: int = 640, height: int = 360) -> np.ndarray:
@@ -96,17 +96,6 @@ def drone_main(conn: Any, drone_id: str, security: Any, fps: float) -> None:
     time.sleep(0.5)
     conn.send({"frames_published": frames, "stats": link.stats.snapshot()})
     link.close()
-
-
-def quantiles(values: list[float]) -> str:
-    if not values:
-        return "no samples"
-    ordered = sorted(values)
-    p99 = nearest_rank(ordered, 0.99)
-    return (
-        f"median {statistics.median(ordered) * 1e3:7.2f} ms   p99 {p99 * 1e3:7.2f} ms   "
-        f"max {ordered[-1] * 1e3:7.2f} ms   (n={len(ordered)})"
-    )
 
 
 def main() -> int:
@@ -194,9 +183,9 @@ def main() -> int:
         f"link benchmark: {args.drones} drones x {args.fps:g} fps 640x360 JPEG, {args.seconds:g} s, "
         f"CURVE {'off' if args.insecure else 'on'}, loopback, 1 ground station"
     )
-    print(f"command round trip        : {quantiles(rtts)}   failures {failures}")
-    print(f"frame capture -> ground   : {quantiles(frame_total)}   (includes the JPEG encode)")
-    print(f"frame send -> ground      : {quantiles(frame_wire)}   (wire only)")
+    print(f"command round trip        : {latency_line(rtts, 0.99)}   failures {failures}")
+    print(f"frame capture -> ground   : {latency_line(frame_total, 0.99)}   (includes the JPEG encode)")
+    print(f"frame send -> ground      : {latency_line(frame_wire, 0.99)}   (wire only)")
     print(
         f"frames published/received : {published} / {len(frame_total)}   "
         f"(expected ~{int(args.drones * args.fps * args.seconds)})"
