@@ -18,6 +18,7 @@ from typing import Any
 
 from common.checks import non_negative_int, positive_float, positive_int
 from common.errors import ConfigError
+from sim_bridge.scene_flags import add_scene_arguments
 
 TARGET = "bench_target"
 
@@ -38,13 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--instruction", default="go to the red car", help="the instruction sent with every frame"
     )
-    parser.add_argument(
-        "--scene",
-        default="residential",
-        choices=["residential", "blocks", "indoor"],
-        help="scene the frames are rendered in (default residential)",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="the scene's random layout (default 0)")
+    add_scene_arguments(parser, "scene the frames are rendered in (default residential)")
     parser.add_argument(
         "--distance-m", type=positive_float, default=25.0, help="first frame's distance to the car (m)"
     )

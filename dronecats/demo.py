@@ -18,6 +18,7 @@ from pathlib import Path
 
 from common.actions import action_name
 from common.checks import positive_float
+from sim_bridge.scene_flags import add_scene_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,13 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what to fly to; the demo spawns the target it names, e.g. 'go to the blue van' (default: "
         "'go to the red car' outdoors, 'go to the blue person' indoors)",
     )
-    parser.add_argument(
-        "--scene",
-        default="residential",
-        choices=["residential", "blocks", "indoor"],
-        help="residential street, blocks plaza, or indoor living room (δ 2.5 m, indoor flight profile)",
+    add_scene_arguments(
+        parser, "residential street, blocks plaza, or indoor living room (δ 2.5 m, indoor flight profile)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="the scene's random seed")
     parser.add_argument(
         "--distance-m",
         type=positive_float,

@@ -19,16 +19,14 @@ import math
 import sys
 
 from common.checks import finite_float, positive_float
+from sim_bridge.scene_flags import add_scene_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--suite", default=None, help="generate a built-in suite instead (single, commanding, smoke, ...)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the scene's random layout (default 0)")
-    parser.add_argument(
-        "--scene", default="residential", choices=["residential", "blocks", "indoor"], help="built-in scene"
-    )
+    add_scene_arguments(parser)
     parser.add_argument("--target", default="car@red", help="asset string KIND[@COLOUR], e.g. car@red")
     parser.add_argument(
         "--task",
