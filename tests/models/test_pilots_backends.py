@@ -53,6 +53,26 @@ def test_url_parsing() -> None:
         parse_backend_url("openai://h:1/v1?model=a&model=b")
 
 
+# Every scheme's bad URL is one ConfigError from open_backend, before anything is loaded or connected.
+BAD_BACKEND_URLS = [
+    ("grpc://127.0.0.1:1", "unknown backend scheme"),
+    ("openai://h:1/v1?model=m&timeout_s=-1", "timeout_s"),
+    ("openai://h:1/v1?model=m&temperature=3", "unknown"),
+    ("openai://h:notaport/v1?model=m", "bad port"),
+    ("hf://m?temperature=1", "unknown"),
+    ("hf://m?dtype=int4", "dtype"),
+    ("hf://?profile=qwen3.5-2b", "needs a model"),
+    ("hf://m?constrained=1&new_tokens=8", "new_tokens"),
+    ("hf://m?constrained=maybe", "constrained"),
+]
+
+
+@pytest.mark.parametrize(("url", "match"), BAD_BACKEND_URLS)
+def test_bad_backend_urls_are_config_errors(url: str, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        open_backend(url)
+
+
 def test_vllm_engine_kwargs_are_typed_and_checked() -> None:
     kwargs = engine_kwargs(
         {"dtype": "bfloat16", "max_model_len": "4096", "enforce_eager": "true", "images": "2"}

@@ -340,14 +340,7 @@ def test_scripted_pilot_replies_in_order_then_refuses(tmp_path) -> None:
 def test_backend_url_errors_are_config_errors() -> None:
     with pytest.raises(ConfigError, match=r"give \?profile=NAME or \?model=NAME"):
         model_pilot_from_url("openai://127.0.0.1:8000/v1?timeout_s=1")
-    with pytest.raises(ConfigError, match="unknown backend scheme"):
-        open_backend("grpc://127.0.0.1:1")
-    with pytest.raises(ConfigError, match="timeout_s"):
-        open_backend("openai://h:1/v1?model=m&timeout_s=-1")
-    with pytest.raises(ConfigError, match="unknown"):
-        open_backend("openai://h:1/v1?model=m&temperature=3")
-    with pytest.raises(ConfigError, match="bad port"):
-        open_backend("openai://h:notaport/v1?model=m")
+    # (bad openai:// parameters: tests/models/test_pilots_backends.py's table of bad backend URLs)
     backend = open_backend("openais://api.example.com/v1?model=m")
     assert isinstance(backend, OpenAIBackend) and backend.base_url == "https://api.example.com/v1"
     backend.close()
