@@ -209,26 +209,16 @@ def test_multi_drone_replies() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("raw", "reason"),
-    [
-        ('{"drones": [{"action": "think"}, {"action": "think"}]}', "2 actions; expected 3"),
-        (
-            json.dumps({"drones": [{"action": "think"}] * 4}),
-            "4",
-        ),
-        ('{"drones": []}', "0 actions; expected 3"),
-        ('[{"action": "think"}, {"action": "think"}, {"action": "think"}]', "array"),
-        ('{"drones": {"action": "think"}}', "not an array"),
-        ('{"actions": []}', "missing required field 'drones'"),
-        ('{"drones": [{"action": "think"}, 5, {"action": "think"}]}', "drones[1]: action is int"),
-        ('{"drones": [{"action": "think"}, {"action": "go"}, {"action": "think"}]}', "drones[1]: missing"),
-    ],
-)
-def test_bad_multi_drone_replies(raw: str, reason: str) -> None:
-    with pytest.raises(MalformedReply) as info:
-        parse_multi(raw, 3)
-    assert reason in info.value.reason
+BAD_MULTI_DRONE_REPLIES = [  # for 3 drones
+    ('{"drones": [{"action": "think"}, {"action": "think"}]}', "2 actions; expected 3"),
+    (json.dumps({"drones": [{"action": "think"}] * 4}), "4"),
+    ('{"drones": []}', "0 actions; expected 3"),
+    ('[{"action": "think"}, {"action": "think"}, {"action": "think"}]', "array"),
+    ('{"drones": {"action": "think"}}', "not an array"),
+    ('{"actions": []}', "missing required field 'drones'"),
+    ('{"drones": [{"action": "think"}, 5, {"action": "think"}]}', "drones[1]: action is int"),
+    ('{"drones": [{"action": "think"}, {"action": "go"}, {"action": "think"}]}', "drones[1]: missing"),
+]
 
 
 def test_commander_replies() -> None:
@@ -238,22 +228,26 @@ def test_commander_replies() -> None:
     assert parse_commander(raw, 2) == (Order(1, "find the red sign"), Order(2, "hold position"))
 
 
+BAD_COMMANDER_REPLIES = [  # for 2 drones
+    ('{"orders": [{"drone": 1, "order": "go"}]}', "1 entries; expected 2"),
+    ('{"orders": [{"drone": 1, "order": "a"}, {"drone": 1, "order": "b"}]}', "two orders"),
+    ('{"orders": [{"drone": 1, "order": "a"}, {"drone": 3, "order": "b"}]}', "outside 1-2"),
+    ('{"orders": [{"drone": 1, "order": "a"}, {"drone": true, "order": "b"}]}', "not an integer"),
+    ('{"orders": [{"drone": 1, "order": "a"}, {"drone": 2, "order": "  "}]}', "empty"),
+    ('{"orders": [{"drone": 1, "order": "a"}, {"drone": 2, "order": 5}]}', "not text"),
+    ('{"orders": [{"drone": 1, "order": "a"}, "b"]}', "not an object"),
+    ('{"orders": "all go"}', "not an array"),
+]
+
+
 @pytest.mark.parametrize(
-    ("raw", "reason"),
-    [
-        ('{"orders": [{"drone": 1, "order": "go"}]}', "1 entries; expected 2"),
-        ('{"orders": [{"drone": 1, "order": "a"}, {"drone": 1, "order": "b"}]}', "two orders"),
-        ('{"orders": [{"drone": 1, "order": "a"}, {"drone": 3, "order": "b"}]}', "outside 1-2"),
-        ('{"orders": [{"drone": 1, "order": "a"}, {"drone": true, "order": "b"}]}', "not an integer"),
-        ('{"orders": [{"drone": 1, "order": "a"}, {"drone": 2, "order": "  "}]}', "empty"),
-        ('{"orders": [{"drone": 1, "order": "a"}, {"drone": 2, "order": 5}]}', "not text"),
-        ('{"orders": [{"drone": 1, "order": "a"}, "b"]}', "not an object"),
-        ('{"orders": "all go"}', "not an array"),
-    ],
+    ("parse", "raw", "reason"),
+    [(lambda raw: parse_multi(raw, 3), raw, reason) for raw, reason in BAD_MULTI_DRONE_REPLIES]
+    + [(lambda raw: parse_commander(raw, 2), raw, reason) for raw, reason in BAD_COMMANDER_REPLIES],
 )
-def test_bad_commander_replies(raw: str, reason: str) -> None:
+def test_bad_fleet_replies(parse, raw: str, reason: str) -> None:
     with pytest.raises(MalformedReply) as info:
-        parse_commander(raw, 2)
+        parse(raw)
     assert reason in info.value.reason
 
 
