@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 import os
 
+from ground_station.cli import add_structure_argument
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drones", type=int, default=4, help="number of drones (default 4)")
     parser.add_argument("--instruction", default="go to the red car", help="the fleet's instruction")
-    parser.add_argument(
-        "--structure",
-        default="per-drone",
-        choices=["per-drone", "one-context", "commander"],
-        help="command structure: a model per drone, one model call for all, or a commander's orders",
+    add_structure_argument(
+        parser, "command structure: a model per drone, one model call for all, or a commander's orders"
     )
     parser.add_argument("--model", default=None, help="one-context: the model's URL")
     parser.add_argument(

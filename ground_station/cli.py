@@ -26,6 +26,13 @@ from typing import Any
 from common.checks import positive_float
 
 
+def add_structure_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """`--structure`: one of the fleet's command structures, per-drone by default."""
+    from ground_station.fleet.structures import STRUCTURES
+
+    parser.add_argument("--structure", default="per-drone", choices=list(STRUCTURES), help=help_text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drones", default="", help="NAME=tcp://HOST:PORT,... (each drone's --gs address)")
     parser.add_argument(
@@ -41,12 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--headless", action="store_true", help="no GUI: run the instruction and print JSON")
     parser.add_argument("--instruction", default="", help="instruction for the fleet (headless: required)")
-    parser.add_argument(
-        "--structure",
-        default="per-drone",
-        choices=["per-drone", "one-context", "commander"],
-        help="command structure (see docs/howto/fleet.md)",
-    )
+    add_structure_argument(parser, "command structure (see docs/howto/fleet.md)")
     parser.add_argument(
         "--model", default=None, help="one-context: the model's URL (openai://HOST:PORT/v1?...)"
     )

@@ -28,6 +28,7 @@ from PyQt6.QtWidgets import (
 from ground_station.app.widgets import boxed_table, safety_buttons
 from ground_station.fleet.declarations import DeclarationRow, DeclarationRows
 from ground_station.fleet.state import AckRecord, DeclarationRecord, OrderRecord
+from ground_station.fleet.structures import STRUCTURES
 
 FLEET = "Fleet (all drones)"
 
@@ -50,7 +51,7 @@ class InstructionPanel(QGroupBox):
         self.target.addItems([FLEET, *drone_ids])
         self.structure = QComboBox()
         self.structure.setObjectName("structure")
-        self.structure.addItems(["per-drone", "one-context", "commander"])
+        self.structure.addItems(list(STRUCTURES))
         self.structure.setToolTip(
             "per-drone: each drone's own pilot · one-context: one model call for all frames (drones in"
             " remote mode) · commander: orders to sub-agents, 6-step expiry"
