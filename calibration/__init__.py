@@ -10,4 +10,6 @@
 - `undistort`: frames and pixels through a profile's lens model, for pilots that want a pinhole image.
 - `sim_sweep`: a simulator's camera calibrated by spawning a board and moving the vehicle around it.
 - `synthetic`: views rendered through a known lens, to check all of the above against ground truth.
+- `pinhole.PinholeCamera`: intrinsics and distortion, what a `CalibrationResult` estimates and a
+  `SyntheticCamera` renders through.
 """

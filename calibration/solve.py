@@ -12,8 +12,9 @@ import numpy as np
 
 from calibration.errors import CalibrationError
 from calibration.pattern import BoardPattern
+from calibration.pinhole import PinholeCamera
 from calibration.views import CornerView
-from common.camera import CameraProfile, FieldOfView
+from common.camera import CameraProfile
 
 log = logging.getLogger(__name__)
 
@@ -26,32 +27,14 @@ class ViewError:
     rms_px: float
 
 
-@dataclass(frozen=True)
-class CalibrationResult(FieldOfView):
+@dataclass(frozen=True, kw_only=True)
+class CalibrationResult(PinholeCamera):
+    """The estimated camera, the board it was estimated from and how well the views fit it."""
+
     pattern: BoardPattern
-    width_px: int
-    height_px: int
-    camera_matrix: np.ndarray  # 3x3
-    distortion: tuple[float, float, float, float, float]  # k1, k2, p1, p2, k3
     rms_px: float
     used: tuple[ViewError, ...]
     dropped: tuple[ViewError, ...]  # outliers, with their RMS in the round that dropped them
-
-    @property
-    def fx_px(self) -> float:
-        return float(self.camera_matrix[0, 0])
-
-    @property
-    def fy_px(self) -> float:
-        return float(self.camera_matrix[1, 1])
-
-    @property
-    def cx_px(self) -> float:
-        return float(self.camera_matrix[0, 2])
-
-    @property
-    def cy_px(self) -> float:
-        return float(self.camera_matrix[1, 2])
 
     def to_profile(self, name: str, source: str = "", **extra: str | int | float) -> CameraProfile:
         provenance: dict[str, str | int | float] = {
@@ -114,12 +97,11 @@ def calibrate_views(
         kept = [v for i, v in enumerate(kept) if i not in set(bad)]
     else:
         rms, k, dist, per_view = _solve(kept, pattern, image_size)
+    intrinsics = (*image_size, float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]))  # no skew
     return CalibrationResult(
+        *intrinsics,
+        tuple(float(d) for d in dist[:5]),  # type: ignore[arg-type]
         pattern=pattern,
-        width_px=image_size[0],
-        height_px=image_size[1],
-        camera_matrix=k,
-        distortion=tuple(float(d) for d in dist[:5]),  # type: ignore[arg-type]
         rms_px=float(rms),
         used=tuple(ViewError(v.frame_index, float(e)) for v, e in zip(kept, per_view, strict=True)),
         dropped=tuple(dropped),

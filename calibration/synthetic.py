@@ -16,19 +16,13 @@ import cv2
 import numpy as np
 
 from calibration.pattern import BoardPattern
-from common.camera import FieldOfView, focal_px, undistort_points_converged
+from calibration.pinhole import PinholeCamera
+from common.camera import focal_px, undistort_points_converged
 
 
 @dataclass(frozen=True)
-class SyntheticCamera(FieldOfView):
-    width_px: int
-    height_px: int
-    fx_px: float
-    fy_px: float
-    cx_px: float
-    cy_px: float
-    # OpenCV order (k1, k2, p1, p2, k3).
-    distortion: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
+class SyntheticCamera(PinholeCamera):
+    """The known lens the views are rendered through."""
 
     @classmethod
     def from_hfov(
@@ -37,10 +31,6 @@ class SyntheticCamera(FieldOfView):
         f_px = focal_px(width_px, hfov_deg)
         dist = tuple(float(k) for k in distortion) + (0.0,) * (5 - len(distortion))
         return cls(width_px, height_px, f_px, f_px, width_px / 2.0, height_px / 2.0, dist[:5])  # type: ignore[arg-type]
-
-    @property
-    def camera_matrix(self) -> np.ndarray:
-        return np.array([[self.fx_px, 0, self.cx_px], [0, self.fy_px, self.cy_px], [0, 0, 1]], np.float64)
 
 
 @dataclass(frozen=True)
