@@ -27,8 +27,10 @@ def summary(label: str, seconds: list[float]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=40)
-    parser.add_argument("--http-steps", type=int, default=40)
+    parser.add_argument("--frames", type=int, default=40, help="frames rendered and decided (default 40)")
+    parser.add_argument(
+        "--http-steps", type=int, default=40, help="ModelPilot steps over openai:// (default 40)"
+    )
     args = parser.parse_args()
 
     from models.baseline import BaselinePilot
