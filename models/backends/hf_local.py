@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import logging
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,31 +161,24 @@ class HFTiming(msgspec.Struct):
     constrained: bool
 
 
+@dataclass(eq=False)
 class HFBackend:
-    def __init__(
-        self,
-        model: str,
-        dtype: str = "bfloat16",
-        device: str = "cuda",
-        random_init: bool = False,
-        config_dir: str | None = None,
-        new_tokens: int | None = None,
-        attn: str = "sdpa",
-        seed: int = 0,
-        constrained: bool = True,
-    ) -> None:
-        if not model:
+    """hf://'s settings (open_hf checks them), and the model they load on first use."""
+
+    model_id: str
+    dtype: str = "bfloat16"
+    device: str = "cuda"
+    random_init: bool = False
+    config_dir: str | None = None
+    new_tokens: int | None = None
+    attn: str = "sdpa"
+    seed: int = 0
+    constrained: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.model_id:
             raise ConfigError("hf:// needs a model id or directory, e.g. hf:///models/qwen3.5-2b")
-        self.model_id = model
-        self.dtype = dtype
-        self.device = device
-        self.random_init = random_init
-        self.config_dir = config_dir
-        self.new_tokens = new_tokens
-        self.attn = attn
-        self.seed = seed
-        self.constrained = constrained
-        self.name = f"hf:{model}" + (" (RANDOM WEIGHTS, timing only)" if random_init else "")
+        self.name = f"hf:{self.model_id}" + (" (RANDOM WEIGHTS, timing only)" if self.random_init else "")
         self._torch: Any = None
         self._model: Any = None
         self._inputs: Any = None
@@ -331,17 +325,8 @@ class HFBackend:
         `new_tokens` unconstrained, or with None constrained as this one does: for benchmarks
         that compare the two."""
         self.load()
-        other = HFBackend(
-            self.model_id,
-            self.dtype,
-            self.device,
-            self.random_init,
-            self.config_dir,
-            new_tokens,
-            self.attn,
-            self.seed,
-            constrained=new_tokens is None and self.constrained,
-        )
+        constrained = new_tokens is None and self.constrained
+        other = replace(self, new_tokens=new_tokens, constrained=constrained)  # not loaded: takes this one's
         other._torch, other._model, other._inputs = self._torch, self._model, self._inputs
         other._stop_ids = self._stop_ids
         other._grammars = self._grammars if other.constrained else None
