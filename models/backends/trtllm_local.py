@@ -13,13 +13,15 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from common.errors import BackendError, ConfigError
+from common.errors import ConfigError
 from models.backends.base import Completion
 from models.backends.images import decode_data_url, split_content
 from models.backends.vllm_local import (
     chat_kwargs,
     completion_from_request_output,
     engine_errors,
+    import_engine,
+    load_llm,
     sampling_kwargs,
 )
 
@@ -30,13 +32,12 @@ logger = logging.getLogger(__name__)
 
 
 def import_trtllm() -> Any:
-    try:
-        return importlib.import_module("tensorrt_llm")
-    except ImportError as exc:
-        raise BackendError(
-            f"trtllm:// needs the `tensorrt_llm` package ({exc}); it installs only from NVIDIA's index on "
-            "a GPU machine. Alternatively run `trtllm-serve` and use openai://HOST:PORT/v1?model=..."
-        ) from None
+    return import_engine(
+        "trtllm",
+        "tensorrt_llm",
+        "it installs only from NVIDIA's index on a GPU machine. Alternatively run `trtllm-serve` and use "
+        "openai://HOST:PORT/v1?model=...",
+    )
 
 
 def prompt_inputs(request: ChatRequest, apply_chat_template: Any) -> dict[str, Any]:
@@ -74,11 +75,8 @@ class TRTLLMBackend:
         self._llm: Any = None
 
     def load(self) -> None:
-        if self._llm is not None:
-            return
-        self._trt = import_trtllm()
-        with engine_errors(f"tensorrt_llm could not load {self.engine}"):
-            self._llm = self._trt.LLM(model=self.engine, **self.llm_kwargs)
+        if self._llm is None:
+            self._trt, self._llm = load_llm(import_trtllm, "tensorrt_llm", self.engine, self.llm_kwargs)
 
     def sampling_params(self, request: ChatRequest) -> Any:
         self.load()

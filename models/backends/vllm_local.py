@@ -11,7 +11,7 @@ import contextlib
 import importlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -70,13 +70,16 @@ def engine_kwargs(params: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def import_vllm() -> Any:
+def import_engine(scheme: str, package: str, how_to_get_it: str) -> Any:
+    """An in-process engine's package, or one BackendError: what `scheme://` needs and how to get it."""
     try:
-        return importlib.import_module("vllm")
+        return importlib.import_module(package)
     except ImportError as exc:
-        raise BackendError(
-            f"vllm:// needs the `vllm` package ({exc}); install the GPU extra: pip install 'dronecats[vllm]'"
-        ) from None
+        raise BackendError(f"{scheme}:// needs the `{package}` package ({exc}); {how_to_get_it}") from None
+
+
+def import_vllm() -> Any:
+    return import_engine("vllm", "vllm", "install the GPU extra: pip install 'dronecats[vllm]'")
 
 
 def structured_output_kwargs(vllm_module: Any, schema: dict[str, Any]) -> dict[str, Any]:
@@ -122,12 +125,9 @@ class VLLMBackend:
 
     def load(self) -> None:
         """Load the weights (slow: seconds to minutes). complete() calls this on first use."""
-        if self._llm is not None:
-            return
-        self._vllm = import_vllm()
-        logger.info("loading %s in-process with %s", self.model, self.engine)
-        with engine_errors(f"vllm could not load {self.model}"):
-            self._llm = self._vllm.LLM(model=self.model, **self.engine)
+        if self._llm is None:
+            logger.info("loading %s in-process with %s", self.model, self.engine)
+            self._vllm, self._llm = load_llm(import_vllm, "vllm", self.model, self.engine)
 
     def sampling_params(self, request: ChatRequest) -> Any:
         self.load()
@@ -146,6 +146,16 @@ class VLLMBackend:
 
     def close(self) -> None:
         self._llm = None
+
+
+def load_llm(
+    import_engine: Callable[[], Any], label: str, model: str, kwargs: dict[str, Any]
+) -> tuple[Any, Any]:
+    """The engine package and its `LLM(model=model, **kwargs)` (vLLM's and TensorRT-LLM's offline API
+    alike), a failure to build it as one BackendError."""
+    module = import_engine()
+    with engine_errors(f"{label} could not load {model}"):
+        return module, module.LLM(model=model, **kwargs)
 
 
 @contextlib.contextmanager
