@@ -15,7 +15,6 @@ import pytest
 
 from tests.support.failsafe import (
     PoseRecorder,
-    airsim_client,
     describe,
     events,
     first,
@@ -25,15 +24,9 @@ from tests.support.failsafe import (
     safety_events,
     wait_until,
 )
-from tests.support.processes import baseline_onboard_args, run_dronecats, sim_server, stop_process
+from tests.support.processes import baseline_onboard_args, run_dronecats, stop_process
 
 FREE_BYTES = 300 * 1024  # left on the 2 MB filesystem when the flight starts: a few frames' worth
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with sim_server("--scene", "residential") as port:  # AirSim's body-fixed camera
-        yield port, airsim_client(port)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,6 @@ import pytest
 from tests.support.failsafe import (
     TICK_S,
     PoseRecorder,
-    airsim_client,
     describe,
     first,
     insecure_flag,
@@ -23,18 +22,12 @@ from tests.support.failsafe import (
     wait_until,
 )
 from tests.support.ports import free_base_port
-from tests.support.processes import dronecats_cmd, sim_server, stop_process, subprocess_env
+from tests.support.processes import dronecats_cmd, stop_process, subprocess_env
 
 HOLD_S, LAND_S = 1.0, 4.0
 SCHEDULER_SLACK_S = 0.05
 LANDING_TIME_S = 15.0  # from 3 m at the simulator's landing speed, with margin for a loaded machine
 SAFETY = ["--set", f"safety.link_lost_hold_s={HOLD_S}", "--set", f"safety.link_lost_land_s={LAND_S}"]
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with sim_server("--scene", "residential") as port:  # AirSim's body-fixed camera
-        yield port, airsim_client(port)
 
 
 def fresh_flight(sim, tmp_path: Path) -> tuple[int, int, Path]:

@@ -11,7 +11,6 @@ import pytest
 
 from tests.support.failsafe import (
     PoseRecorder,
-    airsim_client,
     describe,
     events,
     first,
@@ -21,15 +20,9 @@ from tests.support.failsafe import (
     safety_events,
     wait_until,
 )
-from tests.support.processes import sim_server, stop_process
+from tests.support.processes import stop_process
 
 PAUSE_S = 4.0
-
-
-@pytest.fixture(scope="module")
-def sim():
-    with sim_server("--scene", "residential") as port:  # AirSim's body-fixed camera
-        yield port, airsim_client(port)
 
 
 def test_the_simulators_image_stamp_advances_and_freezes_when_paused(sim) -> None:
