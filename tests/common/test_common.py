@@ -12,6 +12,7 @@ from common.clock import SimClock, WallClock
 from common.config import apply_override, load_config
 from common.errors import ConfigError
 from common.pose import Pose, wrap_deg
+from common.stats import latency_line, nearest_rank
 
 
 def test_action_round_trip() -> None:
@@ -130,3 +131,12 @@ def test_pose_helpers() -> None:
     assert p.altitude_m == 3.0
     assert p.distance_to(Pose(1, 2, 0)) == pytest.approx(3.0)
     assert wrap_deg(190) == pytest.approx(-170) and wrap_deg(-180) == pytest.approx(180)
+
+
+def test_nearest_rank_and_the_benchmarks_latency_line() -> None:
+    ordered = [0.001 * k for k in range(1, 101)]  # 1 .. 100 ms
+    assert nearest_rank(ordered, 0.0) == 0.001 and nearest_rank(ordered, 1.0) == 0.1
+    assert nearest_rank(ordered, 0.95) == pytest.approx(0.095)  # rank round(0.95 * 99) = 94
+    line = latency_line(list(reversed(ordered)), 0.99)
+    assert line == "median   50.50 ms   p99   99.00 ms   max  100.00 ms   (n=100)"
+    assert latency_line([]) == "no samples"
