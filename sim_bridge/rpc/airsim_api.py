@@ -713,21 +713,21 @@ class AirSimApi(AttitudeApi):
         effect; simSetVehiclePose moves vehicles. AirSim has no NaN rule here (the actor is moved to the
         NaN location): a NaN is refused."""
         name = str(object_name)
-        p = pose.get("position") if isinstance(pose, dict) else None
-        q = pose.get("orientation") if isinstance(pose, dict) else None
-        values = [*parse_vec3(p, "pose.position")]
+        target = parse_pose(pose)  # a malformed Pose fails the call (rpclib's argument conversion)
+        q = pose.get("orientation")
+        values = [*parse_vec3(pose.get("position"), "pose.position")]
         if isinstance(q, dict):
             values += [float(q.get(k, 0.0)) for k in ("w_val", "x_val", "y_val", "z_val")]
+        is_vehicle = name in self.world.vehicles
+        if (is_vehicle and name not in self._actor_vehicles) or (
+            not is_vehicle and name not in self.world.objects
+        ):
+            return False  # no such actor: its pose is never used (objects.py sets a NaN pose so)
         if any(math.isnan(v) for v in values):
             raise ConfigError(f"simSetObjectPose({name}): the pose has NaN components: {values}")
-        if name in self.world.vehicles:
-            if name not in self._actor_vehicles:
-                return False
+        if is_vehicle:
             log.info("simSetObjectPose(%s): the physics puts a vehicle back; use simSetVehiclePose", name)
             return True
-        if name not in self.world.objects:
-            return False
-        target = parse_pose(pose)
         if teleport:
             self.world.set_object_pose(name, target)
             return True

@@ -152,6 +152,7 @@ def test_set_object_pose_rules(client) -> None:
         with pytest.raises(Exception, match="NaN"):
             client.simSetObjectPose(name, nan, True)
         assert client.simSetObjectPose("no_such_actor", pose, True) is False
+        assert client.simSetObjectPose("no_such_actor", nan, True) is False  # the lookup comes first
         # a vehicle's pawn is put back by its physics: True, and it stays where it was
         before = client.simGetObjectPose("Drone1").position
         far = airsim.Pose(
