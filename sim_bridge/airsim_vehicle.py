@@ -151,6 +151,7 @@ class AirSimVehicle(Vehicle):
         self._local = ThreadClients()
         self._spawn: Pose | None = target.spawn
         self._armed = False
+        self._collision_baseline_ns: int | None = None  # the collision time stamp when first asked
         self._connected = False
         self._api: str | None = None if target.api == "auto" else target.api
         self.lockstep = False  # episodes.hil: the server is paused and advanced by a driver
@@ -318,6 +319,7 @@ class AirSimVehicle(Vehicle):
             raise
         except Exception as exc:
             raise LinkError(f"{self.name}: getMultirotorState failed: {exc}") from exc
+        collided = self._collided()
         k = state.kinematics_estimated
         p, q, v = k.position, k.orientation, k.linear_velocity
         yaw = quat_yaw_deg(q)
@@ -333,8 +335,22 @@ class AirSimVehicle(Vehicle):
             link_ok=True,
             armed=self._armed,
             landed=int(state.landed_state) == 0,
-            collided=bool(state.collision.has_collided),
+            collided=collided,
         )
+
+    def _collided(self) -> bool:
+        """A collision since this adapter first asked. AirSim's getMultirotorState never fills its
+        collision field, and simGetCollisionInfo clears has_collided once read (any client may have read
+        it): a collision time stamp newer than the first one seen is the lasting evidence."""
+        try:
+            stamp = int(self._client().simGetCollisionInfo(self.name).time_stamp)
+        except LinkError:
+            raise
+        except Exception as exc:
+            raise LinkError(f"{self.name}: simGetCollisionInfo failed: {exc}") from exc
+        if self._collision_baseline_ns is None:
+            self._collision_baseline_ns = stamp
+        return stamp > self._collision_baseline_ns
 
     def camera(self) -> AirSimCamera:
         return AirSimCamera(self)

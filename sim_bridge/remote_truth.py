@@ -4,7 +4,7 @@ path.
 
 - Distances: simGetObjectPose of the vehicle and of the target (world NED), the target's bounding
   box placed on its pose: centre offset and half extents in the target's own frame (TargetExtent),
-  read once from a detection's box3D (or given: the record's size_m).
+  read once from a detection's box3D and relative_pose (or given: the record's size_m).
 - Visibility: simGetDetections of the vehicle's camera after simAddDetectionFilterMeshName(target)
   with the verifier's 100 m radius (simSetDetectionFilterRadius takes centimetres). The server decides
   what counts as detected (the built-in simulator: the verifier's rule, >= 20 px of 640x360, unoccluded).
@@ -67,20 +67,24 @@ def xyz(v: Any) -> np.ndarray:
     return np.array([float(v.x_val), float(v.y_val), float(v.z_val)])
 
 
-def extent_from_detection(
-    detection: Any,
-    camera_world: np.ndarray,
-    camera_rot: np.ndarray,
-    target_xyz: np.ndarray,
-    target_yaw: float,
-) -> TargetExtent:
-    """box3D (camera frame) -> the box in the target's frame. Its half extents are taken as the target's
-    own (the built-in simulator reports them so; a server with camera-axis boxes overstates a turned
-    target's extent a little)."""
+def extent_from_detection(detection: Any, camera_rot: np.ndarray, target_yaw: float) -> TargetExtent:
+    """box3D and relative_pose (camera frame, AirSim's DetectionComponent) -> the box in the target's frame.
+
+    AirSim's box3D holds the target's world-axis bounding box's Min and Max corners in the camera's frame
+    and relative_pose.position its location so, all three less the vehicle's local NED origin (AirSim
+    applies toLocalNed to camera-relative vectors): their differences are free of that offset. The centre
+    is the box's middle less the location; the half extents the world box's, turned back into the
+    target's own axes by its yaw (a box turned near 45 degrees keeps the world box's: larger)."""
     lo, hi = xyz(detection.box3D.min), xyz(detection.box3D.max)
-    centre_world = camera_world + camera_rot @ ((lo + hi) / 2.0)
-    centre = _yaw_rot(target_yaw).T @ (centre_world - target_xyz)
-    half = np.abs(hi - lo) / 2.0
+    location = xyz(detection.relative_pose.position)
+    centre = _yaw_rot(target_yaw).T @ (camera_rot @ ((lo + hi) / 2.0 - location))
+    world_half = np.abs(camera_rot @ (hi - lo)) / 2.0
+    c, s = abs(math.cos(math.radians(target_yaw))), abs(math.sin(math.radians(target_yaw)))
+    half = world_half.copy()
+    if abs(c * c - s * s) > 0.2:  # H = [[c, s], [s, c]] h: solvable away from 45 degrees
+        own = np.linalg.solve(np.array([[c, s], [s, c]]), world_half[:2])
+        if np.all(own > 0):
+            half[:2] = own
     return TargetExtent(tuple(map(float, centre)), tuple(map(float, half)), "box3D")  # type: ignore[arg-type]
 
 
@@ -181,8 +185,8 @@ class RemoteTruth:
         here = self.target_pose()
         if here is None:
             return None
-        cam_xyz, cam_rot = self.camera_pose_world()
-        self.extent = extent_from_detection(detection, cam_xyz, cam_rot, here[0], here[1])
+        _, cam_rot = self.camera_pose_world()
+        self.extent = extent_from_detection(detection, cam_rot, here[1])
         log.info(
             "%s: extent from box3D: centre %s, half %s",
             self.target,

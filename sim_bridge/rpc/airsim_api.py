@@ -17,7 +17,6 @@ AirSim 1.x's `external` bool or Cosys's `annotation_name` string, both ignored (
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import math
 import re
@@ -30,10 +29,12 @@ import numpy as np
 
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
-from sim_bridge.rpc import sensors
+from sim_bridge.rpc import motion_rules, sensors
 from sim_bridge.rpc.attitude_api import AttitudeApi, camera_orientation_msg
 from sim_bridge.rpc.cameras import CameraRig, Mount
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
+from sim_bridge.rpc.collisions import Collisions, empty_collision
+from sim_bridge.rpc.detections import DetectionFilters, aabb_half, detections
 from sim_bridge.rpc.distance import DistanceService
 from sim_bridge.rpc.extensions import EXTENSIONS, DcExtensions, FrameRing, WorldEffects
 from sim_bridge.rpc.image_types import (
@@ -61,7 +62,6 @@ from sim_bridge.sim.camera import Render, projection_matrix
 from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.multirotor import Task, YawMode
 from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_from_quat, rotation_pry_deg
-from sim_bridge.sim.truth import VISIBLE_RANGE_M
 from sim_bridge.sim.weather import ENABLED_INDEX, Weather
 from sim_bridge.sim.weather import PARAMETERS as WEATHER_PARAMETERS
 from sim_bridge.sim.world import World
@@ -96,6 +96,7 @@ SIDE_CAMERAS = {
 }
 HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M = 47.641468, -122.140165, 122.0
 EARTH_RADIUS_M = 6378137.0
+SWEEP_CLEARANCE_M = 0.3  # a swept body stops this far short of what it hit (~a drone's radius)
 WAIT_WALL_S = 24 * 3600.0  # a motion RPC waits for simulation time, which may be paused for long
 DISTORTION_PARAMS = ("K1", "K2", "K3", "P1", "P2")  # APIPCamera's, in getDistortionParams' order
 SERVER_VERSION = 4  # Cosys-AirSim's client wants >= 4; AirSim 1.x's wants >= 1
@@ -130,6 +131,9 @@ class AirSimApi(AttitudeApi):
         # IMU, barometer, magnetometer, GPS and the distance sensors' noise (rpc/sensors.py)
         self.sensors = SensorService(world, lambda x, y, z: self._geo(Pose(x, y, z, 0.0)))
         self._distance = DistanceService(world, self.sensors)
+        self._detections = DetectionFilters()
+        self._collisions = Collisions(world, self._object_id_of_body)
+        self._actor_vehicles = set(world.vehicles)  # the actor map's vehicles (GenerateActorMap at start)
 
     def apply_settings(
         self, sections: dict[str, VehicleSections], external_cameras: dict[str, CameraSetting] | None = None
@@ -214,14 +218,21 @@ class AirSimApi(AttitudeApi):
         return MIN_CLIENT_VERSION
 
     def reset(self) -> None:
+        """ASimModeBase::reset -> each vehicle's MultirotorPawnSimApi::resetImplementation: the pawn back
+        at its start with zero velocity (PawnSimApi: state_ = initial_state_, so the collision info is
+        empty; rc_data_ cleared), its running task cancelled (MultirotorApiBase::resetImplementation)
+        and SimpleFlight's OffboardApi::reset: API control off, landed, the vehicle state back to
+        DefaultVehicleState (SimpleFlightApi: "Armed" unless settings.json says otherwise)."""
         w = self.world
         with w.lock:
             for slot in w.vehicles.values():
-                w.set_vehicle_pose(slot.model.name, slot.model.spawn)
+                w.set_vehicle_pose(slot.model.name, slot.model.spawn)  # cancels the task, stops it
                 slot.model.api_control = False
                 slot.model.armed = True
                 slot.model.landed = True
                 slot.model.battery.replace()  # the initial state: a freshly charged pack
+                self._collisions.clear(slot.model.name)
+                self._manual.set_rc(slot.model.name, {})
         self._lidars.reset()  # AirSim's reset resets the sensors
         self.sensors.reset()
 
@@ -255,8 +266,10 @@ class AirSimApi(AttitudeApi):
         return bool(self._slot(vehicle_name).model.api_control)
 
     def armDisarm(self, arm: bool, vehicle_name: str) -> bool:
+        """SimpleFlight's OffboardApi::arm/disarm: both need API control; arming an armed vehicle is
+        True ("already armed"), disarming a disarmed one False (not Active, Armed or BeingArmed)."""
         m = self._slot(vehicle_name).model
-        if not m.api_control:
+        if not m.api_control or (not arm and not m.armed):
             return False
         m.armed = bool(arm)
         return True
@@ -282,51 +295,103 @@ class AirSimApi(AttitudeApi):
             self._slot(vehicle_name).model.cancel()
 
     # The velocity handlers take AirSim's argument list (numbers vx, vy, vz or z and duration; the
-    # drivetrain, an int, is not modelled: the yaw mode says where the nose points; the YawMode map; the
-    # vehicle name), converted where used.
+    # drivetrain, an int; the YawMode map; the vehicle name), converted where used. The drivetrain acts
+    # through the yaw mode (rpc/motion_rules.py: MultirotorApiBase::adjustYaw).
     def moveByVelocityBodyFrame(self, vx, vy, vz, duration, drivetrain, yaw_mode, vehicle_name) -> bool:
         velocity_frd = (float(vx), float(vy), float(vz))
-        return self._timed_move(vehicle_name, duration, yaw_mode, self.world.move_velocity_body, velocity_frd)
+        north, east = self._body_to_world(vehicle_name, float(vx), float(vy))
+        yaw = motion_rules.velocity_yaw(_yaw_mode(yaw_mode), motion_rules.drivetrain(drivetrain), north, east)
+        return self._timed_move(vehicle_name, duration, yaw, self.world.move_velocity_body, velocity_frd)
+
+    def moveByVelocityZBodyFrame(self, vx, vy, z, duration, drivetrain, yaw_mode, vehicle_name) -> bool:
+        """(vx, vy) turned by the yaw at the start, at the height z of the local NED frame."""
+        north, east = self._body_to_world(vehicle_name, float(vx), float(vy))
+        yaw = motion_rules.velocity_yaw(_yaw_mode(yaw_mode), motion_rules.drivetrain(drivetrain), north, east)
+        z_world = float(self._to_world(vehicle_name, 0.0, 0.0, float(z))[2])
+        return self._timed_move(vehicle_name, duration, yaw, self.world.move_velocity_z, north, east, z_world)
+
+    def _body_to_world(self, vehicle_name: str, forward: float, right: float) -> tuple[float, float]:
+        with self.world.lock:
+            yaw_deg = self._slot(vehicle_name).model.yaw_deg
+        north, east, _ = yaw_rotation_ned(yaw_deg) @ np.array([forward, right, 0.0])
+        return float(north), float(east)
 
     def moveByVelocity(self, vx, vy, vz, duration, drivetrain, yaw_mode, vehicle_name) -> bool:
         velocity = np.array([vx, vy, vz], float)
-        return self._timed_move(vehicle_name, duration, yaw_mode, self.world.move_velocity, velocity)
+        drive = motion_rules.drivetrain(drivetrain)
+        yaw = motion_rules.velocity_yaw(_yaw_mode(yaw_mode), drive, float(vx), float(vy))
+        return self._timed_move(vehicle_name, duration, yaw, self.world.move_velocity, velocity)
 
     def moveByVelocityZ(self, vx, vy, z, duration, drivetrain, yaw_mode, vehicle_name) -> bool:
-        """World-frame (vx, vy) at the height z of the vehicle's local NED frame."""
+        """World-frame (vx, vy) at the height z of the vehicle's local NED frame. A duration <= 0 returns
+        False here (MultirotorApiBase::moveByVelocityZ; the other velocity calls return True)."""
+        if float(duration) <= 0:
+            return False
+        drive = motion_rules.drivetrain(drivetrain)
+        yaw = motion_rules.velocity_yaw(_yaw_mode(yaw_mode), drive, float(vx), float(vy))
         z_world = float(self._to_world(vehicle_name, 0.0, 0.0, float(z))[2])
         return self._timed_move(
-            vehicle_name, duration, yaw_mode, self.world.move_velocity_z, float(vx), float(vy), z_world
+            vehicle_name, duration, yaw, self.world.move_velocity_z, float(vx), float(vy), z_world
         )
 
     def _timed_move(
-        self, vehicle_name: str, duration: float, yaw_mode: Any, start: Callable[..., Task], *args: Any
+        self, vehicle_name: str, duration: float, yaw: YawMode, start: Callable[..., Task], *args: Any
     ) -> bool:
         """start(vehicle, *args, duration, yaw mode): a World motion held for `duration` (AirSim: a
         duration <= 0 returns at once)."""
         if float(duration) <= 0:
             return True
-        return self._move(vehicle_name, yaw_mode, lambda name, yaw: start(name, *args, float(duration), yaw))
+        return self._move(vehicle_name, yaw, lambda name, y: start(name, *args, float(duration), y))
 
-    def _move(self, vehicle_name: str, yaw_mode: Any, start: Callable[[str, YawMode], Task]) -> bool:
+    def _move(self, vehicle_name: str, yaw: YawMode, start: Callable[[str, YawMode], Task]) -> bool:
         """start(vehicle, yaw mode) -> the motion's task, and its outcome (none without API control)."""
         if not self._need_control(vehicle_name):
             return False
-        return self._wait(start(str(vehicle_name), _yaw_mode(yaw_mode)))
+        return self._wait(start(str(vehicle_name), yaw))
 
     def moveOnPath(
         self, path, velocity, timeout_sec, drivetrain, yaw_mode, lookahead, adaptive_lookahead, vehicle_name
     ) -> bool:
-        """Through the waypoints (local NED) at velocity, ending at the last (see Multirotor.move_on_path);
-        AirSim's carrot-following arguments (drivetrain, lookahead, adaptive_lookahead) are not modelled."""
-        if not isinstance(path, list | tuple) or not path:
-            raise VehicleError("moveOnPath: the path must be a non-empty list of Vector3r")
+        """Along the waypoints (local NED) from where the vehicle is, a carrot `lookahead` ahead, ending
+        at the last (Multirotor.move_on_path; the lookahead and drivetrain rules: rpc/motion_rules.py).
+        An empty path returns True at once ("moveOnPath terminated because path has no points")."""
+        if not isinstance(path, list | tuple):
+            raise VehicleError("moveOnPath: the path must be a list of Vector3r")
+        if not path:
+            log.warning("moveOnPath terminated because path has no points")
+            return True
         points = [self._to_world(vehicle_name, *parse_vec3(p, f"path[{i}]")) for i, p in enumerate(path)]
+        return self._path(
+            vehicle_name, points, velocity, timeout_sec, drivetrain, yaw_mode, lookahead, adaptive_lookahead
+        )
+
+    def _path(
+        self,
+        vehicle_name: str,
+        points: list[np.ndarray],
+        velocity: float,
+        timeout_sec: float,
+        drivetrain: Any,
+        yaw_mode: Any,
+        lookahead: float,
+        adaptive_lookahead: float,
+    ) -> bool:
+        """MultirotorApiBase::moveOnPath over world NED points (moveToPosition and moveToGPS are it with
+        one point, moveToZ with MaxDegreeOfFreedom)."""
         speed_m_s, timeout_s = float(velocity), min(float(timeout_sec), 1e9)
+        if not all(math.isfinite(v) for v in (speed_m_s, float(lookahead), float(adaptive_lookahead))):
+            raise VehicleError("moveOnPath: velocity, lookahead and adaptive_lookahead must be finite")
+        yaw = motion_rules.path_yaw(_yaw_mode(yaw_mode), motion_rules.drivetrain(drivetrain))
+        lead_m = motion_rules.lookahead_m(float(lookahead), float(adaptive_lookahead), speed_m_s)
+        if len(points) == 1:  # one point: straight to it, braking onto it (the carrot's line is straight)
+            target = points[0]
+            return self._move(
+                vehicle_name, yaw, lambda n, y: self.world.move_to(n, target, speed_m_s, timeout_s, y)
+            )
         return self._move(
             vehicle_name,
-            yaw_mode,
-            lambda n, yaw: self.world.move_on_path(n, points, speed_m_s, timeout_s, yaw),
+            yaw,
+            lambda n, y: self.world.move_on_path(n, points, speed_m_s, timeout_s, y, lead_m),
         )
 
     def moveToPosition(
@@ -343,7 +408,28 @@ class AirSimApi(AttitudeApi):
         vehicle_name: str,
     ) -> bool:
         target = self._to_world(vehicle_name, float(x), float(y), float(z))
-        return self._move_to(vehicle_name, yaw_mode, target, velocity, timeout_sec)
+        return self._path(
+            vehicle_name, [target], velocity, timeout_sec, drivetrain, yaw_mode, lookahead, adaptive_lookahead
+        )
+
+    def moveToGPS(
+        self,
+        latitude: float,
+        longitude: float,
+        altitude: float,
+        velocity: float,
+        timeout_sec: float,
+        drivetrain: int,
+        yaw_mode: Any,
+        lookahead: float,
+        adaptive_lookahead: float,
+        vehicle_name: str,
+    ) -> bool:
+        """moveOnPath to the geo point's NED position (EarthUtils::GeodeticToNed from the home point)."""
+        target = self._ned_from_geo({"latitude": latitude, "longitude": longitude, "altitude": altitude})
+        return self._path(
+            vehicle_name, [target], velocity, timeout_sec, drivetrain, yaw_mode, lookahead, adaptive_lookahead
+        )
 
     def moveToZ(
         self,
@@ -358,15 +444,9 @@ class AirSimApi(AttitudeApi):
         with self.world.lock:
             here = self._slot(vehicle_name).model.position_ned.copy()
         target = np.array([here[0], here[1], self._to_world(vehicle_name, 0.0, 0.0, float(z))[2]])
-        return self._move_to(vehicle_name, yaw_mode, target, velocity, timeout_sec)
-
-    def _move_to(
-        self, vehicle_name: str, yaw_mode: Any, target: np.ndarray, velocity: float, timeout_sec: float
-    ) -> bool:
-        """To a world NED point at velocity, with AirSim's timeout."""
-        speed_m_s, timeout_s = float(velocity), min(float(timeout_sec), 1e9)
-        return self._move(
-            vehicle_name, yaw_mode, lambda n, yaw: self.world.move_to(n, target, speed_m_s, timeout_s, yaw)
+        drive = motion_rules.MAX_DEGREE_OF_FREEDOM
+        return self._path(
+            vehicle_name, [target], velocity, timeout_sec, drive, yaw_mode, lookahead, adaptive_lookahead
         )
 
     def rotateByYawRate(self, yaw_rate: float, duration: float, vehicle_name: str) -> bool:
@@ -401,35 +481,16 @@ class AirSimApi(AttitudeApi):
             "angular_acceleration": angular_acceleration,
         }
 
-    def _collision_msg(self, vehicle_name: str) -> dict[str, Any]:
-        info = self._slot(vehicle_name).model.collision
-        if info is None:
-            return {
-                "has_collided": False,
-                "penetration_depth": 0.0,
-                "time_stamp": 0,
-                "normal": vec3(0, 0, 0),
-                "impact_point": vec3(0, 0, 0),
-                "position": vec3(0, 0, 0),
-                "object_name": "",
-                "object_id": -1,
-            }
-        return {
-            "has_collided": True,
-            "penetration_depth": info["penetration_depth"],
-            "time_stamp": info["time_stamp"],
-            "normal": vec3(*info["normal"]),
-            "impact_point": vec3(*info["impact_point"]),
-            "position": vec3(*info["position"]),
-            "object_name": info["object_name"],
-            "object_id": info["object_id"],
-        }
+    def _object_id_of_body(self, body_id: int) -> int:
+        """A body's segmentation object id (its Unreal stencil value; -1 where none was set)."""
+        with self._seg_lock:
+            return self._seg_ids.get(body_id, -1)
 
     def getMultirotorState(self, vehicle_name: str) -> dict[str, Any]:
         kin = self._kinematics(vehicle_name)
         m = self._slot(vehicle_name).model
         return {
-            "collision": self._collision_msg(vehicle_name),
+            "collision": empty_collision(),  # MultirotorApiBase::getMultirotorState never fills it
             "kinematics_estimated": kin,
             "gps_location": self._geo(m.pose()),
             "timestamp": self._time_ns(),
@@ -456,7 +517,7 @@ class AirSimApi(AttitudeApi):
             return True
         if not self._need_control(vehicle_name):
             return False
-        is_rate, value = _yaw_mode(yaw_mode)
+        is_rate, value, _ = _yaw_mode(yaw_mode)
         return self._manual.fly(
             vehicle_name, float(vx_max), float(vy_max), float(z_min), float(duration), is_rate, value
         )
@@ -465,7 +526,8 @@ class AirSimApi(AttitudeApi):
         return self._kinematics(vehicle_name)
 
     def simGetCollisionInfo(self, vehicle_name: str) -> dict[str, Any]:
-        return self._collision_msg(vehicle_name)
+        """PawnSimApi::getCollisionInfoAndReset (rpc/collisions.py)."""
+        return self._collisions.take(self._slot(vehicle_name).model.name)
 
     def simGetVehiclePose(self, vehicle_name: str) -> dict[str, Any]:
         msg = self._local(vehicle_name, self.world.vehicle_pose(str(vehicle_name)))
@@ -473,15 +535,56 @@ class AirSimApi(AttitudeApi):
         return msg
 
     def simSetVehiclePose(self, pose: Any, ignore_collision: bool, vehicle_name: str) -> None:
+        """PawnSimApi::setPose (spawn-relative). NaN components keep the current value, as the airsim and
+        Cosys-AirSim clients document (AirLib 1.8.1's C++ itself writes them into the physics body).
+        ignore_collision=False moves the pawn with a sweep (SetActorLocationAndRotation(..., true)): it
+        stops at the first thing in its way, which is a collision (onCollision); True teleports
+        (ETeleportType::TeleportPhysics). Here a ray of the body's origin stands in for the sweep."""
         m = self._slot(vehicle_name).model
         s = m.spawn
         current_local = Pose(
             m.position_ned[0] - s.x_m, m.position_ned[1] - s.y_m, m.position_ned[2] - s.z_m, m.yaw_deg
         )
         local = parse_pose(pose, current_local)
-        self.world.set_vehicle_pose(
-            m.name, Pose(local.x_m + s.x_m, local.y_m + s.y_m, local.z_m + s.z_m, local.yaw_deg)
-        )
+        target = Pose(local.x_m + s.x_m, local.y_m + s.y_m, local.z_m + s.z_m, local.yaw_deg)
+        self._collisions.keep(m.name)  # an unread collision survives the move, as in AirSim
+        if ignore_collision:
+            self.world.set_vehicle_pose(m.name, target)
+            return
+        with self.world.lock:
+            slot = self._slot(vehicle_name)
+            start = m.position_ned.copy()
+            end = np.array([target.x_m, target.y_m, target.z_m])
+            hit = self._sweep(start, end, slot.body_id)
+            if hit is None:
+                self.world.set_vehicle_pose(m.name, target)
+                return
+            body, point = hit
+            back = end - start
+            stop = point - back / max(float(np.linalg.norm(back)), 1e-9) * SWEEP_CLEARANCE_M
+            stop = start if np.dot(stop - start, back) < 0 else stop
+            self.world.set_vehicle_pose(
+                m.name, Pose(float(stop[0]), float(stop[1]), float(stop[2]), target.yaw_deg)
+            )
+            m.collision = {
+                "has_collided": True,
+                "penetration_depth": 0.0,
+                "time_stamp": self._time_ns(),
+                "normal": tuple(-back / max(float(np.linalg.norm(back)), 1e-9)),
+                "impact_point": tuple(float(v) for v in point),
+                "position": tuple(float(v) for v in stop),
+                "object_name": self.world.scene.body_name(body),
+                "object_id": body,
+            }
+
+    def _sweep(self, start: np.ndarray, end: np.ndarray, own_body: int) -> tuple[int, np.ndarray] | None:
+        """(body, point) of the first body on the segment start -> end other than `own_body`, or None."""
+        if float(np.linalg.norm(end - start)) < 1e-9:
+            return None
+        bodies, fractions = self.world.scene.ray_test(start[None, :], end[None, :], ignore_body=own_body)
+        if int(bodies[0]) < 0:
+            return None
+        return int(bodies[0]), start + float(fractions[0]) * (end - start)
 
     # ---------------------------------------------------------------- sensors (see sensors.py)
     def getImuData(self, imu_name: str, vehicle_name: str) -> dict[str, Any]:
@@ -504,7 +607,7 @@ class AirSimApi(AttitudeApi):
         """[min, max] GeoPoints of the box around every object of the scene (AirSim: the level's bounds)."""
         with self.world.lock:
             boxes = [
-                (o.bbox_centre_ned(), _aabb_half(o.bbox_half_m, o.pose.yaw_deg))
+                (o.bbox_centre_ned(), aabb_half(o.bbox_half_m, o.pose.yaw_deg))
                 for o in self.world.objects.values()
             ]
         if not boxes:
@@ -607,14 +710,45 @@ class AirSimApi(AttitudeApi):
         return msg
 
     def simSetObjectPose(self, object_name: str, pose: Any, teleport: bool) -> bool:
+        """WorldSimApi::setObjectPose (world NED): an actor of the scene's actor map (its objects and the
+        vehicles the server started with; simAddVehicle's are not in it: False). teleport=True places it,
+        False moves it with a sweep that stops at the first thing in its way (True when it moved at all).
+        A vehicle's pawn is placed, but its physics body puts it back on the next tick
+        (MultirotorPawnSimApi::updateRendering sets the pawn from the physics pose): True, no lasting
+        effect; simSetVehiclePose moves vehicles. AirSim has no NaN rule here (the actor is moved to the
+        NaN location): a NaN is refused."""
         name = str(object_name)
-        if name in self.world.vehicles:
-            current = self.world.vehicle_pose(name)
-            self.world.set_vehicle_pose(name, parse_pose(pose, current))
+        target = parse_pose(pose)  # a malformed Pose fails the call (rpclib's argument conversion)
+        q = pose.get("orientation")
+        values = [*parse_vec3(pose.get("position"), "pose.position")]
+        if isinstance(q, dict):
+            values += [float(q.get(k, 0.0)) for k in ("w_val", "x_val", "y_val", "z_val")]
+        is_vehicle = name in self.world.vehicles
+        if (is_vehicle and name not in self._actor_vehicles) or (
+            not is_vehicle and name not in self.world.objects
+        ):
+            return False  # no such actor: its pose is never used (objects.py sets a NaN pose so)
+        if any(math.isnan(v) for v in values):
+            raise ConfigError(f"simSetObjectPose({name}): the pose has NaN components: {values}")
+        if is_vehicle:
+            log.info("simSetObjectPose(%s): the physics puts a vehicle back; use simSetVehiclePose", name)
             return True
-        if name not in self.world.objects:
-            return False
-        self.world.set_object_pose(name, parse_pose(pose, self.world.objects[name].pose))
+        if teleport:
+            self.world.set_object_pose(name, target)
+            return True
+        with self.world.lock:
+            obj = self.world.objects[name]
+            start = obj.bbox_centre_ned()
+            offset = start - np.array([obj.pose.x_m, obj.pose.y_m, obj.pose.z_m])
+            end = np.array([target.x_m, target.y_m, target.z_m]) + offset
+            hit = self._sweep(start, end, obj.body_id)
+            if hit is not None:
+                stop = hit[1] - (end - start) / float(np.linalg.norm(end - start)) * SWEEP_CLEARANCE_M
+                if np.dot(stop - start, end - start) <= 0:
+                    return False  # blocked at once: no movement
+                at = stop - offset
+                target = Pose(float(at[0]), float(at[1]), float(at[2]), target.yaw_deg)
+            self.world.set_object_pose(name, target)
         return True
 
     def simListSceneObjects(self, name_regex: str) -> list[str]:
@@ -641,7 +775,22 @@ class AirSimApi(AttitudeApi):
         return BLUEPRINTS.get(asset_name, asset_name)
 
     def _spawn_name(self, object_name: str) -> str:
-        return object_name  # the world appends a number when the name is taken
+        """WorldSimApi::spawnObject's rule: when any actor's name matches the regex .*NAME.* (NAME itself
+        a regex, case-sensitive: UAirBlueprintLib::ListMatchingActors), NAME + (the greatest trailing
+        number of those names, 0 when none has one, + 1)."""
+        try:
+            pattern = re.compile(".*" + object_name + ".*", re.DOTALL)
+        except re.error as exc:
+            raise ConfigError(
+                f"simSpawnObject: object name {object_name!r} is not a valid regex: {exc}"
+            ) from None
+        with self.world.lock:
+            names = [*self.world.objects, *self.world.vehicles]
+        matching = [n for n in names if pattern.fullmatch(n)]
+        if not matching:
+            return object_name
+        numbers = [int(m.group()) for n in matching if (m := re.search(r"[0-9]+$", n))]
+        return f"{object_name}{max(numbers, default=0) + 1}"
 
     def simDestroyObject(self, object_name: str) -> bool:
         obj = self.world.objects.get(str(object_name))
@@ -1067,68 +1216,37 @@ class AirSimApi(AttitudeApi):
             "proj_mat": {"matrix": m.tolist()},
         }
 
-    # ---------------------------------------------------------------- detections
-    def _filters(self, camera_name: str, image_type: int, vehicle_name: str) -> dict[str, Any]:
-        self._camera(camera_name)
-        slot = self._slot(vehicle_name)
-        key = ("0", int(image_type))
-        return slot.detection_filters.setdefault(key, {"meshes": set(), "radius_cm": VISIBLE_RANGE_M * 100})
+    # ---------------------------------------------------------------- detections (rpc/detections.py)
+    def _filter_key(self, camera_name: str, vehicle_name: str) -> str:
+        self._camera(camera_name)  # the forward camera's detection component
+        return str(self._slot(vehicle_name).model.name)
 
     def simAddDetectionFilterMeshName(
         self, camera_name: str, image_type: int, mesh_name: str, vehicle_name: str, external: bool
     ) -> None:
-        self._filters(camera_name, image_type, vehicle_name)["meshes"].add(str(mesh_name))
+        vehicle = self._filter_key(camera_name, vehicle_name)
+        self._detections.add(vehicle, "0", int(image_type), str(mesh_name))
 
     def simSetDetectionFilterRadius(
         self, camera_name: str, image_type: int, radius_cm: float, vehicle_name: str, external: bool
     ) -> None:
-        self._filters(camera_name, image_type, vehicle_name)["radius_cm"] = float(radius_cm)
+        radius = float(radius_cm)
+        if math.isnan(radius):
+            raise ConfigError(f"simSetDetectionFilterRadius: radius_cm must be a number, got {radius_cm}")
+        vehicle = self._filter_key(camera_name, vehicle_name)
+        self._detections.set_radius(vehicle, "0", int(image_type), radius)
 
     def simClearDetectionMeshNames(
         self, camera_name: str, image_type: int, vehicle_name: str, external: bool
     ) -> None:
-        self._filters(camera_name, image_type, vehicle_name)["meshes"].clear()
+        self._detections.clear(self._filter_key(camera_name, vehicle_name), "0", int(image_type))
 
     def simGetDetections(
         self, camera_name: str, image_type: int, vehicle_name: str, external: bool
     ) -> list[dict[str, Any]]:
-        filt = self._filters(camera_name, image_type, vehicle_name)
-        if not filt["meshes"]:
-            return []
-        w = self.world
-        names = [n for n in list(w.objects) if any(fnmatch.fnmatchcase(n, pat) for pat in filt["meshes"])]
-        if not names:
-            return []
-        # Each candidate's crop of the frame only (the same pixels as a full render, see World.target_truth)
-        with w.lock:
-            eye, cam_yaw = w.camera_pose(str(vehicle_name))
-        cam = np.asarray(eye, float)
-        rot = yaw_rotation_ned(cam_yaw)
-        out = []
-        for name in names:
-            truth = w.target_truth(str(vehicle_name), name)
-            obj = w.objects.get(name)
-            if obj is None or truth.box2d_px is None or truth.pixel_count < truth.min_pixels:
-                continue
-            centre = obj.bbox_centre_ned()
-            if np.linalg.norm(centre - cam) * 100.0 > filt["radius_cm"]:
-                continue
-            rel = rot.T @ (centre - cam)
-            half = np.asarray(obj.bbox_half_m)
-            u0, v0, u1, v1 = truth.box2d_px
-            out.append(
-                {
-                    "name": name,
-                    "geo_point": self._geo(obj.pose),
-                    "box2D": {
-                        "min": {"x_val": float(u0), "y_val": float(v0)},
-                        "max": {"x_val": float(u1), "y_val": float(v1)},
-                    },
-                    "box3D": {"min": vec3(*(rel - half)), "max": vec3(*(rel + half))},
-                    "relative_pose": pose_msg(rel[0], rel[1], rel[2], obj.pose.yaw_deg - cam_yaw),
-                }
-            )
-        return out
+        vehicle = self._filter_key(camera_name, vehicle_name)
+        filt = self._detections.get(vehicle, "0", int(image_type))
+        return detections(self.world, vehicle, filt, self._geo)
 
     def stock_table(self) -> dict[str, Callable[..., Any]]:
         """Name -> handler of AirSim's stock methods (every public method of this class)."""
@@ -1162,13 +1280,6 @@ def _camera_pose_now(render: Render, turned: np.ndarray | None) -> tuple[np.ndar
 def _quat_msg(rotation: np.ndarray) -> dict[str, float]:
     w, x, y, z = quat_from_rotation(rotation)
     return {"w_val": w, "x_val": x, "y_val": y, "z_val": z}
-
-
-def _aabb_half(half_m: Any, yaw_deg: float) -> np.ndarray:
-    """Half extents along north/east/down of a box with these half extents along its own axes."""
-    hx, hy, hz = (float(h) for h in half_m)
-    c, s = abs(math.cos(math.radians(yaw_deg))), abs(math.sin(math.radians(yaw_deg)))
-    return np.array([c * hx + s * hy, s * hx + c * hy, hz])
 
 
 def segmentation_colours(seg: np.ndarray, object_ids: dict[int, int] | None = None) -> np.ndarray:

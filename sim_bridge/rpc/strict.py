@@ -9,14 +9,11 @@
 - The scene's actors carry other names than the built-in scene gives them (Unreal-style names), so
   nothing can find them by the built-in names.
 - `simListAssets` lists this map's blueprints and materials only.
-- `simSpawnObject` names a new actor as AirSim does: when any actor's name contains the asked name,
-  the greatest trailing number of those plus one is appended.
 So a HIL run against it needs an asset map exactly as against a real map (episodes.hil).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -60,16 +57,6 @@ class StrictAirSimApi(AirSimApi):
         if asset_name not in BLUEPRINTS:
             raise ConfigError(f"There were no objects with name {asset_name} found in the Registry")
         return BLUEPRINTS[asset_name]
-
-    def _spawn_name(self, name: str) -> str:
-        """WorldSimApi::spawnObject's rule: actors matching .*name.* -> name + (greatest number + 1)."""
-        pattern = re.compile(".*" + name + ".*")
-        with self.world.lock:
-            matching = [n for n in (*self.world.objects, *self.world.vehicles) if pattern.fullmatch(n)]
-        if not matching:
-            return name
-        numbers = [int(m.group()) for n in matching if (m := re.search(r"[0-9]+$", n))]
-        return f"{name}{max(numbers, default=0) + 1}"
 
     def simListAssets(self) -> list[str]:
         return sorted(BLUEPRINTS) + sorted(MATERIALS)

@@ -34,14 +34,19 @@ class MultirotorLimits:
     position_accuracy_m: float = 0.1
 
 
-PATH_PASS_M = 1.0  # moveOnPath: a waypoint within this distance counts as passed
+PATH_LOOKAHEAD_M = 1.0  # moveOnPath's carrot distance when none is given
+DISTANCE_ACCURACY_M = 0.5  # SimpleFlightApi::getDistanceAccuracy: ForwardOnly keeps the yaw nearer than this
 
 
 class YawMode(NamedTuple):
-    """AirSim's YawMode during a motion: hold a yaw rate (deg/s), or turn to and hold a heading (deg)."""
+    """AirSim's YawMode during a motion: hold a yaw rate (deg/s), or turn to and hold a heading (deg).
+    `forward_only` (DrivetrainType::ForwardOnly, angle mode only): `value` is an offset from the
+    direction of travel, which position and path motions re-aim every tick
+    (MultirotorApiBase::adjustYaw in moveToPathPosition)."""
 
     is_rate: bool = True
     value: float = 0.0
+    forward_only: bool = False
 
 
 NO_TURN = YawMode()  # a yaw rate of 0: keep the heading the motion starts with
@@ -82,7 +87,14 @@ class _Goal:
     speed_m_s: float = 1.0
     yaw_margin_deg: float = 5.0
     hold_z_m: float = math.nan  # velocity mode: track this NED z instead of the z velocity (moveByVelocityZ)
-    path_ned: list[np.ndarray] = field(default_factory=list)  # position mode: waypoints after target_ned
+    # position mode on a path (moveOnPath): the polyline from the start, its cumulative lengths, the
+    # distance along it reached so far and the carrot's lead (target_ned is the path's last point)
+    path_pts: np.ndarray | None = None
+    path_cum: np.ndarray | None = None
+    path_s_m: float = 0.0
+    lookahead_m: float = PATH_LOOKAHEAD_M
+    forward_only: bool = False  # yaw_value is set each tick: forward_offset_deg + the direction of travel
+    forward_offset_deg: float = 0.0
     attitude: AttitudeCommand | None = None  # attitude mode: the attitude- or rate-level command
 
 
@@ -176,14 +188,24 @@ class Multirotor:
         return task
 
     def move_on_path(
-        self, path_ned: list[np.ndarray], speed_m_s: float, now_s: float, timeout_s: float, yaw: YawMode
+        self,
+        path_ned: list[np.ndarray],
+        speed_m_s: float,
+        now_s: float,
+        timeout_s: float,
+        yaw: YawMode,
+        lookahead_m: float = PATH_LOOKAHEAD_M,
     ) -> Task:
-        """AirSim's moveOnPath: through each waypoint at speed without stopping, stopping at the last.
-        A waypoint counts as passed once within PATH_PASS_M of it (AirSim's carrot follows the path
-        `lookahead` ahead instead; corners are cut by about the same)."""
-        points = [np.asarray(p, float) for p in path_ned]
-        task = self.move_to(points[0], speed_m_s, now_s, timeout_s, yaw, kind="path")
-        self._goal.path_ned = points[1:]
+        """AirSim's moveOnPath (MultirotorApiBase::moveOnPath): the path starts at the current position;
+        the vehicle flies at speed towards a carrot `lookahead_m` ahead of the farthest point of the path
+        it has come nearest to (never back), and once the carrot is at the end, brakes onto the last
+        point as moveToPosition does."""
+        points = [self.position_ned.copy(), *(np.asarray(p, float) for p in path_ned)]
+        task = self.move_to(points[-1], speed_m_s, now_s, timeout_s, yaw, kind="path")
+        pts = np.array(points)
+        self._goal.path_pts = pts
+        self._goal.path_cum = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
+        self._goal.lookahead_m = max(float(lookahead_m), 1e-3)
         return task
 
     def move_velocity_body(
@@ -217,6 +239,8 @@ class Multirotor:
             end_t_s=now_s + timeout_s,
             yaw_is_rate=yaw.is_rate,
             yaw_value=yaw.value,
+            forward_only=yaw.forward_only and not yaw.is_rate,
+            forward_offset_deg=yaw.value,
         )
         task = self._start(goal)
         task.kind = kind
@@ -308,20 +332,27 @@ class Multirotor:
         else:  # hold, yaw, position: track a point
             error = g.target_ned - self.position_ned
             dist = float(np.linalg.norm(error))
-            while g.path_ned and dist <= PATH_PASS_M:  # a waypoint passed: on to the next
-                g.target_ned = g.path_ned.pop(0)
-                error = g.target_ned - self.position_ned
-                dist = float(np.linalg.norm(error))
+            carrot = _carrot(g, self.position_ned) if g.mode == "position" else None
             max_speed = lim.hold_max_speed_m_s if g.mode != "position" else g.speed_m_s
             # braking-distance limited speed so that the vehicle arrives without overshoot
             speed = min(max_speed, lim.hold_gain_1_s * dist, math.sqrt(2 * lim.max_accel_m_s2 * dist))
-            if g.path_ned:  # more waypoints follow: no braking towards this one
-                speed = max_speed
-            desired_v = error / dist * speed if dist > 1e-9 else np.zeros(3)
+            heading = error
+            if carrot is not None:  # on the path, the carrot ahead: full speed towards it
+                heading = carrot - self.position_ned
+                n = float(np.linalg.norm(heading))
+                desired_v = heading / n * max_speed if n > 1e-9 else np.zeros(3)
+            else:
+                desired_v = error / dist * speed if dist > 1e-9 else np.zeros(3)
+            if g.forward_only:  # MultirotorApiBase::adjustYaw towards the point flown to
+                if float(np.linalg.norm(heading)) > DISTANCE_ACCURACY_M:
+                    travel_deg = math.degrees(math.atan2(heading[1], heading[0]))
+                    g.yaw_value = wrap_deg(g.forward_offset_deg + travel_deg)
+                else:
+                    g.yaw_value = self.yaw_deg  # setZeroRate: keep the heading
             if (
                 g.mode == "position"
                 and g.task is not None
-                and not g.path_ned
+                and carrot is None
                 and dist <= lim.position_accuracy_m
             ):
                 g.task.finish(True)
@@ -405,3 +436,36 @@ class Multirotor:
         self.yaw_rate_deg_s = 0.0
         self.attitude.reset(math.radians(self.yaw_deg))
         self.cancel()
+
+
+def _carrot(g: _Goal, position_ned: np.ndarray) -> np.ndarray | None:
+    """The point `lookahead_m` ahead along the goal's path from the farthest point reached (the point of
+    the path within the lookahead window nearest to the vehicle, never moving back), or None when no
+    path is followed or the carrot has reached the end (the final approach brakes onto the last point)."""
+    if g.path_pts is None or g.path_cum is None:
+        return None
+    total = float(g.path_cum[-1])
+    best_s, best_d = g.path_s_m, math.inf
+    for i in range(len(g.path_pts) - 1):
+        a, b = g.path_pts[i], g.path_pts[i + 1]
+        s0, s1 = float(g.path_cum[i]), float(g.path_cum[i + 1])
+        if s1 < g.path_s_m or s0 > g.path_s_m + g.lookahead_m or s1 - s0 < 1e-9:
+            continue
+        t = float(np.dot(position_ned - a, b - a)) / (s1 - s0) ** 2
+        s = min(max(s0 + t * (s1 - s0), g.path_s_m, s0), min(s1, g.path_s_m + g.lookahead_m))
+        d = float(np.linalg.norm(position_ned - _point_at(g, s)))
+        if d < best_d:
+            best_s, best_d = s, d
+    g.path_s_m = best_s
+    if g.path_s_m + g.lookahead_m >= total:
+        g.path_pts = None  # the final approach: moveToPosition's braking onto target_ned
+        return None
+    return _point_at(g, g.path_s_m + g.lookahead_m)
+
+
+def _point_at(g: _Goal, s_m: float) -> np.ndarray:
+    assert g.path_pts is not None and g.path_cum is not None
+    i = int(np.clip(np.searchsorted(g.path_cum, s_m, side="right") - 1, 0, len(g.path_pts) - 2))
+    seg = float(g.path_cum[i + 1] - g.path_cum[i])
+    t = 0.0 if seg < 1e-9 else (s_m - float(g.path_cum[i])) / seg
+    return g.path_pts[i] + min(max(t, 0.0), 1.0) * (g.path_pts[i + 1] - g.path_pts[i])

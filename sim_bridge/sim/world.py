@@ -45,7 +45,7 @@ from sim_bridge.sim.camera import (
 from sim_bridge.sim.gimbal import CAMERA_OFFSET_FRD_M, STABILISED, CameraMount
 from sim_bridge.sim.ground import GroundMap
 from sim_bridge.sim.loop import SimLoop
-from sim_bridge.sim.multirotor import NO_TURN, Multirotor, MultirotorLimits, Task, YawMode
+from sim_bridge.sim.multirotor import NO_TURN, PATH_LOOKAHEAD_M, Multirotor, MultirotorLimits, Task, YawMode
 from sim_bridge.sim.pybullet_import import import_pybullet
 from sim_bridge.sim.render_pool import RenderPool, SceneSpec
 from sim_bridge.sim.scene import MovingPath, Scene, SceneObject
@@ -291,9 +291,12 @@ class World:
         speed_m_s: float,
         timeout_s: float,
         yaw: YawMode = NO_TURN,
+        lookahead_m: float = PATH_LOOKAHEAD_M,
     ) -> Task:
-        """Through world NED waypoints at speed_m_s without stopping, stopping at the last."""
-        return self._command(name, lambda m, now: m.move_on_path(path_ned, speed_m_s, now, timeout_s, yaw))
+        """Along world NED waypoints at speed_m_s (a carrot lookahead_m ahead), stopping at the last."""
+        return self._command(
+            name, lambda m, now: m.move_on_path(path_ned, speed_m_s, now, timeout_s, yaw, lookahead_m)
+        )
 
     def rotate_rate(self, name: str, yaw_rate_deg_s: float, duration_s: float) -> Task:
         return self._command(name, lambda m, now: m.rotate_rate(yaw_rate_deg_s, duration_s, now))
