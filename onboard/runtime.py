@@ -37,6 +37,7 @@ from onboard.decision import (
     make_plan,
     wall_timer,
 )
+from onboard.latency_compensation import InViewState
 from onboard.operator import Operator
 from onboard.profiles import flight_profile
 from onboard.realtime import ThreadNice
@@ -95,6 +96,7 @@ class OnboardRuntime:
             camera, config.max_frame_age_s, clock, self.governor, self.actuator, self.counters, self.reporter
         )
         self.history: list[Action] = []
+        self.in_view = InViewState()  # latency goal "in-view": its release and its target track
         self.history_images: list[Any] = []
         self.steps = 0
         self.declarations = 0
@@ -326,6 +328,9 @@ class OnboardRuntime:
             compensate,
             self.config.latency_goal,
             self.governor.home.z_m - self.config.safety.altitude_floor_m,  # the floor, as NED z
+            self.in_view,
+            self.clock.now(),
+            frame.meta.get("capture_clock_s"),
         )
         if self.governor.mode == Mode.FLYING:
             self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))
