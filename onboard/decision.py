@@ -187,7 +187,8 @@ def make_plan(
     if latency_goal == "in-view" and isinstance(action, Go):
         point = go_world_point(action, frame_pose, camera, canonical_focal_px)
         seen = now_s if seen_s is None else seen_s
-        plan = in_view_plan(plan, point, current_pose, camera, floor_z_m, in_view, now_s, seen)
+        row = action.point[1] / 1000.0  # where the model saw it in its frame
+        plan = in_view_plan(plan, point, current_pose, camera, floor_z_m, in_view, now_s, seen, row)
     return plan
 
 

@@ -20,18 +20,21 @@ a failure seen in bench_jitter's per-step traces:
 - InViewRelease: a cut that has taken every move away for RELEASE_AFTER_S in a row is let go once.
   A still drone sees the same frame; a look-alike (or a sliver of the target) standing at the bottom
   edge then gets the same `go` forever, and the cut held the drone there for the rest of the run.
-- TargetTrack: the aimed points of successive `go`s are the target's track; a `go` whose point lies
-  far beyond it (more than GATE_M, growing by GATE_SPEED_M_S per second since the track was last
-  confirmed) is held, not flown. When the car is a sliver at the bottom edge the baseline often
-  takes a look-alike 20-45 m out; flown toward, the drone overflies the car and leaves it. A nearer
-  point is always taken, and a search turn starts a new track.
+- TargetTrack: the aimed points of successive `go`s are the target's track. When the target's last
+  point sat at the frame's bottom edge (a sliver), a `go` whose point lies far beyond the track is
+  held, not flown (the gate: GATE_M and the track's own distance, growing with the time since the
+  track was last confirmed). The baseline often takes a look-alike 20-45 m out when the car is a
+  sliver at the bottom edge; flown toward, the drone overflies the car and leaves it. A nearer point
+  is always taken, and a search turn starts a new track.
 
 Tried and not kept (bench_jitter tune seeds 0-9, issue 25): a bottom share above 0.96 (1.05, 1.2:
-the drone gets as close as "point" and loses the car as often); flying toward the track's predicted
-target instead of holding an outlier, and leaving a held `go` out of the pilot's history (neither
-better than holding); a lead of the aimed point by the track's velocity times the reply's age (three
-episodes under slow latency at 0.3 and 0.6 m/s: worse in two; an earlier session's lead did not
-fix 0.6 m/s either). The measured table: docs/safety.md.
+the drone gets as close as "point" and loses the car as often); the gate on every frame, not only
+after an edge sliver (it held a 0.6 m/s car's far look-alikes along its road, and the drone fell
+10 m behind); for a held `go`, flying toward the track's predicted target or toward its last point
+instead of holding, and leaving the held `go` out of the pilot's history (none better than holding
+at 0.3 m/s); a lead of the aimed point by the track's velocity times the reply's age (three
+episodes under slow latency at 0.3 and 0.6 m/s: worse in two; an earlier session's lead did not fix
+0.6 m/s either). The measured table: docs/safety.md.
 """
 
 from __future__ import annotations
@@ -161,13 +164,18 @@ class InViewRelease:
         self.still_since_s = None
 
 
-# A `go` whose point lies more than this farther from the drone than the tracked target (plus
-# GATE_SPEED_M_S for every second since the track was last confirmed) is held, not flown (TargetTrack).
-# Tuned on bench_jitter seeds 0-9 (issue 25): the look-alikes the baseline takes when the car is a
-# sliver at the frame's bottom edge lie 20-45 m out, the car's own aimed points jump by up to ~5 m
-# between frames (the depth of a box cut by the edge).
+# The track's gate (TargetTrack), tuned on bench_jitter seeds 0-9 (issue 25). A `go` is held, not
+# flown, when the target's last point sat at the frame's bottom edge (below GATE_EDGE_ROW_SHARE of
+# the height: a sliver, where the baseline takes look-alikes) and the new point lies farther from
+# the drone than the track's prediction by more than GATE_M and more than GATE_RANGE_SHARE of the
+# track's own distance, plus GATE_SPEED_M_S for every second since the track was last confirmed.
+# Measured: those look-alikes lie 20-45 m out while the car is 3-7 m away; the car's own points jump
+# by up to ~5 m between frames (the depth of a box cut by the edge). A gate for every frame held a
+# 0.6 m/s car's far look-alikes too: they lie along its road, and following them kept up with it.
 GATE_M = 8.0
+GATE_RANGE_SHARE = 1.0
 GATE_SPEED_M_S = 2.0
+GATE_EDGE_ROW_SHARE = 0.9
 _MAX_TRACK_SPEED_M_S = 3.0  # faster than any target the runtime follows: a velocity above is noise
 _VELOCITY_SMOOTHING = 0.3  # share of each new estimate in the track's velocity
 
@@ -181,7 +189,10 @@ class TargetTrack:
 
     gate_m: float = GATE_M
     gate_speed_m_s: float = GATE_SPEED_M_S
+    gate_range_share: float = GATE_RANGE_SHARE
+    edge_row_share: float = GATE_EDGE_ROW_SHARE
     last: tuple[float, float, float] | None = None
+    last_row_share: float = 0.0  # where the last point was in its frame (0 top, 1 bottom)
     last_s: float = 0.0
     velocity: tuple[float, float] = (0.0, 0.0)  # north, east m/s, smoothed over the aimed points
 
@@ -193,18 +204,21 @@ class TargetTrack:
         return (self.last[0] + self.velocity[0] * dt, self.last[1] + self.velocity[1] * dt, self.last[2])
 
     def consistent(self, point: tuple[float, float, float], t_s: float, pose: Pose) -> bool:
-        """Whether `point`, seen at t_s, may be the tracked target (always, with no track): no more
-        than the gate farther from the drone at `pose` than the track's prediction."""
+        """Whether `point`, seen at t_s, may be the tracked target: always with no track or when the
+        last point was well inside its frame, else no more than the gate farther from the drone at
+        `pose` than the track's prediction."""
         guess = self.predicted(t_s)
         if guess is None:
             return True
-        farther_m = math.hypot(point[0] - pose.x_m, point[1] - pose.y_m) - math.hypot(
-            guess[0] - pose.x_m, guess[1] - pose.y_m
-        )
-        return farther_m <= self.gate_m + self.gate_speed_m_s * max(0.0, t_s - self.last_s)
+        if self.last_row_share < self.edge_row_share:
+            return True  # the target was well inside its frame: a far point may be it, followed on
+        guess_m = math.hypot(guess[0] - pose.x_m, guess[1] - pose.y_m)
+        farther_m = math.hypot(point[0] - pose.x_m, point[1] - pose.y_m) - guess_m
+        gate_m = max(self.gate_m, self.gate_range_share * guess_m)
+        return farther_m <= gate_m + self.gate_speed_m_s * max(0.0, t_s - self.last_s)
 
-    def update(self, point: tuple[float, float, float], t_s: float) -> None:
-        """`point`, seen at t_s, is the target."""
+    def update(self, point: tuple[float, float, float], t_s: float, row_share: float = 0.0) -> None:
+        """`point`, seen at t_s at `row_share` of its frame's height, is the target."""
         if self.last is not None and t_s - self.last_s > 1e-3:
             dt = t_s - self.last_s
             a = _VELOCITY_SMOOTHING
@@ -213,7 +227,7 @@ class TargetTrack:
             speed = math.hypot(vn, ve)
             scale = min(1.0, _MAX_TRACK_SPEED_M_S / speed) if speed > 0 else 1.0
             self.velocity = (vn * scale, ve * scale)
-        self.last, self.last_s = point, t_s
+        self.last, self.last_s, self.last_row_share = point, t_s, row_share
 
     def reset(self) -> None:
         """The pilot searched (a `rotate`): whatever it finds next starts a new track."""
@@ -243,16 +257,18 @@ def in_view_plan(
     state: InViewState | None,
     now_s: float,
     seen_s: float,
+    row_share: float = 0.0,
 ) -> ControlPlan:
     """Latency goal "in-view" for a `go`: `plan` (the "point" reading from `pose`, toward
     `point_ned`) held when the point jumps far beyond the track (TargetTrack), else cut where the
     point would leave the image (keep_in_view), the cut let go once it has kept the drone still too
-    long (InViewRelease). `seen_s`: when the frame was taken; state None: the cut alone."""
+    long (InViewRelease). `seen_s`: when the frame was taken; `row_share`: where the model saw the
+    point in it (0 top, 1 bottom); state None: the cut alone."""
     if state is None:
         return keep_in_view(plan, point_ned, pose, camera, floor_z_m)
     if not state.track.consistent(point_ned, seen_s, pose):
         state.release.reset()
-        return hold_plan(PlanKind.REPLAN)
-    state.track.update(point_ned, seen_s)
+        return hold_plan(PlanKind.REPLAN)  # neither flown nor taken into the track
+    state.track.update(point_ned, seen_s, row_share)
     cut = keep_in_view(plan, point_ned, pose, camera, floor_z_m)
     return state.release.apply(plan, cut, now_s)

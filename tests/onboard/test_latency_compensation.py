@@ -144,9 +144,9 @@ def test_without_a_release_the_cut_alone() -> None:
 
 
 def test_a_go_far_beyond_the_tracked_target_is_held_until_the_gate_has_grown() -> None:
-    # The car 6 m ahead, then the pilot takes a look-alike 40 m out (the car a sliver at the edge).
+    # The car a sliver at the frame's bottom edge, then the pilot takes a look-alike 40 m out.
     pose = Pose(0.0, 0.0, -3.0, 0.0)
-    car, far = Go((500, 800), 6.0), Go((500, 520), 40.0)
+    car, far = Go((500, 950), 6.0), Go((500, 520), 40.0)
     state = lc.InViewState(track=lc.TargetTrack(gate_m=8.0, gate_speed_m_s=2.0))
 
     def plan_at(go: Go | Rotate, t_s: float):
@@ -168,21 +168,35 @@ def test_a_search_turn_starts_a_new_track() -> None:
     def plan_at(go: Go | Rotate, t_s: float):
         return make_plan(go, pose, pose, CAMERA, OUTDOOR, None, True, "in-view", -3.0, state, t_s, t_s)
 
-    plan_at(Go((500, 800), 6.0), 0.0)
+    plan_at(Go((500, 950), 6.0), 0.0)
     assert plan_at(Go((500, 520), 40.0), 1.0).hold
     plan_at(Rotate(60.0), 2.0)  # the pilot searched: what it finds next is the target
     assert plan_at(Go((500, 520), 40.0), 3.0).step_m > 0.0
 
 
 def test_the_track_follows_a_moving_target_and_uses_the_capture_time() -> None:
-    track = lc.TargetTrack(gate_m=1.0, gate_speed_m_s=0.0)
+    track = lc.TargetTrack(gate_m=1.0, gate_speed_m_s=0.0, gate_range_share=0.0)
     pose = Pose(0.0, 0.0, -3.0, 0.0)
     for i in range(20):  # a target driving north at 1 m/s, seen every 0.5 s
         assert track.consistent((10.0 + 0.5 * i, 0.0, 0.0), 0.5 * i, pose)
-        track.update((10.0 + 0.5 * i, 0.0, 0.0), 0.5 * i)
+        track.update((10.0 + 0.5 * i, 0.0, 0.0), 0.5 * i, row_share=0.95)  # a sliver at the edge
     assert track.velocity[0] == pytest.approx(1.0, rel=0.01) and track.velocity[1] == pytest.approx(0.0)
     guess = track.predicted(12.0)
     assert guess is not None and guess[0] == pytest.approx(10.0 + 12.0, rel=0.01)
     assert not track.consistent((25.0, 0.0, 0.0), 12.0, pose)  # 3 m beyond where it should be
+    track.last_row_share = 0.5
+    assert track.consistent((25.0, 0.0, 0.0), 12.0, pose)  # well inside its frame: no gate
     track.update((100.0, 0.0, 0.0), 12.5)  # a wild jump, taken anyway: the velocity stays believable
     assert abs(track.velocity[0]) <= 3.0 + 1e-9
+
+
+def test_a_far_point_after_a_target_well_inside_the_frame_is_followed() -> None:
+    # A fast car 10 m ahead, mid-frame, then a far point along its road: flown toward, not held.
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    state = lc.InViewState()
+
+    def plan_at(go: Go, t_s: float):
+        return make_plan(go, pose, pose, CAMERA, OUTDOOR, None, True, "in-view", -3.0, state, t_s, t_s)
+
+    assert plan_at(Go((500, 700), 10.0), 0.0).step_m > 0.0
+    assert plan_at(Go((500, 520), 45.0), 0.5).step_m == pytest.approx(3.0)
