@@ -15,8 +15,9 @@ about T_max + 10 s of wall time per episode.
 
     .venv/bin/python benchmarks/bench_jitter_realtime.py --seed-from 10 --seeds 8 --json rt.json
 
-Not the process-separated variant: the simulator is in-process (no AirSim RPC between the drone
-and the world) and the pilot is in-process (no serve-pilot HTTP hop).
+Not the process-separated variant (that is benchmarks/bench_jitter_processes.py): here the
+simulator is in-process (no AirSim RPC between the drone and the world) and so is the pilot (no
+serve-pilot HTTP hop).
 """
 
 from __future__ import annotations

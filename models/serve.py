@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -111,10 +112,21 @@ class ServeStats:
 class PilotService:
     """Turns a decoded chat request into the reply text (pilot-independent part of the server)."""
 
-    def __init__(self, pilot: Any, model_name: str, latency_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        pilot: Any,
+        model_name: str,
+        latency_s: float = 0.0,
+        latency_draws_s: Sequence[float] | None = None,
+    ) -> None:
         self.pilot = pilot
         self.model_name = model_name
         self.latency_s = latency_s  # injected model latency, to reproduce slow models without one
+        # A latency per reply, in order (a benchmark's drawn distribution, the same draws as its
+        # lock-step run): each reply leaves that long after its request arrived, the pilot's own time
+        # inside it; past the last draw, latency_s again.
+        self._draws = list(latency_draws_s or [])
+        self._draw_index = 0
         self.stats = ServeStats()
         self._lock = threading.Lock()
         self._stats_lock = threading.Lock()
@@ -126,9 +138,26 @@ class PilotService:
             else:
                 self.stats.requests += 1
 
+    def next_draw_s(self) -> float | None:
+        """The next reply's drawn latency, None when there are no draws (left)."""
+        with self._stats_lock:
+            if self._draw_index >= len(self._draws):
+                return None
+            self._draw_index += 1
+            return self._draws[self._draw_index - 1]
+
     def answer(self, chat: DecodedChat) -> str:
+        draw_s = self.next_draw_s()
+        if draw_s is not None:
+            reply_at = time.monotonic() + draw_s
+            text = self._answer(chat)
+            time.sleep(max(0.0, reply_at - time.monotonic()))
+            return text
         if self.latency_s > 0:
             time.sleep(self.latency_s)
+        return self._answer(chat)
+
+    def _answer(self, chat: DecodedChat) -> str:
         if isinstance(self.pilot, ScriptedPilot):
             return self.pilot.next_reply()
         with self._lock:
@@ -410,10 +439,16 @@ class PilotHTTPServer(ThreadingHTTPServer):
 
 
 def start_server(
-    pilot: Any, host: str = "127.0.0.1", port: int = 0, model_name: str | None = None, latency_s: float = 0.0
+    pilot: Any,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    model_name: str | None = None,
+    latency_s: float = 0.0,
+    latency_draws_s: Sequence[float] | None = None,
 ) -> tuple[PilotHTTPServer, threading.Thread]:
-    """Serve `pilot` in a background thread; port 0 picks a free port (see `server.port`)."""
-    service = PilotService(pilot, model_name or pilot.name, latency_s)
+    """Serve `pilot` in a background thread; port 0 picks a free port (see `server.port`).
+    `latency_draws_s`: one injected latency per reply, in order (PilotService)."""
+    service = PilotService(pilot, model_name or pilot.name, latency_s, latency_draws_s)
     server = PilotHTTPServer((host, port), service)
     thread = threading.Thread(target=server.serve_forever, name="serve-pilot", daemon=True)
     thread.start()

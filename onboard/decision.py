@@ -29,7 +29,7 @@ from onboard.controller import (
     plan_toward_point,
     turn_plan,
 )
-from onboard.latency_compensation import keep_in_view
+from onboard.latency_compensation import InViewState, in_view_plan
 from onboard.profiles import FlightProfile
 
 log = logging.getLogger(__name__)
@@ -100,10 +100,11 @@ class RunResult:
     served_jitter_ms: float = 0.0  # spread of the served tick period (0 in lock-step: no wall clock)
 
 
-# What a late `go` flies toward (RuntimeConfig.latency_goal): "point" (the default), "in-view" (the
-# move also cut where that point would leave the image: onboard.latency_compensation) or "step".
+# What a late `go` flies toward (RuntimeConfig.latency_goal): "in-view" (the default: the point it
+# aimed at, the move cut where that point would leave the image, a far jump off the target's track
+# held; onboard.latency_compensation), "point" (that point alone, the previous default) or "step".
 LATENCY_GOALS = ("point", "in-view", "step")
-DEFAULT_LATENCY_GOAL = "point"  # in-view trails a 0.6 m/s target under jitter (onboard.latency_compensation)
+DEFAULT_LATENCY_GOAL = "in-view"  # bench_jitter, issue 25: never meaningfully worse than naive
 
 
 def discard_reason(decision: Decision, superseded: bool, late: bool) -> str | None:
@@ -168,12 +169,20 @@ def make_plan(
     compensate: bool,
     latency_goal: str = DEFAULT_LATENCY_GOAL,
     floor_z_m: float | None = None,
+    *,
     frame_attitude: CameraAttitude = LEVEL_CAMERA,
+    in_view: InViewState | None = None,
+    now_s: float = 0.0,
+    seen_s: float | None = None,
 ) -> ControlPlan:
     """The plan for `action`; when compensating a late reply, re-expressed from current_pose toward
-    the latency goal. floor_z_m: the altitude floor as world NED z (the governor's), for "in-view".
-    frame_attitude: the camera's at capture (Frame.camera_attitude), with which a `go` is projected."""
+    the latency goal. frame_attitude: the camera's at capture (Frame.camera_attitude), with which a
+    `go` is projected. For "in-view": floor_z_m, the altitude floor as world NED z (the governor's);
+    `in_view`, the run's InViewState (None: the cut alone), with the runtime clock's now_s and the
+    frame's capture time seen_s (None: now_s)."""
     plan = plan_action(action, camera, profile, canonical_focal_px, frame_attitude)
+    if in_view is not None and not isinstance(action, Go):
+        in_view.other_action(isinstance(action, Rotate))
     if not (compensate and current_pose is not None):
         return plan
     goal = "point" if latency_goal == "in-view" else latency_goal
@@ -182,7 +191,9 @@ def make_plan(
     )
     if latency_goal == "in-view" and isinstance(action, Go):
         point = go_world_point(action, frame_pose, camera, canonical_focal_px, frame_attitude)
-        plan = keep_in_view(plan, point, current_pose, camera, floor_z_m)
+        seen = now_s if seen_s is None else seen_s
+        row = action.point[1] / 1000.0  # where the model saw it in its frame
+        plan = in_view_plan(plan, point, current_pose, camera, floor_z_m, in_view, now_s, seen, row)
     return plan
 
 

@@ -37,6 +37,7 @@ from onboard.decision import (
     make_plan,
     wall_timer,
 )
+from onboard.latency_compensation import InViewState
 from onboard.operator import Operator
 from onboard.profiles import flight_profile
 from onboard.realtime import ThreadNice
@@ -95,6 +96,7 @@ class OnboardRuntime:
             camera, config.max_frame_age_s, clock, self.governor, self.actuator, self.counters, self.reporter
         )
         self.history: list[Action] = []
+        self.in_view = InViewState()  # latency goal "in-view": its release and its target track
         self.history_images: list[Any] = []
         self.steps = 0
         self.declarations = 0
@@ -207,12 +209,8 @@ class OnboardRuntime:
         return mode_ok and bool(self.instruction)
 
     def result(self, reason: str) -> RunResult:
-        served = self.actuation
-        rate_hz, jitter_ms, mode = (
-            served.served_rate_hz(),
-            served.served_jitter_ms(),
-            self.governor.mode.value,
-        )
+        served, mode = self.actuation, self.governor.mode.value
+        rate_hz, jitter_ms = served.served_rate_hz(), served.served_jitter_ms()
         return RunResult(
             reason, self.steps, self.declarations, self.qualifying_t, self.counters, rate_hz, mode, jitter_ms
         )
@@ -287,9 +285,8 @@ class OnboardRuntime:
         )
         action = decision.action
         plan: ControlPlan | None = None
-        discarded = discard_reason(
-            decision, pending.capture_clock_s < self.operator.goto_s, age_s > deadline_s
-        )
+        superseded = pending.capture_clock_s < self.operator.goto_s  # captured before a GoTo took over
+        discarded = discard_reason(decision, superseded, age_s > deadline_s)
         if discarded is not None and self.counters.count_failure(discarded):
             why = f"stale reply ({age_s:.2f} s > {deadline_s:.2f} s)" if discarded == "stale" else None
             self.governor.pilot_failed(why or f"{discarded}: {decision.error}")
@@ -327,7 +324,10 @@ class OnboardRuntime:
             compensate,
             self.config.latency_goal,
             self.governor.home.z_m - self.config.safety.altitude_floor_m,  # the floor, as NED z
-            frame.camera_attitude,
+            frame_attitude=frame.camera_attitude,
+            in_view=self.in_view,
+            now_s=self.clock.now(),
+            seen_s=frame.meta.get("capture_clock_s"),
         )
         if self.governor.mode == Mode.FLYING:
             self.actuator.set_schedule(MotionSchedule(plan, self.clock.now()))

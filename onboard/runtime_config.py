@@ -37,10 +37,11 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     max_frame_age_s: float = 1.0
     plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
     compensate_latency: bool = True  # tolerant loop: re-express late plans from the current pose
-    # What a late `go` flies toward from the current pose: "point" (the default: the point the model
-    # aimed at, fixed in the world at capture; cap and bands applied again), "in-view" (the same, the
-    # move cut where that point would leave the image; onboard.latency_compensation) or "step" (the
-    # end of the capped step planned at capture; the previous reading, kept for comparison).
+    # What a late `go` flies toward from the current pose: "in-view" (the default: the point the
+    # model aimed at, fixed in the world at capture, cap and bands applied again, the move cut where
+    # that point would leave the image, and a point far beyond the target's track held rather than
+    # flown; onboard.latency_compensation), "point" (that point alone; the default before issue 25)
+    # or "step" (the end of the capped step planned at capture; kept for comparison).
     latency_goal: str = DEFAULT_LATENCY_GOAL
     flight_profile: str = "outdoor"
     camera: str | None = None  # camera profile for back-projection; default: the flight profile's

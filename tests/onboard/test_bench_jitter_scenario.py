@@ -4,6 +4,8 @@ qualifying rule at an instant no loop chooses (the same for every loop of a seed
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +55,30 @@ def test_bad_arguments_get_one_line_and_a_non_zero_exit() -> None:
         )
         assert run.returncode != 0, args
         assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_the_process_variant_refuses_bad_arguments_in_one_line() -> None:
+    for args in (
+        ["--t-max", "10"],
+        ["--seeds", "0"],
+        ["--jobs", "0"],
+        ["--loops", "eager"],
+        ["--target-speed", "-1"],
+    ):
+        run = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "bench_jitter_processes.py"), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode != 0, args
+        assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_the_targets_route_is_the_seeds_own() -> None:
+    route = bench.target_route(12, 45.0, 0.3)
+    assert route[0] == (bench.TARGET_START_N_M, 0.0, 0.0)
+    assert route == bench.target_route(12, 45.0, 0.3)  # the lock-step and the process runs share it
+    assert route != bench.target_route(13, 45.0, 0.3)
+    length_m = sum(math.dist(a, b) for a, b in itertools.pairwise(route))
+    assert length_m > 45.0 * 0.3  # the car never runs out of road inside T_max

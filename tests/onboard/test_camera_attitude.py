@@ -110,9 +110,10 @@ def test_the_world_point_and_the_late_replan_use_the_frame_attitude() -> None:
     go = Go((500, 500), 10.0)
     on_time = make_plan(go, capture, None, CAMERA, OUTDOOR, None, False, frame_attitude=attitude)
     assert on_time == plan_action(go, CAMERA, OUTDOOR, None, attitude)
-    # A late reply re-planned from where the drone got to flies toward that same point.
+    # A late reply re-planned from where the drone got to flies toward that same point (the "point"
+    # goal; "in-view" would hold here: 4 m below and 6.7 m ahead is out of a level camera's view).
     here = Pose(10.0, 7.0, -5.0, 90.0)
-    late = make_plan(go, capture, here, CAMERA, OUTDOOR, None, True, frame_attitude=attitude)
+    late = make_plan(go, capture, here, CAMERA, OUTDOOR, None, True, "point", frame_attitude=attitude)
     forward, down = 5.0 + 10.0 * C30 - 7.0, 4.0  # east 6.660 m, 4 m below: no turn, the descent kept
     dist = math.hypot(forward, down)
     assert late.yaw_deg == 0.0 and late.step_m == pytest.approx(3.0)

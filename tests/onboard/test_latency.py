@@ -89,8 +89,8 @@ def test_the_naive_loop_and_no_compensation_fly_the_plan_as_made() -> None:
 
 
 def test_runtime_config_names_the_goal() -> None:
-    assert RuntimeConfig().latency_goal == "point"
-    assert RuntimeConfig(latency_goal="in-view").latency_goal == "in-view"  # onboard.latency_compensation
+    assert RuntimeConfig().latency_goal == "in-view"  # onboard.latency_compensation (issue 25)
+    assert RuntimeConfig(latency_goal="point").latency_goal == "point"
     assert RuntimeConfig(latency_goal="step").latency_goal == "step"
     with pytest.raises(ValueError, match="latency_goal='ray'"):
         RuntimeConfig(latency_goal="ray")

@@ -100,3 +100,113 @@ def test_rotations_holds_and_the_naive_loop_are_untouched() -> None:
     assert make_plan(go, capture, Pose(5.0, 0.0, -3.0, 0.0), CAMERA, OUTDOOR, None, False) == plan_go(
         go, CAMERA, OUTDOOR
     )
+
+
+def test_a_cut_that_keeps_the_drone_still_is_let_go_after_release_after_s() -> None:
+    # The same frame, the same `go` at the bottom edge, again and again (a still drone sees what it
+    # saw): the cut alone would hold it there for good.
+    capture = later = Pose(0.0, 0.0, -3.0, 0.0)
+    go = Go((500, 990), 6.0)
+    uncut = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "point")
+    release = lc.InViewState(release=lc.InViewRelease(after_s=4.0))
+
+    def plan_at(t_s: float):
+        return make_plan(
+            go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", -3.0, in_view=release, now_s=t_s
+        )
+
+    assert [plan_at(t).step_m for t in (10.0, 11.0, 13.9)] == [0.0, 0.0, 0.0]
+    assert plan_at(14.0) == uncut  # still for 4 s: flown as the point reading, once
+    assert plan_at(14.5).step_m == 0.0  # a new run of cuts starts
+    assert plan_at(18.4).step_m == 0.0 and plan_at(18.5) == uncut
+
+
+def test_a_move_or_another_action_between_starts_the_release_over() -> None:
+    capture = later = Pose(0.0, 0.0, -3.0, 0.0)
+    stuck, far = Go((500, 990), 6.0), Go((500, 600), 15.0)
+    release = lc.InViewState(release=lc.InViewRelease(after_s=4.0))
+
+    def plan_at(go: Go | Rotate, t_s: float):
+        return make_plan(
+            go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", -3.0, in_view=release, now_s=t_s
+        )
+
+    assert plan_at(stuck, 0.0).step_m == 0.0
+    assert plan_at(far, 2.0).step_m > 0.0  # the cut left a move: not stuck
+    assert plan_at(stuck, 3.0).step_m == 0.0 and plan_at(stuck, 6.9).step_m == 0.0  # 3.9 s still
+    assert plan_at(Rotate(30.0), 7.0).yaw_deg == pytest.approx(30.0)  # a turn between
+    assert plan_at(stuck, 8.0).step_m == 0.0 and plan_at(stuck, 11.9).step_m == 0.0
+    assert plan_at(stuck, 12.0).step_m > 0.0
+
+
+def test_without_a_release_the_cut_alone() -> None:
+    capture = later = Pose(0.0, 0.0, -3.0, 0.0)
+    go = Go((500, 990), 6.0)
+    for t_s in (0.0, 100.0):
+        plan = make_plan(go, capture, later, CAMERA, OUTDOOR, None, True, "in-view", -3.0, now_s=t_s)
+        assert plan.step_m == 0.0
+
+
+def test_a_go_far_beyond_the_tracked_target_is_held_until_the_gate_has_grown() -> None:
+    # The car a sliver at the frame's bottom edge, then the pilot takes a look-alike 40 m out.
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    car, far = Go((500, 950), 6.0), Go((500, 520), 40.0)
+    state = lc.InViewState(track=lc.TargetTrack(gate_m=8.0, gate_speed_m_s=2.0))
+
+    def plan_at(go: Go | Rotate, t_s: float):
+        return make_plan(
+            go, pose, pose, CAMERA, OUTDOOR, None, True, "in-view", -3.0, in_view=state, now_s=t_s, seen_s=t_s
+        )
+
+    assert plan_at(car, 0.0).step_m > 0.0
+    held = plan_at(far, 1.0)
+    assert held.hold and held.step_m == 0.0 and held.yaw_deg == 0.0  # not flown toward
+    assert plan_at(far, 10.0).hold  # 34 m beyond the track: more than 8 + 2 * 10 s
+    assert plan_at(far, 13.1).step_m > 0.0  # the gate has grown past it: taken as the target now
+    assert plan_at(car, 13.5).step_m > 0.0  # nearer than the track: always taken
+    assert plan_at(far, 14.0).hold  # and the track is the car's again
+
+
+def test_a_search_turn_starts_a_new_track() -> None:
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    state = lc.InViewState()
+
+    def plan_at(go: Go | Rotate, t_s: float):
+        return make_plan(
+            go, pose, pose, CAMERA, OUTDOOR, None, True, "in-view", -3.0, in_view=state, now_s=t_s, seen_s=t_s
+        )
+
+    plan_at(Go((500, 950), 6.0), 0.0)
+    assert plan_at(Go((500, 520), 40.0), 1.0).hold
+    plan_at(Rotate(60.0), 2.0)  # the pilot searched: what it finds next is the target
+    assert plan_at(Go((500, 520), 40.0), 3.0).step_m > 0.0
+
+
+def test_the_track_follows_a_moving_target_and_uses_the_capture_time() -> None:
+    track = lc.TargetTrack(gate_m=1.0, gate_speed_m_s=0.0, gate_range_share=0.0)
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    for i in range(20):  # a target driving north at 1 m/s, seen every 0.5 s
+        assert track.consistent((10.0 + 0.5 * i, 0.0, 0.0), 0.5 * i, pose)
+        track.update((10.0 + 0.5 * i, 0.0, 0.0), 0.5 * i, row_share=0.95)  # a sliver at the edge
+    assert track.velocity[0] == pytest.approx(1.0, rel=0.01) and track.velocity[1] == pytest.approx(0.0)
+    guess = track.predicted(12.0)
+    assert guess is not None and guess[0] == pytest.approx(10.0 + 12.0, rel=0.01)
+    assert not track.consistent((25.0, 0.0, 0.0), 12.0, pose)  # 3 m beyond where it should be
+    track.last_row_share = 0.5
+    assert track.consistent((25.0, 0.0, 0.0), 12.0, pose)  # well inside its frame: no gate
+    track.update((100.0, 0.0, 0.0), 12.5)  # a wild jump, taken anyway: the velocity stays believable
+    assert abs(track.velocity[0]) <= 3.0 + 1e-9
+
+
+def test_a_far_point_after_a_target_well_inside_the_frame_is_followed() -> None:
+    # A fast car 10 m ahead, mid-frame, then a far point along its road: flown toward, not held.
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    state = lc.InViewState()
+
+    def plan_at(go: Go, t_s: float):
+        return make_plan(
+            go, pose, pose, CAMERA, OUTDOOR, None, True, "in-view", -3.0, in_view=state, now_s=t_s, seen_s=t_s
+        )
+
+    assert plan_at(Go((500, 700), 10.0), 0.0).step_m > 0.0
+    assert plan_at(Go((500, 520), 45.0), 0.5).step_m == pytest.approx(3.0)
