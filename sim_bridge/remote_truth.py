@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 UNKNOWN = TruthSample(None, None, None, None)
 DETECTION_RADIUS_M = 100.0  # docs/verifier.md#declarations: visible within 100 m
 SCENE_IMAGE_TYPE = 0
+MIN_SHARE_INSIDE = 0.9  # learn_colour: the target's colour lies wholly inside its box (edge pixels aside)
 TARGET_SEGMENTATION_ID = 1  # the target's segmentation object id; everything else gets 0
 
 
@@ -91,8 +92,10 @@ def extent_from_detection(detection: Any, camera_rot: np.ndarray, target_yaw: fl
 def learn_colour(
     segmentation: np.ndarray, box2d: tuple[float, float, float, float]
 ) -> tuple[int, int, int] | None:
-    """The target's segmentation colour in a frame: the commonest colour inside its detection box that
-    is not the commonest colour outside it (everything but the target carries id 0)."""
+    """The target's segmentation colour in a frame: of the colours that lie (almost) wholly inside its
+    detection box, the one with the most pixels there. AirSim's box2D is the projection of the target's
+    world-axis box (DetectionComponent), looser than its silhouette, so the box also holds ground, sky or
+    a neighbour; those colours have most of their pixels outside it, the target's has all of them in."""
     h, w = segmentation.shape[:2]
     u0, v0, u1, v1 = (round(float(a)) for a in box2d)
     u0, v0, u1, v1 = max(0, u0), max(0, v0), min(w - 1, u1), min(h - 1, v1)
@@ -102,13 +105,13 @@ def learn_colour(
     inside[v0 : v1 + 1, u0 : u1 + 1] = True
     flat = segmentation.reshape(-1, 3)
     keys = (flat[:, 0].astype(np.int64) << 16) | (flat[:, 1].astype(np.int64) << 8) | flat[:, 2]
-    outside_keys = keys[~inside.ravel()]
-    background = int(np.bincount(outside_keys).argmax()) if outside_keys.size else -1
-    inside_keys = keys[inside.ravel()]
-    inside_keys = inside_keys[inside_keys != background]
-    if not inside_keys.size:
+    colours, inverse = np.unique(keys, return_inverse=True)
+    total = np.bincount(inverse.ravel(), minlength=colours.size)
+    within = np.bincount(inverse.ravel()[inside.ravel()], minlength=colours.size)
+    wholly_inside = within >= MIN_SHARE_INSIDE * total
+    if not np.any(wholly_inside & (within > 0)):
         return None
-    colour = int(np.bincount(inside_keys).argmax())
+    colour = int(colours[np.argmax(np.where(wholly_inside, within, 0))])
     return (colour >> 16, (colour >> 8) & 255, colour & 255)
 
 
