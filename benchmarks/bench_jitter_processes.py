@@ -176,9 +176,9 @@ def fly_processes(seed: int, latency_kind: str, loop_name: str, t_max_s: float, 
         **bench.episode_row(condition, out, summary["steps"], stale, wall_s, t_max_s),
         "served_control_rate_hz": summary["served_rate_hz"],
         "served_control_jitter_ms": episode.get("served_control_jitter_ms", math.nan),
-        "decision_period_median_s": realtime._quantile(periods, 0.5),
-        "decision_period_p95_s": realtime._quantile(periods, 0.95),
-        "injected_median_s": realtime._quantile(
+        "decision_period_median_s": realtime.quantile(periods, 0.5),
+        "decision_period_p95_s": realtime.quantile(periods, 0.95),
+        "injected_median_s": realtime.quantile(
             bench.latency_draws(latency_kind, seed)[: summary["steps"]], 0.5
         ),
         "work_dir": str(work),
@@ -187,14 +187,7 @@ def fly_processes(seed: int, latency_kind: str, loop_name: str, t_max_s: float, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=8, help="how many seeds")
-    parser.add_argument("--seed-from", type=int, default=10, help="first seed (the report seeds start at 10)")
-    parser.add_argument("--t-max", type=float, default=45.0)
-    parser.add_argument("--target-speed", type=float, default=0.3, help="m/s")
-    parser.add_argument(
-        "--loops", default="tolerant,naive", help=f"comma-separated, of {', '.join(bench.LOOPS)}"
-    )
-    parser.add_argument("--latencies", default=",".join(bench.LATENCIES), help="comma-separated")
+    realtime.add_arguments(parser)
     parser.add_argument(
         "--jobs",
         type=int,
@@ -202,35 +195,14 @@ def main() -> int:
         help="episodes flown at once, each with its own three processes (default 1: a real-time run "
         "measures its host; more only where the cores are idle)",
     )
-    parser.add_argument(
-        "--json", default=None, help="also write every episode's figures here (as they finish)"
-    )
-    parser.add_argument("--from-json", default=None, help="print the report of an earlier --json run")
     args = parser.parse_args()
-    loops, latencies = args.loops.split(","), args.latencies.split(",")
-    bad = [x for x in loops if x not in bench.LOOPS] + [x for x in latencies if x not in bench.LATENCIES]
-    if bad:
-        raise SystemExit(
-            f"unknown loop(s)/latency(ies) {bad}: "
-            f"loops {list(bench.LOOPS)}, latencies {list(bench.LATENCIES)}"
-        )
-    if args.seeds < 1 or args.seed_from < 0 or args.jobs < 1:
-        raise SystemExit("--seeds and --jobs must be >= 1 and --seed-from >= 0")
-    if not (math.isfinite(args.t_max) and args.t_max > bench.DECLARE_FROM_S):
-        raise SystemExit(
-            f"--t-max {args.t_max}: must be > {bench.DECLARE_FROM_S:.0f} s (scoring starts there)"
-        )
-    if not (math.isfinite(args.target_speed) and args.target_speed > 0):
-        raise SystemExit(f"--target-speed {args.target_speed}: must be > 0")
-    results: list[dict] = []
-    if args.from_json:
-        try:
-            results = json.loads(Path(args.from_json).read_text())
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"--from-json {args.from_json}: {exc}") from None
-    else:
+    loops, latencies, results = realtime.checked(args)
+    if args.jobs < 1:
+        raise SystemExit("--jobs must be >= 1")
+    if results is None:
         from concurrent.futures import ThreadPoolExecutor
 
+        results = []
         conditions = [
             (seed, lat, loop, args.t_max, args.target_speed)
             for seed in range(args.seed_from, args.seed_from + args.seeds)

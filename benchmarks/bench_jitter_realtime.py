@@ -129,7 +129,7 @@ def fly_realtime(seed: int, latency_kind: str, loop_name: str, t_max_s: float, s
         "served_control_rate_hz": result.served_rate_hz,
         "served_control_jitter_ms": served_jitter_ms,
         "decision_period_median_s": statistics.median(periods) if periods else math.nan,
-        "decision_period_p95_s": _quantile(periods, 0.95),
+        "decision_period_p95_s": quantile(periods, 0.95),
         "injected_median_s": statistics.median(pilot.injected_s) if pilot.injected_s else math.nan,
     }
 
@@ -143,18 +143,18 @@ def _decision_periods_s(out: Path) -> list[float]:
     return [b - a for a, b in itertools.pairwise(times)]
 
 
-def _quantile(values: list[float], q: float) -> float:
+def quantile(values: list[float], q: float) -> float:
     if not values:
         return math.nan
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The real-time variants' shared command line (this one's and bench_jitter_processes')."""
     parser.add_argument("--seeds", type=int, default=8, help="how many seeds")
     parser.add_argument("--seed-from", type=int, default=10, help="first seed (the report seeds start at 10)")
-    parser.add_argument("--t-max", type=float, default=45.0)
+    parser.add_argument("--t-max", type=float, default=45.0, help="episode length, s (default 45)")
     parser.add_argument("--target-speed", type=float, default=0.3, help="m/s")
     parser.add_argument(
         "--loops", default="tolerant,naive", help=f"comma-separated, of {', '.join(bench.LOOPS)}"
@@ -164,7 +164,11 @@ def main() -> int:
         "--json", default=None, help="also write every episode's figures here (as they finish)"
     )
     parser.add_argument("--from-json", default=None, help="print the report of an earlier --json run")
-    args = parser.parse_args()
+
+
+def checked(args: argparse.Namespace) -> tuple[list[str], list[str], list[dict] | None]:
+    """The loops and latencies asked for, and the --from-json results (None: fly them); a bad
+    argument exits with one line."""
     loops, latencies = args.loops.split(","), args.latencies.split(",")
     bad = [x for x in loops if x not in bench.LOOPS] + [x for x in latencies if x not in bench.LATENCIES]
     if bad:
@@ -180,20 +184,27 @@ def main() -> int:
         )
     if not (math.isfinite(args.target_speed) and args.target_speed > 0):
         raise SystemExit(f"--target-speed {args.target_speed}: must be > 0")
-    if args.from_json:
-        try:
-            earlier = json.loads(Path(args.from_json).read_text())
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"--from-json {args.from_json}: {exc}") from None
-        print_report(earlier, loops, latencies, args.target_speed, args.t_max)
-        return 0
-    results: list[dict] = []
-    for seed in range(args.seed_from, args.seed_from + args.seeds):
-        for lat in latencies:
-            for loop in loops:
-                results.append(fly_realtime(seed, lat, loop, args.t_max, args.target_speed))
-                if args.json:
-                    Path(args.json).write_text(json.dumps(results, indent=1))
+    if not args.from_json:
+        return loops, latencies, None
+    try:
+        return loops, latencies, json.loads(Path(args.from_json).read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"--from-json {args.from_json}: {exc}") from None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args()
+    loops, latencies, results = checked(args)
+    if results is None:
+        results = []
+        for seed in range(args.seed_from, args.seed_from + args.seeds):
+            for lat in latencies:
+                for loop in loops:
+                    results.append(fly_realtime(seed, lat, loop, args.t_max, args.target_speed))
+                    if args.json:
+                        Path(args.json).write_text(json.dumps(results, indent=1))
     print_report(results, loops, latencies, args.target_speed, args.t_max)
     return 0
 
