@@ -59,6 +59,10 @@ SKIP = {
     "setup_path.py": "helper, not an example",
 }
 
+# The settings a folder's scripts run with when their comments give none: AirSim's car examples
+# (PythonClient/car) are written for a settings.json with SimMode Car, as an AirSim user has.
+FOLDER_SETTINGS = {"car": {"SettingsVersion": 1.2, "SimMode": "Car"}}
+
 # Scripts that scan until Ctrl+C (their own text says so): the runner sends SIGINT after this many
 # seconds; they catch KeyboardInterrupt and end, and pass if they then exit cleanly.
 INTERRUPT_AFTER = {
@@ -213,6 +217,7 @@ def run_script(path: Path, timeout_s: float, python: str) -> Result:
         cmd = [python, "-m", "dronecats", "--log-level", "INFO", "--log-file", str(log_path), "sim"]
         cmd += ["--port", "0"]
         settings = SETTINGS_NEEDED.get(path.name) or script_settings(path.read_text(errors="replace"))
+        settings = settings or FOLDER_SETTINGS.get(path.parent.name)
         if settings is not None:
             (work / "settings.json").write_text(json.dumps(settings))
             cmd += ["--settings", str(work / "settings.json")]

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.errors import ConfigError
+from sim_bridge.sim.camera import place_vehicle_body
 from sim_bridge.sim.car import MAX_RPM, Car, CarControls
 from sim_bridge.sim.world import World
 
@@ -83,6 +84,7 @@ def make_cars(world: World) -> list[str]:
     with world.lock:
         for name, slot in world.vehicles.items():
             slot.model = Car(name, slot.model.spawn)
+            place_vehicle_body(world.scene, slot)  # on the ground now, before the first tick
         return list(world.vehicles)
 
 

@@ -12,7 +12,9 @@ model that gives the same *signs* and plausible magnitudes for AirSim's CarContr
 - lateral: the front wheel turns by steering * MAX_STEER (steering +1 is right, as in AirSim), and the
   yaw rate is v / WHEELBASE * tan(wheel angle): a right turn going forwards is a positive NED yaw
   rate, going backwards the nose swings the other way, as a real car's does.
-- the body stays on the ground: z is the spawn's, roll and pitch are zero.
+- the body stays on the ground (the scenes' flat ground, NED z = 0), roll and pitch zero. A car
+  spawned or posed above it stands on the ground at once (AirSim's PhysX car falls onto it), so its
+  spawn-relative z is then positive, as on AirSim.
 
 The car is a `Multirotor` subclass only to share the world's bookkeeping (pose, teleport, camera
 mount, collision handling, battery fields): `World.step` calls `propose`/`commit`/`blocked` on every
@@ -42,6 +44,7 @@ DRAG_1_M = MAX_ACCEL_M_S2 / TOP_SPEED_M_S**2  # quadratic drag coefficient (m/s^
 ROLLING_M_S2 = 0.15  # rolling resistance: a coasting car stops
 WHEELBASE_M = 2.7
 MAX_STEER_DEG = 35.0
+GROUND_Z_M = 0.0  # the built-in scenes' ground (sim_bridge.sim.ground)
 STOPPED_M_S = 0.01  # below this (and with no drive) the car is at rest
 MAX_RPM = 7000.0  # PhysX vehicle's default engine (UWheeledVehicleMovementComponent4W: 7000 rpm max)
 IDLE_RPM = 1000.0
@@ -66,6 +69,8 @@ class Car(Multirotor):
 
     def __init__(self, name: str, spawn: Pose) -> None:
         super().__init__(name, spawn, battery=BatteryConfig(enforced=False))  # no fuel model
+        self.floor_z_m = GROUND_Z_M
+        self.position_ned[2] = GROUND_Z_M
         self.controls = CarControls()
         self.speed_m_s = 0.0  # signed forward speed
         self.steer_rad = 0.0
@@ -88,7 +93,7 @@ class Car(Multirotor):
         self.controls = controls
 
     def teleport(self, pose: Pose) -> None:
-        super().teleport(Pose(pose.x_m, pose.y_m, pose.z_m, pose.yaw_deg))
+        super().teleport(Pose(pose.x_m, pose.y_m, GROUND_Z_M, pose.yaw_deg))  # on the ground
         self.speed_m_s = 0.0
         self.battery = Battery(dataclasses.replace(self.battery.config))
 

@@ -24,7 +24,7 @@ SETTINGS = {
     "SettingsVersion": 1.2,
     "SimMode": "Car",
     "ExternalCameras": {"fixed1": {"X": 0, "Y": 0, "Z": -5, "Pitch": -90, "Roll": 0, "Yaw": 0}},
-    "Vehicles": {"Car1": {"VehicleType": "PhysXCar", "X": SPAWN_X, "Y": 0, "Z": 0}},
+    "Vehicles": {"Car1": {"VehicleType": "PhysXCar", "X": SPAWN_X, "Y": 0, "Z": -2}},  # drops to the ground
 }
 
 
@@ -65,7 +65,7 @@ def test_car_state_shapes_at_rest(car) -> None:
     assert s.maxrpm > s.rpm > 0  # idling
     assert s.timestamp >= 0  # the simulation clock (paused at the start)
     p = s.kinematics_estimated.position
-    assert (p.x_val, p.y_val, p.z_val) == (0.0, 0.0, 0.0)  # spawn-relative
+    assert (p.x_val, p.y_val, p.z_val) == (0.0, 0.0, 2.0)  # spawn-relative: on the ground, 2 m down
     assert car.armDisarm(True) is True  # PhysXCarApi: arming is a no-op
     c = car.getCarControls()
     assert (c.throttle, c.steering, c.brake, c.is_manual_gear, c.manual_gear) == (0.0, 0.0, 0.0, False, 0)
@@ -79,7 +79,7 @@ def test_throttle_drives_forward_and_brake_stops(car) -> None:
     assert 3.0 < s.speed < 4.0 and s.gear >= 1 and s.rpm > 1000  # 2 m/s^2 less rolling and drag
     assert 3.0 < x < 4.0  # forward is north, the spawn's heading
     assert abs(s.kinematics_estimated.position.y_val) < 1e-9
-    assert s.kinematics_estimated.position.z_val == 0.0  # on the ground
+    assert s.kinematics_estimated.position.z_val == 2.0  # on the ground
     assert s.kinematics_estimated.linear_velocity.x_val == pytest.approx(s.speed)
     assert car.getCarControls().throttle == 0.5
     s = drive(car, 2.0, brake=1.0)
