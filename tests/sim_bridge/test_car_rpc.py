@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from common.errors import ConfigError
@@ -165,6 +166,19 @@ def test_external_camera_calls_of_external_camera_py(port: int) -> None:
     client.simSetCameraPose("fixed1", pose, external=True)
     assert client.simGetCameraInfo("fixed1", external=True).pose.position.x_val == pytest.approx(-10.0)
     assert client.simGetDistortionParams("fixed1", external=True) == [0.0] * 5  # a pinhole
+    scene = [airsim.ImageRequest("fixed1", airsim.ImageType.Scene, False, False)]
+    pinhole = client.simGetImages(scene, external=True)[0]
+    params = {"K1": 0.1, "K2": 0.01, "K3": 0.0, "P1": 0.0, "P2": 0.0}  # external_camera.py's
+    client.simSetDistortionParams("fixed1", params, external=True)
+    assert client.simGetDistortionParams("fixed1", external=True) == pytest.approx(list(params.values()))
+    barrel = client.simGetImages(scene, external=True)[0]
+    a = np.frombuffer(pinhole.image_data_uint8, np.uint8).reshape(pinhole.height, pinhole.width, 3)
+    b = np.frombuffer(barrel.image_data_uint8, np.uint8).reshape(barrel.height, barrel.width, 3)
+    assert a.shape == b.shape and a[0, 0].any() and not b[0, 0].any()  # the corners look past the render
+    assert np.array_equal(a[72, 128], b[72, 128])  # the centre does not move
+    client.simSetDistortionParams("fixed1", dict.fromkeys(params, 0.0), external=True)
+    again = client.simGetImages(scene, external=True)[0]
+    assert again.image_data_uint8 == pinhole.image_data_uint8
 
 
 def test_settings_car_mode(tmp_path) -> None:
