@@ -13,6 +13,7 @@ semantics differ wrapped:
   otherwise, which this simulator has none of: the car coasts on empty controls).
 - armDisarm: PhysXCarApi::armDisarm is a no-op answering True.
 - reset: the generic reset (pose, API control off) plus CarPawnApi::reset's empty controls.
+- simAddVehicle: adds a car (type PhysXCar); another type answers False, as the stock one does.
 
 Message shapes as CarRpcLibAdaptors.hpp's MSGPACK_DEFINE_MAPs: CarControls {throttle, steering,
 brake, handbrake, is_manual_gear, manual_gear, gear_immediate}, CarState {speed, gear, rpm, maxrpm,
@@ -21,14 +22,18 @@ handbrake, kinematics_estimated, timestamp}.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
 
 from common.errors import ConfigError
+from sim_bridge.rpc.wire import parse_pose
 from sim_bridge.sim.camera import place_vehicle_body
 from sim_bridge.sim.car import MAX_RPM, Car, CarControls
 from sim_bridge.sim.world import World
+
+log = logging.getLogger(__name__)
 
 # MultirotorRpcLibServer.cpp's bindings: absent from a car server
 MULTIROTOR_ONLY = frozenset(
@@ -65,9 +70,7 @@ MULTIROTOR_ONLY = frozenset(
         "getMultirotorState",
     }
 )
-# RpcLibServerBase calls the stock table serves that a car server also serves but that add vehicles
-# of the multirotor kind: refused in Car mode rather than silently adding a drone
-MULTIROTOR_ADDING = frozenset({"simAddVehicle"})
+CAR_TYPES = {"physxcar"}  # what simAddVehicle creates in Car mode (AirSimSettings' lower-case names)
 CONTROL_FIELDS = (
     "throttle",
     "steering",
@@ -76,6 +79,18 @@ CONTROL_FIELDS = (
     "is_manual_gear",
     "manual_gear",
     "gear_immediate",
+)
+
+
+# the car server's own methods and the generic ones whose car semantics differ (module docstring)
+CAR_METHODS = (
+    "setCarControls",
+    "getCarControls",
+    "getCarState",
+    "enableApiControl",
+    "armDisarm",
+    "reset",
+    "simAddVehicle",
 )
 
 
@@ -181,16 +196,32 @@ class CarFamily:
                     slot.model.set_controls(CarControls())
 
     def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
-        raise ConfigError("simAddVehicle: the built-in simulator adds no vehicles in SimMode Car")
+        """A car at `pose` (world NED), as AirSim's addVehicle in Car mode: False for another vehicle
+        type (AirSim's car mode cannot create a multirotor pawn) or a name in use."""
+        name, kind = str(vehicle_name), str(vehicle_type)
+        if kind.lower() not in CAR_TYPES:
+            log.info("simAddVehicle(%s): vehicle type %r is not a car", name, kind)
+            return False
+        if self.world.render_pool is not None:
+            raise ConfigError(
+                "simAddVehicle: render workers hold copies of the scene; use --render-workers 0"
+            )
+        spawn = parse_pose(pose)
+        with self.world.lock:
+            if name in self.world.vehicles or name in self.world.objects:
+                log.info("simAddVehicle(%s): the name is in use", name)
+                return False
+            self.world.add_vehicle(name, spawn)
+            slot = self.world.vehicle(name)
+            slot.model = Car(name, spawn)
+            place_vehicle_body(self.world.scene, slot)
+        return True
 
 
 def car_table(world: World, stock: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
     """The method table of a car server (see the module docstring)."""
     family = CarFamily(world, stock)
     table = {name: fn for name, fn in stock.items() if name not in MULTIROTOR_ONLY}
-    for name in ("setCarControls", "getCarControls", "getCarState", "enableApiControl", "armDisarm", "reset"):
+    for name in CAR_METHODS:
         table[name] = getattr(family, name)
-    for name in MULTIROTOR_ADDING:
-        if name in table:
-            table[name] = family.simAddVehicle
     return table

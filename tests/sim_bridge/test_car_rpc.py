@@ -60,7 +60,7 @@ def yaw_of(state) -> float:
 
 
 def test_car_state_shapes_at_rest(car) -> None:
-    assert car.listVehicles() == ["Car1"]
+    assert car.listVehicles()[0] == "Car1"  # (test_sim_add_vehicle_adds_a_car adds another)
     s = car.getCarState()
     assert (s.speed, s.gear, s.handbrake) == (0.0, 0, False)
     assert s.maxrpm > s.rpm > 0  # idling
@@ -142,12 +142,27 @@ def test_multirotor_calls_are_unknown_on_a_car_server(car) -> None:
     for method, args in (("takeoff", (10.0, "")), ("getMultirotorState", ("",))):
         with pytest.raises(Exception, match=f"could not find function '{method}'"):
             car.client.call(method, *args)
-    with pytest.raises(Exception, match="adds no vehicles in SimMode Car"):
-        car.simAddVehicle("Drone2", "SimpleFlight", airsim.Pose())
+    assert car.simAddVehicle("Drone2", "SimpleFlight", airsim.Pose()) is False  # not a car
     with pytest.raises(Exception, match="manual_gear"):
         car.client.call("setCarControls", {"throttle": 0.5, "manual_gear": 9}, "")
     with pytest.raises(Exception, match="throttle"):
         car.client.call("setCarControls", {"throttle": "fast"}, "")
+
+
+def test_sim_add_vehicle_adds_a_car(port: int) -> None:
+    client = airsim.CarClient(port=port, timeout_value=30)
+    pose = airsim.Pose(airsim.Vector3r(-30, 0, 0), airsim.Quaternionr(0, 0, 0, 0))  # runtime_car.py's
+    assert client.simAddVehicle("Car_2", "Physxcar", pose) is True
+    assert client.simAddVehicle("Car_2", "PhysXCar", pose) is False  # the name is in use
+    client.enableApiControl(True, "Car_2")
+    c = airsim.CarControls()
+    c.throttle = 0.5
+    client.setCarControls(c, "Car_2")
+    client.simContinueForTime(1.0)
+    s = client.getCarState("Car_2")
+    assert s.speed > 1.0 and s.kinematics_estimated.position.x_val > 0.5
+    assert client.getCarState("Car1").speed == 0.0  # the other car is not driven
+    client.reset()
 
 
 def test_external_camera_calls_of_external_camera_py(port: int) -> None:
