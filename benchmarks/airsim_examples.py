@@ -56,6 +56,10 @@ SKIP = {
     "drone_stress_test.py": "a 3000-iteration takeoff/reset stress loop (hours)",
     "clock_speed.py": "runs forever (a while True loop of moves)",
     "ground_truth.py": "display (prints until a key press in a cv2 window)",
+    "car_stress_test.py": "a 3000-iteration drive/reset stress loop (hours)",
+    "car_monitor.py": "display (loops on cv2.waitKey while a person drives the car by keyboard)",
+    "drive_straight.py": "runs forever (a while True loop of drive commands)",
+    "distance_sensor_multi.py": "runs forever (prints until Ctrl+C, which it does not catch)",
     "setup_path.py": "helper, not an example",
 }
 
@@ -74,12 +78,25 @@ INTERRUPT_AFTER = {
 TIME_LIMIT_S = {
     "gimbal.py": 150.0,  # five rounds of two moves with time.sleep(6) after each: 60 s of sleeps
     "high_res_camera.py": 180.0,  # 500 frames, three of them 4320x2160 (~2 minutes on a loaded CPU)
+    "pause_continue_car.py": 260.0,  # five rounds of 40 s of sleeps (wall clock)
 }
 
 # Settings a script needs that its comments do not spell out, with the reason.
 SETTINGS_NEEDED = {
     # it poses a vehicle named "PX4": an AirSim user defines that vehicle in settings.json
     "teleport.py": {"SettingsVersion": 1.2, "Vehicles": {"PX4": {"VehicleType": "PX4Multirotor"}}},
+    # it reads a car's default lidar: AirSim has none unless settings.json enables one (docs/lidar.md:
+    # SensorType 6, Enabled; LidarSimpleParams' defaults otherwise)
+    "car_lidar.py": {
+        "SettingsVersion": 1.2,
+        "SimMode": "Car",
+        "Vehicles": {
+            "PhysXCar": {
+                "VehicleType": "PhysXCar",
+                "Sensors": {"LidarSensor1": {"SensorType": 6, "Enabled": True}},
+            }
+        },
+    },
     # it reads the default lidar: AirSim has none unless settings.json enables one (AirSim's
     # docs/lidar.md, whose first example lidar this is)
     "drone_lidar.py": {

@@ -12,7 +12,9 @@ semantics differ wrapped:
   setCarControls only drives the car while API control is on (CarPawnSimApi takes keyboard input
   otherwise, which this simulator has none of: the car coasts on empty controls).
 - armDisarm: PhysXCarApi::armDisarm is a no-op answering True.
-- reset: the generic reset (pose, API control off) plus CarPawnApi::reset's empty controls.
+- reset: the generic reset (back at the spawn, at rest, collision info cleared) plus
+  CarPawnApi::reset's empty controls; API control stays as it was (PhysXCarApi's reset, unlike
+  SimpleFlight's, does not touch it: car_collision.py enables it, then resets, then drives).
 - simAddVehicle: adds a car (type PhysXCar); another type answers False, as the stock one does.
 
 Message shapes as CarRpcLibAdaptors.hpp's MSGPACK_DEFINE_MAPs: CarControls {throttle, steering,
@@ -189,9 +191,12 @@ class CarFamily:
         return True
 
     def reset(self) -> None:
+        with self.world.lock:
+            control = {name: slot.model.api_control for name, slot in self.world.vehicles.items()}
         self._stock["reset"]()
         with self.world.lock:
-            for slot in self.world.vehicles.values():
+            for name, slot in self.world.vehicles.items():
+                slot.model.api_control = control.get(name, False)  # PhysXCarApi's reset keeps it
                 if isinstance(slot.model, Car):
                     slot.model.set_controls(CarControls())
 
