@@ -66,6 +66,10 @@ SKIP = {
 # The settings a folder's scripts run with when their comments give none: AirSim's car examples
 # (PythonClient/car) are written for a settings.json with SimMode Car, as an AirSim user has.
 FOLDER_SETTINGS = {"car": {"SettingsVersion": 1.2, "SimMode": "Car"}}
+# The scene a folder's scripts run in: the car examples are written for AirSim's Blocks environment
+# (multi_agent_car.py's comment says so; car_collision.py drives straight ahead until it hits
+# something), so they get the built-in `blocks` scene (a sign closes the corridor ahead of the spawn).
+FOLDER_SCENE = {"car": "blocks"}
 
 # Scripts that scan until Ctrl+C (their own text says so): the runner sends SIGINT after this many
 # seconds; they catch KeyboardInterrupt and end, and pass if they then exit cleanly.
@@ -233,6 +237,8 @@ def run_script(path: Path, timeout_s: float, python: str) -> Result:
         log_path = work / "sim.log"
         cmd = [python, "-m", "dronecats", "--log-level", "INFO", "--log-file", str(log_path), "sim"]
         cmd += ["--port", "0"]
+        if path.parent.name in FOLDER_SCENE:
+            cmd += ["--scene", FOLDER_SCENE[path.parent.name]]
         settings = SETTINGS_NEEDED.get(path.name) or script_settings(path.read_text(errors="replace"))
         settings = settings or FOLDER_SETTINGS.get(path.parent.name)
         if settings is not None:
