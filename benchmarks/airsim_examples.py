@@ -1,14 +1,15 @@
 """Run AirSim's own example scripts, unmodified, against `dronecats sim`; print a pass/fail table.
 
     .venv/bin/python benchmarks/airsim_examples.py PATH/TO/AirSim/PythonClient/multirotor \
-        [PATH/TO/.../computer_vision ...] [--timeout-s 60] [--only hello_drone,orbit] [--jobs 1]
+        [PATH/TO/.../computer_vision .../car ...] [--timeout-s 60] [--only hello_drone,orbit] [--jobs 1]
 
 The scripts are third-party code: point this at a checkout of microsoft/AirSim (nothing of it lives
 in this repository). Each script gets:
 - one fresh `dronecats sim --port 0` (with the settings.json the script's own comments give: the
   JSON block in its leading comments or docstring, or SimMode ComputerVision where the comment says
   to activate computer vision mode; SETTINGS_NEEDED where a script relies on settings its comments
-  do not give), logging at INFO to a file;
+  do not give; FOLDER_SETTINGS and FOLDER_SCENE for a folder's scripts, such as the car folder's
+  SimMode Car in the blocks scene), logging at INFO to a file;
 - a temp dir as its working directory and first sys.path entry, holding a `setup_path.py` that only
   imports airsim (AirSim's adds its repo to sys.path) and a `sitecustomize.py` that maps
   np.fromstring to np.frombuffer and np.trapz to np.trapezoid (removed in numpy 2, the airsim client
