@@ -1,14 +1,15 @@
 """Run AirSim's own example scripts, unmodified, against `dronecats sim`; print a pass/fail table.
 
     .venv/bin/python benchmarks/airsim_examples.py PATH/TO/AirSim/PythonClient/multirotor \
-        [PATH/TO/.../computer_vision ...] [--timeout-s 60] [--only hello_drone,orbit] [--jobs 1]
+        [PATH/TO/.../computer_vision .../car ...] [--timeout-s 60] [--only hello_drone,orbit] [--jobs 1]
 
 The scripts are third-party code: point this at a checkout of microsoft/AirSim (nothing of it lives
 in this repository). Each script gets:
 - one fresh `dronecats sim --port 0` (with the settings.json the script's own comments give: the
   JSON block in its leading comments or docstring, or SimMode ComputerVision where the comment says
   to activate computer vision mode; SETTINGS_NEEDED where a script relies on settings its comments
-  do not give), logging at INFO to a file;
+  do not give; FOLDER_SETTINGS and FOLDER_SCENE for a folder's scripts, such as the car folder's
+  SimMode Car in the blocks scene), logging at INFO to a file;
 - a temp dir as its working directory and first sys.path entry, holding a `setup_path.py` that only
   imports airsim (AirSim's adds its repo to sys.path) and a `sitecustomize.py` that maps
   np.fromstring to np.frombuffer and np.trapz to np.trapezoid (removed in numpy 2, the airsim client
@@ -56,8 +57,20 @@ SKIP = {
     "drone_stress_test.py": "a 3000-iteration takeoff/reset stress loop (hours)",
     "clock_speed.py": "runs forever (a while True loop of moves)",
     "ground_truth.py": "display (prints until a key press in a cv2 window)",
+    "car_stress_test.py": "a 3000-iteration drive/reset stress loop (hours)",
+    "car_monitor.py": "display (loops on cv2.waitKey while a person drives the car by keyboard)",
+    "drive_straight.py": "runs forever (a while True loop of drive commands)",
+    "distance_sensor_multi.py": "runs forever (prints until Ctrl+C, which it does not catch)",
     "setup_path.py": "helper, not an example",
 }
+
+# The settings a folder's scripts run with when their comments give none: AirSim's car examples
+# (PythonClient/car) are written for a settings.json with SimMode Car, as an AirSim user has.
+FOLDER_SETTINGS = {"car": {"SettingsVersion": 1.2, "SimMode": "Car"}}
+# The scene a folder's scripts run in: the car examples are written for AirSim's Blocks environment
+# (multi_agent_car.py's comment says so; car_collision.py drives straight ahead until it hits
+# something), so they get the built-in `blocks` scene (a sign closes the corridor ahead of the spawn).
+FOLDER_SCENE = {"car": "blocks"}
 
 # Scripts that scan until Ctrl+C (their own text says so): the runner sends SIGINT after this many
 # seconds; they catch KeyboardInterrupt and end, and pass if they then exit cleanly.
@@ -70,12 +83,25 @@ INTERRUPT_AFTER = {
 TIME_LIMIT_S = {
     "gimbal.py": 150.0,  # five rounds of two moves with time.sleep(6) after each: 60 s of sleeps
     "high_res_camera.py": 180.0,  # 500 frames, three of them 4320x2160 (~2 minutes on a loaded CPU)
+    "pause_continue_car.py": 260.0,  # five rounds of 40 s of sleeps (wall clock)
 }
 
 # Settings a script needs that its comments do not spell out, with the reason.
 SETTINGS_NEEDED = {
     # it poses a vehicle named "PX4": an AirSim user defines that vehicle in settings.json
     "teleport.py": {"SettingsVersion": 1.2, "Vehicles": {"PX4": {"VehicleType": "PX4Multirotor"}}},
+    # it reads a car's default lidar: AirSim has none unless settings.json enables one (docs/lidar.md:
+    # SensorType 6, Enabled; LidarSimpleParams' defaults otherwise)
+    "car_lidar.py": {
+        "SettingsVersion": 1.2,
+        "SimMode": "Car",
+        "Vehicles": {
+            "PhysXCar": {
+                "VehicleType": "PhysXCar",
+                "Sensors": {"LidarSensor1": {"SensorType": 6, "Enabled": True}},
+            }
+        },
+    },
     # it reads the default lidar: AirSim has none unless settings.json enables one (AirSim's
     # docs/lidar.md, whose first example lidar this is)
     "drone_lidar.py": {
@@ -212,7 +238,10 @@ def run_script(path: Path, timeout_s: float, python: str) -> Result:
         log_path = work / "sim.log"
         cmd = [python, "-m", "dronecats", "--log-level", "INFO", "--log-file", str(log_path), "sim"]
         cmd += ["--port", "0"]
+        if path.parent.name in FOLDER_SCENE:
+            cmd += ["--scene", FOLDER_SCENE[path.parent.name]]
         settings = SETTINGS_NEEDED.get(path.name) or script_settings(path.read_text(errors="replace"))
+        settings = settings or FOLDER_SETTINGS.get(path.parent.name)
         if settings is not None:
             (work / "settings.json").write_text(json.dumps(settings))
             cmd += ["--settings", str(work / "settings.json")]

@@ -194,12 +194,12 @@ def run(args: argparse.Namespace, read_episode: EpisodeReader | None = None) -> 
     from sim_bridge.rpc.server import RpcServer
 
     try:
-        world, api = _world_and_api(args, read_episode)
+        world, table = _world_and_api(args, read_episode)
     except DroneCatsError as exc:
         print(f"dronecats sim: {exc}", file=sys.stderr)
         return 2
     try:
-        server = RpcServer(api.table(), host=args.host, port=args.port)
+        server = RpcServer(table, host=args.host, port=args.port)
     except OSError as exc:
         world.close()
         raise LinkError(f"cannot listen on {args.host}:{args.port} ({os.strerror(exc.errno or 0)})") from None
@@ -222,9 +222,11 @@ def run(args: argparse.Namespace, read_episode: EpisodeReader | None = None) -> 
     return 0
 
 
-def _world_and_api(args: argparse.Namespace, read_episode: EpisodeReader | None) -> tuple[Any, Any]:
+def _world_and_api(
+    args: argparse.Namespace, read_episode: EpisodeReader | None
+) -> tuple[Any, dict[str, Any]]:
     """The World (--settings, --episode or the flags, plus --spawn) and its method table
-    (--strict-airsim or not), started."""
+    (--strict-airsim or not; a car server's in settings.json's SimMode Car), started."""
     from common.camera import camera_profile
     from sim_bridge.rpc.airsim_api import AirSimApi
 
@@ -246,12 +248,26 @@ def _world_and_api(args: argparse.Namespace, read_episode: EpisodeReader | None)
 
             sections = read_sections(args.settings, world.vehicle().model.name)
             api.apply_settings(sections, read_external_cameras(args.settings))
-            x, y, z = read_settings(args.settings).wind_ned_m_s
+            settings = read_settings(args.settings)
+            x, y, z = settings.wind_ned_m_s
             api.simSetWind({"x_val": x, "y_val": y, "z_val": z})  # AirSim's Wind setting
+            if settings.sim_mode == "Car":
+                return world, _car_server(args, world, api)
     except BaseException:
         world.close()
         raise
-    return world, api
+    return world, api.table()
+
+
+def _car_server(args: argparse.Namespace, world: Any, api: Any) -> dict[str, Any]:
+    """SimMode Car: the vehicles become cars and the table AirSim's car server's (rpc/car_api.py)."""
+    from common.errors import ConfigError
+    from sim_bridge.rpc.car_api import car_table, make_cars
+
+    if getattr(args, "tello", False) or getattr(args, "mavlink", False):
+        raise ConfigError("SimMode Car: --tello and --mavlink fly multirotors; a car has neither")
+    make_cars(world)
+    return car_table(world, api.table())
 
 
 def _build_world(args: argparse.Namespace, camera: Any, read_episode: EpisodeReader | None) -> Any:

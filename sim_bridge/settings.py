@@ -3,7 +3,7 @@ start poses) and their cameras (resolution, FOV). `dronecats episodes airsim-set
 a suite; `dronecats sim --settings FILE` reads it, so the built-in simulator and a real AirSim are
 configured from one file, the way AirSim users configure theirs.
 
-Keys read (AirSim's names): SimMode ("Multirotor" or "ComputerVision"), ClockSpeed, Wind{X, Y, Z}
+Keys read (AirSim's names): SimMode ("Multirotor", "ComputerVision" or "Car"), ClockSpeed, Wind{X, Y, Z}
 (world NED m/s, as simSetWind takes it),
 Vehicles{NAME: {VehicleType, X, Y, Z, Yaw, Cameras{NAME: {CaptureSettings[{ImageType, Width, Height,
 FOV_Degrees}], X, Y, Z, Pitch, Roll, Yaw, Gimbal{Stabilization, Pitch, Roll, Yaw}}}}}. The forward
@@ -47,8 +47,11 @@ KNOWN_VEHICLE = {
 }
 MULTIROTOR_TYPES = {"simpleflight", "px4multirotor", "arducopter"}
 # SimMode -> the name and type of its default vehicle (AirSim's). A ComputerVision vehicle is the
-# built-in drone never flown: simSetVehiclePose places it and nothing else moves it.
-SIM_MODES = {"Multirotor": "SimpleFlight", "ComputerVision": "ComputerVision"}
+# built-in drone never flown: simSetVehiclePose places it and nothing else moves it. A Car vehicle is
+# a ground vehicle driven by AirSim's car API (sim_bridge.sim.car, sim_bridge.rpc.car_api).
+SIM_MODES = {"Multirotor": "SimpleFlight", "ComputerVision": "ComputerVision", "Car": "PhysXCar"}
+# SimMode -> the vehicle types it takes (lower case, as AirSimSettings compares them)
+MODE_TYPES = {"Multirotor": MULTIROTOR_TYPES, "ComputerVision": {"computervision"}, "Car": {"physxcar"}}
 SCENE_IMAGE_TYPE = 0
 # The built-in simulator's camera mount (body FRD metres), written into settings for AirSim.
 CAMERA_MOUNT_FRD_M = (0.5, 0.0, 0.1)
@@ -62,6 +65,7 @@ class SimSettings:
     clock_speed: float | None
     camera_mount: CameraMount = BODY_FIXED  # the first vehicle's forward camera: pose and Gimbal
     wind_ned_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)  # AirSim's Wind (AirSimSettings.hpp)
+    sim_mode: str = "Multirotor"  # SIM_MODES' keys
 
 
 def _number(value: Any, where: str) -> float:
@@ -88,8 +92,8 @@ def read_settings(path: str | Path) -> SimSettings:
     mode = data.get("SimMode", "Multirotor")
     if mode not in SIM_MODES:
         raise ConfigError(
-            f"settings {path}: SimMode {mode!r}: the built-in simulator flies Multirotor only "
-            "(or places a camera drone in ComputerVision)"
+            f"settings {path}: SimMode {mode!r}: the built-in simulator flies Multirotor, places a "
+            "camera drone in ComputerVision and drives a PhysXCar in Car"
         )
     clock = None
     if "ClockSpeed" in data:
@@ -107,9 +111,8 @@ def read_settings(path: str | Path) -> SimSettings:
         where = f"Vehicles.{name}"
         if not isinstance(v, dict):
             raise ConfigError(f"settings {path}: {where} must be an object")
-        kind = str(v.get("VehicleType", "SimpleFlight"))
-        allowed = MULTIROTOR_TYPES if mode == "Multirotor" else {"computervision"}
-        if kind.lower() not in allowed:
+        kind = str(v.get("VehicleType", "PhysXCar" if mode == "Car" else "SimpleFlight"))
+        if kind.lower() not in MODE_TYPES[mode]:
             raise ConfigError(
                 f"settings {path}: {where}.VehicleType {kind!r} does not belong in SimMode {mode}"
             )
@@ -120,7 +123,7 @@ def read_settings(path: str | Path) -> SimSettings:
         if camera is None:
             camera = _camera(v.get("Cameras") or {}, f"{path}: {where}")
             mount = _mount(v.get("Cameras") or {}, f"{path}: {where}")
-    return SimSettings(vehicles, camera, clock, mount, wind)
+    return SimSettings(vehicles, camera, clock, mount, wind, mode)
 
 
 def _wind(value: Any, where: str) -> tuple[float, float, float]:

@@ -10,7 +10,8 @@ takes what the AirSim RPC methods then serve (AirSim's AirLib/include/common/Air
   (sim_bridge.sim.sensor_params: AngularRandomWalk, PressureFactorSigma, NoiseSigma, EphInitial, ...).
   Sensor names are served in name order (AirSim keeps them in a std::map: "" picks the first).
 - `DefaultSensors.SENSOR`: the same entries, for every vehicle; where present they replace AirSim's
-  built-in defaults (a multirotor's imu, magnetometer, gps and barometer; none in ComputerVision).
+  built-in defaults (a multirotor's imu, magnetometer, gps and barometer; a car's gps; none in
+  ComputerVision).
   A vehicle gets each default whose type its own Sensors do not list (AirSimSettings::loadSensorSettings).
 - `Vehicles.NAME.Cameras.CAMERA`: `CaptureSettings` [{ImageType, Width, Height, FOV_Degrees}], the
   mount `X`, `Y`, `Z` (body FRD metres) and `Pitch`, `Roll`, `Yaw` (degrees); a camera named like one
@@ -46,6 +47,7 @@ LIDAR_TYPE, DISTANCE_TYPE = 6, 5
 # AirSimSettings' default multirotor sensors (createDefaultSensorSettings): name -> type
 DEFAULT_SENSOR_NAMES = {"imu": "imu", "magnetometer": "magnetometer", "gps": "gps", "barometer": "barometer"}
 NO_DEFAULT_SENSORS_MODES = {"ComputerVision"}
+CAR_DEFAULT_SENSOR_NAMES = {"gps": "gps"}  # createDefaultSensorSettings for SimMode Car
 CAMERA_KEYS = {"CaptureSettings", "X", "Y", "Z", "Pitch", "Roll", "Yaw", "NoiseSettings", "Gimbal"}
 CAPTURE_KEYS = {"ImageType", "Width", "Height", "FOV_Degrees"}
 # CaptureSettings keys about the look of Unreal's post-processing: they have no meaning for these
@@ -124,6 +126,8 @@ def sections_of(data: dict[str, Any], default_vehicle: str, source: str) -> dict
         defaults = _sensor_entries(data["DefaultSensors"], f"{source}: DefaultSensors", "DefaultSensors")
     elif data.get("SimMode", "Multirotor") in NO_DEFAULT_SENSORS_MODES:
         defaults = {}
+    elif data.get("SimMode") == "Car":
+        defaults = {name: (kind, True, None) for name, kind in CAR_DEFAULT_SENSOR_NAMES.items()}
     else:
         defaults = {name: (kind, True, None) for name, kind in DEFAULT_SENSOR_NAMES.items()}
     out = {}

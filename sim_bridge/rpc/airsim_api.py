@@ -51,6 +51,7 @@ from sim_bridge.rpc.image_types import (
     optical_flow_vis_bgr,
     surface_normals_bgr,
 )
+from sim_bridge.rpc.lens import distorted
 from sim_bridge.rpc.lidar import LidarService
 from sim_bridge.rpc.manual import ManualFlight
 from sim_bridge.rpc.sensors import SensorService
@@ -134,6 +135,7 @@ class AirSimApi(AttitudeApi):
         self._detections = DetectionFilters()
         self._collisions = Collisions(world, self._object_id_of_body)
         self._actor_vehicles = set(world.vehicles)  # the actor map's vehicles (GenerateActorMap at start)
+        self._lens: dict[tuple[str, str], tuple[float, ...]] = {}  # simSetDistortionParam (rpc/lens.py)
 
     def apply_settings(
         self, sections: dict[str, VehicleSections], external_cameras: dict[str, CameraSetting] | None = None
@@ -947,6 +949,9 @@ class AirSimApi(AttitudeApi):
             )
             if pose is None:
                 self.frames.keep(renders[key])  # the ring holds the forward camera's frames
+        lens_vehicle = "" if external is True else self._slot(vehicle_name).model.name
+        for key in renders:  # each camera's lens (the frame ring above keeps the pinhole frame)
+            renders[key] = distorted(renders[key], self._lens.get((lens_vehicle, key), ()))
         out = []
         flows: dict[str, np.ndarray] = {}  # camera key -> its optical flow, once per call
         poses = {key: _camera_pose_now(r, turned.get(key)) for key, r in renders.items()}
@@ -1094,28 +1099,33 @@ class AirSimApi(AttitudeApi):
     def simGetDistortionParams(
         self, camera_name: str, vehicle_name: str, external: Any = False
     ) -> list[float]:
-        """K1, K2, K3, P1, P2 (APIPCamera::getDistortionParams): all 0, the renderers draw a pinhole."""
-        self._distortion_camera(camera_name, vehicle_name, external)
-        return [0.0] * len(DISTORTION_PARAMS)
+        """K1, K2, K3, P1, P2 (APIPCamera::getDistortionParams): what simSetDistortionParam set, else 0."""
+        key = self._distortion_camera(camera_name, vehicle_name, external)
+        return list(self._lens.get(key, (0.0,) * len(DISTORTION_PARAMS)))
 
     def simSetDistortionParam(
         self, camera_name: str, param_name: str, value: float, vehicle_name: str, external: Any = False
     ) -> None:
-        """0 is what the renderers draw; any other value cannot be honoured and is refused."""
-        self._distortion_camera(camera_name, vehicle_name, external)
+        """One lens parameter of the camera; its images are resampled through the lens (rpc/lens.py)."""
+        key = self._distortion_camera(camera_name, vehicle_name, external)
         if str(param_name) not in DISTORTION_PARAMS:
             raise ConfigError(f"distortion parameter {param_name!r}: one of {', '.join(DISTORTION_PARAMS)}")
-        if float(value) != 0.0:
+        v = float(value)
+        if not math.isfinite(v) or abs(v) > 10.0:
             raise ConfigError(
-                f"simSetDistortionParam {param_name}={value}: lens distortion is not rendered by the "
-                "built-in simulator (its cameras are pinholes: every parameter is 0)"
+                f"simSetDistortionParam {param_name}={value}: expected a finite number within +-10"
             )
+        params = list(self._lens.get(key, (0.0,) * len(DISTORTION_PARAMS)))
+        params[DISTORTION_PARAMS.index(str(param_name))] = v
+        self._lens[key] = tuple(params)
 
-    def _distortion_camera(self, camera_name: str, vehicle_name: str, external: Any) -> None:
+    def _distortion_camera(self, camera_name: str, vehicle_name: str, external: Any) -> tuple[str, str]:
+        """The lens key of a camera: (vehicle, camera key), the vehicle "" for an external camera."""
         if external is True:
             self._cameras.external(str(camera_name))
-        else:
-            self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
+            return ("", _camera_key({"camera_name": camera_name}))
+        self._camera(camera_name, side_cameras=True, vehicle_name=vehicle_name)
+        return (self._slot(vehicle_name).model.name, _camera_key({"camera_name": camera_name}))
 
     def simSetCameraFov(
         self, camera_name: str, fov_degrees: float, vehicle_name: str, external: Any = False

@@ -57,7 +57,7 @@ def test_suite_settings_configure_dronecats_sim(tmp_path: Path) -> None:
 def test_bad_settings_get_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     for text, message in (
-        ('{"SimMode": "Car"}', "flies Multirotor only"),
+        ('{"SimMode": "Boat"}', "SimMode 'Boat': the built-in simulator flies Multirotor"),
         ('{"Vehicles": {"A": {"X": "far"}}}', "Vehicles.A.X: expected a finite number"),
         ("{not json", "is not valid JSON"),
     ):
