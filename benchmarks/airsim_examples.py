@@ -84,6 +84,13 @@ TIME_LIMIT_S = {
     "gimbal.py": 150.0,  # five rounds of two moves with time.sleep(6) after each: 60 s of sleeps
     "high_res_camera.py": 180.0,  # 500 frames, three of them 4320x2160 (~2 minutes on a loaded CPU)
     "pause_continue_car.py": 260.0,  # five rounds of 40 s of sleeps (wall clock)
+    "pause_continue_drone.py": 300.0,  # 11 s, then five rounds of 35 s of sleeps (wall clock)
+    "survey.py": 360.0,  # a lawnmower survey flown in real time: ~170 s at ClockSpeed 1
+    "box.py": 150.0,  # four 5 s legs with joins and sleeps, in real time (62 s on a loaded machine)
+    "orbit.py": 200.0,  # an orbit flown in real time (95 s on a loaded machine)
+    "path.py": 200.0,  # a moveOnPath square flown in real time (95 s on a loaded machine)
+    "cv_capture.py": 300.0,  # hundreds of frames of every image type (160 s on a loaded machine)
+    "cv_navigate.py": 300.0,  # 1,200+ float depth frames over RPC (142 s on a loaded machine)
 }
 
 # Settings a script needs that its comments do not spell out, with the reason.
