@@ -30,6 +30,7 @@ import numpy as np
 from common.errors import ConfigError, VehicleError
 from common.pose import Pose, wrap_deg
 from sim_bridge.rpc import motion_rules, sensors
+from sim_bridge.rpc.add_vehicle import add_vehicle
 from sim_bridge.rpc.attitude_api import AttitudeApi, camera_orientation_msg
 from sim_bridge.rpc.cameras import CameraRig, Mount
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS, with_colour
@@ -241,22 +242,13 @@ class AirSimApi(AttitudeApi):
     def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
         """A multirotor at `pose` (world NED), as AirSim's addVehicle: False for a type it cannot
         create or a name in use."""
-        name, kind = str(vehicle_name), str(vehicle_type)
-        if kind.lower() not in MULTIROTOR_TYPES:
-            log.info("simAddVehicle(%s): vehicle type %r is not a multirotor", name, kind)
-            return False
-        if self.world.render_pool is not None:
-            raise ConfigError(
-                "simAddVehicle: render workers hold copies of the scene; use --render-workers 0"
-            )
-        spawn = parse_pose(pose)
-        with self.world.lock:
-            if name in self.world.vehicles or name in self.world.objects:
-                log.info("simAddVehicle(%s): the name is in use", name)
-                return False
-            model = self.world.add_vehicle(name, spawn)
-            model.wind_ned = self.effects.wind_ned.copy()
-        return True
+
+        def in_the_wind(slot: Any, _spawn: Any) -> None:
+            slot.model.wind_ned = self.effects.wind_ned.copy()
+
+        return add_vehicle(
+            self.world, vehicle_name, vehicle_type, pose, MULTIROTOR_TYPES, "multirotor", in_the_wind
+        )
 
     def listVehicles(self) -> list[str]:
         return list(self.world.vehicles)

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from common.errors import ConfigError
-from sim_bridge.rpc.wire import parse_pose
+from sim_bridge.rpc.add_vehicle import add_vehicle
 from sim_bridge.sim.camera import place_vehicle_body
 from sim_bridge.sim.car import MAX_RPM, Car, CarControls
 from sim_bridge.sim.world import World
@@ -203,24 +203,12 @@ class CarFamily:
     def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
         """A car at `pose` (world NED), as AirSim's addVehicle in Car mode: False for another vehicle
         type (AirSim's car mode cannot create a multirotor pawn) or a name in use."""
-        name, kind = str(vehicle_name), str(vehicle_type)
-        if kind.lower() not in CAR_TYPES:
-            log.info("simAddVehicle(%s): vehicle type %r is not a car", name, kind)
-            return False
-        if self.world.render_pool is not None:
-            raise ConfigError(
-                "simAddVehicle: render workers hold copies of the scene; use --render-workers 0"
-            )
-        spawn = parse_pose(pose)
-        with self.world.lock:
-            if name in self.world.vehicles or name in self.world.objects:
-                log.info("simAddVehicle(%s): the name is in use", name)
-                return False
-            self.world.add_vehicle(name, spawn)
-            slot = self.world.vehicle(name)
-            slot.model = Car(name, spawn)
+
+        def as_car(slot: Any, spawn: Any) -> None:
+            slot.model = Car(slot.model.name, spawn)
             place_vehicle_body(self.world.scene, slot)
-        return True
+
+        return add_vehicle(self.world, vehicle_name, vehicle_type, pose, CAR_TYPES, "car", as_car)
 
 
 def car_table(world: World, stock: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
