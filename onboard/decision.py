@@ -193,7 +193,9 @@ def make_plan(
         point = go_world_point(action, frame_pose, camera, canonical_focal_px, frame_attitude)
         seen = now_s if seen_s is None else seen_s
         row = action.point[1] / 1000.0  # where the model saw it in its frame
-        plan = in_view_plan(plan, point, current_pose, camera, floor_z_m, in_view, now_s, seen, row)
+        plan = in_view_plan(
+            plan, point, current_pose, camera, floor_z_m, in_view, now_s, seen, row, profile=profile
+        )
     return plan
 
 
