@@ -4,13 +4,15 @@ below the image's BOTTOM_SHARE (a level camera: a point below the drone sinks as
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from common.actions import Go, Rotate
 from common.camera import BUILTIN_CAMERAS
 from common.pose import Pose
 from onboard import latency_compensation as lc
-from onboard.controller import go_world_point, plan_go, plan_toward_point
+from onboard.controller import ControlPlan, go_world_point, plan_go, plan_toward_point
 from onboard.decision import LATENCY_GOALS, make_plan
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES
 
@@ -210,3 +212,91 @@ def test_a_far_point_after_a_target_well_inside_the_frame_is_followed() -> None:
 
     assert plan_at(Go((500, 700), 10.0), 0.0).step_m > 0.0
     assert plan_at(Go((500, 520), 45.0), 0.5).step_m == pytest.approx(3.0)
+
+
+def test_the_motion_is_a_least_squares_line_through_the_in_frame_points() -> None:
+    motion = lc.TargetMotion()
+    for i in range(9):  # a car driving north at 0.6 m/s, seen every 0.5 s for 4 s, mid-frame
+        motion.add((10.0 + 0.3 * i, 2.0, 0.0), 0.5 * i, row_share=0.8, speed_m_s=1.2)
+    vn, ve = motion.velocity(4.0, max_speed_m_s=1.2)
+    assert vn == pytest.approx(0.6) and ve == pytest.approx(0.0, abs=1e-9)
+    # Points at the frame's bottom edge do not enter the fit (their depths run away).
+    motion.add((13.5, 2.0, 0.0), 4.5, row_share=0.95, speed_m_s=1.2)  # 1.1 m on in 0.5 s
+    assert motion.velocity(4.5, max_speed_m_s=1.2)[0] == pytest.approx(0.6)
+    # Capped at the speed the drone can fly: a faster fit is noise.
+    assert math.hypot(*motion.velocity(4.0, max_speed_m_s=0.4)) == pytest.approx(0.4)
+
+
+def test_too_few_points_a_short_span_or_a_jump_give_no_motion() -> None:
+    motion = lc.TargetMotion()
+    motion.add((10.0, 0.0, 0.0), 0.0, 0.8, 1.2)
+    motion.add((10.5, 0.0, 0.0), 0.5, 0.8, 1.2)
+    assert motion.velocity(0.5, 1.2) == (0.0, 0.0)  # two points
+    motion.add((10.8, 0.0, 0.0), 1.0, 0.8, 1.2)
+    assert motion.velocity(1.0, 1.2) == (0.0, 0.0)  # three, but over 1 s: less than MOTION_MIN_SPAN_S
+    motion.add((11.5, 0.0, 0.0), 2.0, 0.8, 1.2)
+    assert motion.velocity(2.0, 1.2)[0] > 0.0
+    motion.add((30.0, 0.0, 0.0), 2.5, 0.8, 1.2)  # 18.5 m on in 0.5 s: another object, the fit starts over
+    assert motion.points == [(2.5, 30.0, 0.0)] and motion.velocity(2.5, 1.2) == (0.0, 0.0)
+    motion.add((30.2, 0.0, 0.0), 3.0, 0.8, 1.2)
+    motion.add((30.4, 0.0, 0.0), 5.0, 0.8, 1.2)
+    motion.add((30.6, 0.0, 0.0), 7.5, 0.8, 1.2)  # the older points leave the 4 s window
+    assert [p[0] for p in motion.points] == [5.0, 7.5] and motion.velocity(7.5, 1.2) == (0.0, 0.0)
+
+
+def test_the_lead_is_capped() -> None:
+    assert lc.led_point((1.0, 2.0, 0.5), (0.6, 0.0), 2.0) == pytest.approx((2.2, 2.0, 0.5))
+    far = lc.led_point((0.0, 0.0, 0.0), (3.0, 4.0), 10.0)  # 50 m of motion
+    assert math.hypot(far[0], far[1]) == pytest.approx(lc.MOTION_MAX_LEAD_M)
+
+
+def _moving_car_state(pose: Pose, speed_m_s: float, until_s: float) -> lc.InViewState:
+    """An InViewState that has seen a car drive north from 5.75 m ahead, mid-frame, every 0.5 s."""
+    state = lc.InViewState()
+    t_s = 0.0
+    while t_s <= until_s + 1e-9:
+        point = (5.75 + speed_m_s * t_s, 0.0, 0.0)
+        plan = plan_toward_point(point, pose, OUTDOOR)
+        row = lc.image_row_share(point, pose, CAMERA)
+        assert row is not None and row < lc.GATE_EDGE_ROW_SHARE
+        lc.in_view_plan(plan, point, pose, CAMERA, pose.z_m, state, t_s, t_s, row, profile=OUTDOOR)
+        t_s += 0.5
+    return state
+
+
+def test_a_late_go_at_a_moving_target_is_led_by_its_motion() -> None:
+    # The car drives away at 0.2 m/s; a reply comes 1.5 s after its frame. Without a lead the cut
+    # stops the drone where the point *seen* would sink to BOTTOM_SHARE, though the car has moved on.
+    pose = Pose(0.0, 0.0, -2.5, 0.0)  # at the altitude floor: the move is level
+    seen_s, now_s = 2.5, 4.0
+    point = (5.75 + 0.2 * seen_s, 0.0, 0.0)
+    row = lc.image_row_share(point, pose, CAMERA)
+    assert row is not None and row < lc.GATE_EDGE_ROW_SHARE
+
+    def late_go(state: lc.InViewState) -> ControlPlan:
+        plan = plan_toward_point(point, pose, OUTDOOR)
+        return lc.in_view_plan(
+            plan, point, pose, CAMERA, pose.z_m, state, now_s, seen_s, row, profile=OUTDOOR
+        )
+
+    unled = late_go(lc.InViewState())  # no track yet: no motion
+    state = _moving_car_state(pose, 0.2, 2.0)
+    assert state.motion.velocity(2.0, OUTDOOR.speed_m_s)[0] == pytest.approx(0.2)
+    led = late_go(state)
+    assert 0.0 < unled.step_m < led.step_m < OUTDOOR.cap_m
+    # The led move ends where the car, led on to that instant, sits on the limit row.
+    end = Pose(pose.x_m + led.move_forward_m, 0.0, pose.z_m, 0.0)
+    end_s = now_s + led.yaw_duration_s + led.duration_s
+    car_at_end = lc.led_point(point, (0.2, 0.0), end_s - seen_s)
+    assert lc.image_row_share(car_at_end, end, CAMERA) == pytest.approx(lc.BOTTOM_SHARE, abs=2e-3)
+
+
+def test_a_point_at_the_bottom_edge_gets_no_lead() -> None:
+    pose = Pose(0.0, 0.0, -2.5, 0.0)
+    point = (4.5, 0.0, 0.0)  # 2.5 m below at 4.5 m: an edge point (nearer than the track: taken)
+    row = lc.image_row_share(point, pose, CAMERA)
+    assert row is not None and row > lc.GATE_EDGE_ROW_SHARE
+    plan = plan_toward_point(point, pose, OUTDOOR)
+    state = _moving_car_state(pose, 0.3, 2.0)
+    led = lc.in_view_plan(plan, point, pose, CAMERA, pose.z_m, state, 4.0, 2.5, row, profile=OUTDOOR)
+    assert led == lc.keep_in_view(plan, point, pose, CAMERA, pose.z_m)
