@@ -10,8 +10,9 @@ scene and the same latency draws (paired seeds). Latency models:
 Loops:
   tolerant       the default (latency goal "in-view", onboard.latency_compensation): a late `go`
                  re-expressed from the current pose toward the point the model aimed at, fixed in
-                 the world at capture, the move cut where that point would leave the image (let go
-                 once it has kept the drone still 4 s), a point far beyond the target's track held
+                 the world at capture and led by the target's motion (the track's in-frame points),
+                 the move cut where that point would leave the image (let go once it has kept the
+                 drone still 4 s), a point far beyond the target's track held
   tolerant-point toward that point alone (the default before issue 25: it overflies the car)
   tolerant-step  toward the end of the capped step planned at capture (an earlier reading: under
                  jitter the drone reaches it early and hovers until the next reply)
