@@ -51,7 +51,11 @@ fixed); a lead only for the reply's age, not the move's own time (helps less und
 6 s or a 3 s fit window, or in-frame meaning above 0.85 of the height (each gains less); the cut
 taken for where the car will be at the next expected reply (the median of the last five reply
 ages), with or without the move slowed to last until then ("step duration matched to the
-latency": no better under jitter, worse under slow latency). The measured table: docs/safety.md.
+latency": no better under jitter, worse under slow latency); with the lead, the track gate after
+any point below 0.8 of the height, or on every frame (seeds 0-9 and 30-49: a little closer at 0.15
+and 0.3 m/s under jittered and slow latency, farther at 0.15 m/s fixed and at 0.6 m/s, up to
++0.60 m; of the four episodes of seeds 30-49 that lose the car at 0.15 m/s, one or two are kept
+and a new one is lost). The measured table: docs/safety.md.
 """
 
 from __future__ import annotations
