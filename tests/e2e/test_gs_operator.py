@@ -244,7 +244,13 @@ def test_end_states_and_relaunch_from_the_tile(qtbot, declaring_fleet, window) -
     qtbot.waitUntil(
         lambda: any(d.drone == "Drone2" for d in fleet.state.declarations[declared:]), timeout=120_000
     )
-    row = log.model.pending_for("Drone2")[-1]
+    # The row of this run's declaration, once the log shows it: the last pending row may still be the
+    # e-stopped run's (the log lags the fleet's state on a loaded machine), and that process is gone:
+    # the new one refuses a verdict on a declaration it never made ("unknown declaration").
+    new_id = next(d.declaration_id for d in fleet.state.declarations[declared:] if d.drone == "Drone2")
+    qtbot.waitUntil(lambda: log.model.row_of(new_id) is not None, timeout=60_000)
+    row = log.model.row_of(new_id)
+    assert row is not None
     qtbot.waitUntil(lambda: log.table.cellWidget(row.row, 6).isEnabled(), timeout=60_000)
     qtbot.mouseClick(log.button(row.row, True), Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: row.verdict == "accept", timeout=120_000)  # the ack, on a loaded machine
