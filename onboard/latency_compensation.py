@@ -48,7 +48,7 @@ episodes under slow latency at 0.3 and 0.6 m/s: worse in two; an earlier session
 0.6 m/s either). In session 7 (tune seeds 0-9 at 0.3 and 0.6 m/s, all three latencies, against the
 in-view goal without a lead): a lead from every point (the edge's runaway depths: +1.6 m at 0.3 m/s
 fixed); a lead only for the reply's age, not the move's own time (helps less under jitter); a
-6 s or a 3 s fit window, or in-frame meaning above 0.85 of the height (each gains less); the cut
+6 s fit window, or in-frame meaning above 0.85 of the height (each gains less); the cut
 taken for where the car will be at the next expected reply (the median of the last five reply
 ages), with or without the move slowed to last until then ("step duration matched to the
 latency": no better under jitter, worse under slow latency); with the lead, the track gate after
