@@ -287,9 +287,13 @@ class TargetMotion:
             t0, n0, e0 = self.points[-1]
             if math.hypot(point[0] - n0, point[1] - e0) > MOTION_JUMP_M + speed_m_s * (t_s - t0):
                 self.points.clear()
-        if row_share <= self.edge_row_share:
+        if self.in_frame(row_share):
             self.points.append((t_s, point[0], point[1]))
             self.points[:] = [p for p in self.points if t_s - p[0] <= self.window_s]
+
+    def in_frame(self, row_share: float) -> bool:
+        """Whether a point seen at `row_share` of its frame's height is well inside it (not at the edge)."""
+        return row_share <= self.edge_row_share
 
     def velocity(self, t_s: float, max_speed_m_s: float) -> tuple[float, float]:
         """(north, east) m/s at t_s from the points of the window before it; (0, 0) with too few."""
@@ -363,7 +367,8 @@ def in_view_plan(
         return hold_plan(PlanKind.REPLAN)  # neither flown nor taken into the track
     state.motion.add(point_ned, seen_s, row_share, profile.speed_m_s)
     state.track.update(point_ned, seen_s, row_share)
-    in_frame = row_share <= state.motion.edge_row_share  # an edge point's depth runs away: no lead
+    # An edge point's depth runs away: no lead.
+    in_frame = state.motion.in_frame(row_share)
     velocity = state.motion.velocity(seen_s, profile.speed_m_s) if in_frame else (0.0, 0.0)
     age_s = max(0.0, now_s - seen_s)
     aimed = (

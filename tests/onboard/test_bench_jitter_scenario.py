@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from common.logformat import TraceLine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,28 +47,29 @@ def test_the_verifiers_rule_on_the_nearest_trace_sample() -> None:
     assert not bench.scripted_success(other, 20.0)  # another drone's sample says nothing about Drone1
 
 
-def test_bad_arguments_get_one_line_and_a_non_zero_exit() -> None:
-    for args in (["--t-max", "10"], ["--target-speeds", "fast"], ["--seeds", "0"], ["--loops", "eager"]):
-        run = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "bench_jitter.py"), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert run.returncode != 0, args
-        assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1, run.stderr
-
-
-def test_the_process_variant_refuses_bad_arguments_in_one_line() -> None:
-    for args in (
+# Both benchmarks' refusals: the lock-step one and its process-separated variant.
+BAD_ARGUMENTS = {
+    "bench_jitter.py": (
+        ["--t-max", "10"],
+        ["--target-speeds", "fast"],
+        ["--seeds", "0"],
+        ["--loops", "eager"],
+    ),
+    "bench_jitter_processes.py": (
         ["--t-max", "10"],
         ["--seeds", "0"],
         ["--jobs", "0"],
         ["--loops", "eager"],
         ["--target-speed", "-1"],
-    ):
+    ),
+}
+
+
+@pytest.mark.parametrize("script", sorted(BAD_ARGUMENTS))
+def test_bad_arguments_get_one_line_and_a_non_zero_exit(script: str) -> None:
+    for args in BAD_ARGUMENTS[script]:
         run = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "bench_jitter_processes.py"), *args],
+            [sys.executable, str(ROOT / "benchmarks" / script), *args],
             capture_output=True,
             text=True,
             timeout=60,
