@@ -214,6 +214,29 @@ def test_a_far_point_after_a_target_well_inside_the_frame_is_followed() -> None:
     assert plan_at(Go((500, 520), 45.0), 0.5).step_m == pytest.approx(3.0)
 
 
+def test_a_far_point_while_the_target_is_near_is_held_even_well_inside_the_frame() -> None:
+    # The car 5 m ahead, well inside the frame (row 0.85), then the pilot takes a look-alike 24 m
+    # out on the same line: the car cannot be 19 m farther half a second later. Farther off than
+    # GATE_NEAR_M (here: the rule switched off), or with a track faster than GATE_NEAR_MAX_SPEED_M_S,
+    # the same jump is followed, as a far or fast target's may be.
+    near, far = Go((500, 850), 5.5), Go((500, 550), 24.0)
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    assert 0.0 < go_world_point(near, pose, CAMERA)[0] < lc.GATE_NEAR_M
+
+    def flown(state: lc.InViewState) -> list[bool]:
+        out = []
+        for go, t in ((near, 0.0), (far, 0.5), (near, 1.0)):
+            plan = make_plan(
+                go, pose, pose, CAMERA, OUTDOOR, None, True, "in-view", -3.0, in_view=state, now_s=t, seen_s=t
+            )
+            out.append(plan.step_m > 0.0)
+        return out
+
+    assert flown(lc.InViewState()) == [True, False, True]
+    assert flown(lc.InViewState(track=lc.TargetTrack(near_m=0.0))) == [True, True, True]
+    assert flown(lc.InViewState(track=lc.TargetTrack(velocity=(0.6, 0.0)))) == [True, True, True]
+
+
 def test_the_motion_is_a_least_squares_line_through_the_in_frame_points() -> None:
     motion = lc.TargetMotion()
     for i in range(9):  # a car driving north at 0.6 m/s, seen every 0.5 s for 4 s, mid-frame
