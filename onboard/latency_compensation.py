@@ -230,8 +230,9 @@ _VELOCITY_SMOOTHING = 0.3  # share of each new estimate in the track's velocity
 class TargetTrack:
     """Where the aimed points of successive `go`s put the target (world NED, on the runtime clock),
     so that a reply whose point jumps far beyond it (the pilot taking a look-alike farther away when
-    the target is a sliver at the frame's edge) is told from the target moving. A point nearer than
-    the track is always taken: the target found again closer (after a look-alike was followed)."""
+    the target is a sliver at the frame's edge, or is near) is told from the target moving. A point
+    nearer than the track is always taken: the target found again closer (after a look-alike was
+    followed)."""
 
     gate_m: float = GATE_M
     gate_speed_m_s: float = GATE_SPEED_M_S
@@ -252,9 +253,9 @@ class TargetTrack:
         return (self.last[0] + self.velocity[0] * dt, self.last[1] + self.velocity[1] * dt, self.last[2])
 
     def consistent(self, point: tuple[float, float, float], t_s: float, pose: Pose) -> bool:
-        """Whether `point`, seen at t_s, may be the tracked target: always with no track or when the
-        last point was well inside its frame, else no more than the gate farther from the drone at
-        `pose` than the track's prediction."""
+        """Whether `point`, seen at t_s, may be the tracked target: always with no track, or when the
+        last point was well inside its frame and the target is not both near and slow; else no more
+        than the gate farther from the drone at `pose` than the track's prediction."""
         guess = self.predicted(t_s)
         if guess is None:
             return True
