@@ -237,6 +237,26 @@ def test_a_far_point_while_the_target_is_near_is_held_even_well_inside_the_frame
     assert flown(lc.InViewState(track=lc.TargetTrack(velocity=(0.6, 0.0)))) == [True, True, True]
 
 
+def test_a_far_point_on_the_line_of_sight_to_a_near_target_is_followed() -> None:
+    # A target 4 m ahead, 1.6 m below the camera; then the pilot's depth for about the same point
+    # jumps to 16 m (a red sign in the commanding suite, blocks-sign-08): the same object with
+    # another depth, not a look-alike behind it, so the near gate lets it through. A look-alike on
+    # the ground 40 m out on the same line is seen 18 degrees higher, and is held.
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    near, longer, behind = Go((500, 850), 4.0), Go((490, 855), 16.0), Go((500, 560), 40.0)
+    assert go_world_point(behind, pose, CAMERA)[2] == pytest.approx(-0.3, abs=0.05)  # on the ground
+    track = lc.TargetTrack()
+    track.update(go_world_point(near, pose, CAMERA), 0.0, row_share=0.85)
+    assert track.last is not None
+    sight = [lc.sight_angle_deg(go_world_point(g, pose, CAMERA), track.last, pose) for g in (longer, behind)]
+    assert sight[0] < 3.0 < lc.GATE_NEAR_SAME_SIGHT_DEG < 12.0 < sight[1]
+    assert track.consistent(go_world_point(longer, pose, CAMERA), 0.5, pose)
+    assert not track.consistent(go_world_point(behind, pose, CAMERA), 0.5, pose)
+    # With no tolerance for the line of sight, the longer depth is held as a look-alike would be.
+    strict = lc.TargetTrack(near_same_sight_deg=0.0, last=track.last, last_row_share=track.last_row_share)
+    assert not strict.consistent(go_world_point(longer, pose, CAMERA), 0.5, pose)
+
+
 def test_the_motion_is_a_least_squares_line_through_the_in_frame_points() -> None:
     motion = lc.TargetMotion()
     for i in range(9):  # a car driving north at 0.6 m/s, seen every 0.5 s for 4 s, mid-frame
