@@ -72,7 +72,10 @@ the near gate (+0.39 at 0.15 m/s slow, jittered / steady 1.37 at 0.6 m/s); the n
 points high in the frame only (row < 0.7: the same within 0.05 m but at 1.0 m/s fixed, +0.13);
 for a go the near gate holds, flying toward the track's led position instead (with the facing
 turn: one of seven episodes that lose the car kept; without it, two 0.6 m/s episodes still fell
-behind: the cut leaves the drone all but still next to a car at the bottom edge). The measured
+behind: the cut leaves the drone all but still next to a car at the bottom edge). In session 9
+(seeds 0-9 and 30-49, against the goal of session 8): a bottom share of 0.98 (closer while it holds
+the car, 2.15 against 2.44 m in most episodes at 0.15 m/s fixed, where naive holds 2.03, but three
+more episodes lose it: +0.45 m there, +0.28 jittered; −0.31 at 0.6 m/s fixed). The measured
 table: docs/safety.md.
 """
 
