@@ -244,7 +244,7 @@ def test_a_far_point_on_the_line_of_sight_to_a_near_target_is_followed() -> None
     # the ground 40 m out on the same line is seen 18 degrees higher, and is held.
     pose = Pose(0.0, 0.0, -3.0, 0.0)
     near, longer, behind = Go((500, 850), 4.0), Go((490, 855), 16.0), Go((500, 560), 40.0)
-    assert go_world_point(behind, pose, CAMERA)[2] == pytest.approx(-0.3, abs=0.05)  # on the ground
+    assert go_world_point(behind, pose, CAMERA)[2] == pytest.approx(-0.3, abs=0.05)  # 0.3 m above ground
     track = lc.TargetTrack()
     track.update(go_world_point(near, pose, CAMERA), 0.0, row_share=0.85)
     assert track.last is not None
