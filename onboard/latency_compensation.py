@@ -240,7 +240,7 @@ _MAX_TRACK_SPEED_M_S = 3.0  # faster than any target the runtime follows: a velo
 _VELOCITY_SMOOTHING = 0.3  # share of each new estimate in the track's velocity
 
 
-def inside_frame(row_share: float, edge_row_share: float = GATE_EDGE_ROW_SHARE) -> bool:
+def inside_frame(row_share: float, edge_row_share: float) -> bool:
     """Whether a point seen at `row_share` of its frame's height (0 top, 1 bottom) is well inside it,
     not at the bottom edge where a box cut by the frame gives a runaway depth: the one test of the
     track's gate and the motion's fit."""
@@ -296,13 +296,13 @@ class TargetTrack:
         if guess is None:
             return True
         guess_m = math.hypot(guess[0] - pose.x_m, guess[1] - pose.y_m)
-        near_and_slow = (
+        near_rule = (  # near, slow, and the point off the line of sight to it (else: another depth)
             guess_m <= self.near_m
             and math.hypot(*self.velocity) <= self.near_max_speed_m_s
             and sight_angle_deg(point, guess, pose) > self.near_same_sight_deg
         )
-        if inside_frame(self.last_row_share, self.edge_row_share) and not near_and_slow:
-            return True  # the target well inside its frame, far off or fast: a far point may be it
+        if inside_frame(self.last_row_share, self.edge_row_share) and not near_rule:
+            return True  # the target well inside its frame, far off, fast or on the line: it may be it
         farther_m = math.hypot(point[0] - pose.x_m, point[1] - pose.y_m) - guess_m
         gate_m = max(self.gate_m, self.gate_range_share * guess_m)
         return farther_m <= gate_m + self.gate_speed_m_s * max(0.0, t_s - self.last_s)
