@@ -189,15 +189,40 @@ def test_the_track_follows_a_moving_target_and_uses_the_capture_time() -> None:
     pose = Pose(0.0, 0.0, -3.0, 0.0)
     for i in range(20):  # a target driving north at 1 m/s, seen every 0.5 s
         assert track.consistent((10.0 + 0.5 * i, 0.0, 0.0), 0.5 * i, pose)
-        track.update((10.0 + 0.5 * i, 0.0, 0.0), 0.5 * i, row_share=0.95)  # a sliver at the edge
+        track.update((10.0 + 0.5 * i, 0.0, 0.0), 0.5 * i, row_share=0.95, speed_m_s=1.2)  # a sliver
     assert track.velocity[0] == pytest.approx(1.0, rel=0.01) and track.velocity[1] == pytest.approx(0.0)
     guess = track.predicted(12.0)
     assert guess is not None and guess[0] == pytest.approx(10.0 + 12.0, rel=0.01)
     assert not track.consistent((25.0, 0.0, 0.0), 12.0, pose)  # 3 m beyond where it should be
     track.last_row_share = 0.5
     assert track.consistent((25.0, 0.0, 0.0), 12.0, pose)  # well inside its frame: no gate
-    track.update((100.0, 0.0, 0.0), 12.5)  # a wild jump, taken anyway: the velocity stays believable
-    assert abs(track.velocity[0]) <= 3.0 + 1e-9
+    before = track.velocity
+    track.update((100.0, 0.0, 0.0), 12.5, row_share=0.5, speed_m_s=1.2)  # a wild jump: taken as the
+    assert track.last == (100.0, 0.0, 0.0) and track.velocity == before  # target, but not as its motion
+
+
+def test_a_depth_blunder_of_a_near_slow_target_leaves_its_velocity_and_the_near_gate() -> None:
+    # A car 5 m ahead, still; one reply puts it 5 m farther (another depth of the same box), the next
+    # ones bring it back. Those steps are faster than the drone flies (1.2 m/s): not the car's motion,
+    # so the track stays slow, and the look-alike 24 m out that the pilot takes next is held by the
+    # near gate. Read as motion, the blunder made the track a fast one, and the look-alike was flown to.
+    pose = Pose(0.0, 0.0, -3.0, 0.0)
+    car, look_alike = (5.0, 0.0, -0.7), (24.0, 0.0, -0.3)
+    seen = [car, car, (10.0, 0.0, -0.7), (9.0, 0.0, -0.7), (6.5, 0.0, -0.7), car]
+
+    def track_after(speed_m_s: float) -> lc.TargetTrack:
+        track = lc.TargetTrack()
+        for i, point in enumerate(seen):
+            track.update(point, 0.5 * i, row_share=0.85, speed_m_s=speed_m_s)
+        return track
+
+    steady = track_after(1.2)
+    assert steady.velocity == (0.0, 0.0)
+    assert not steady.consistent(look_alike, 3.0, pose)
+    assert lc.sight_angle_deg(look_alike, car, pose) > lc.GATE_NEAR_SAME_SIGHT_DEG
+    fooled = track_after(20.0)  # every step taken as motion
+    assert math.hypot(*fooled.velocity) > lc.GATE_NEAR_MAX_SPEED_M_S
+    assert fooled.consistent(look_alike, 3.0, pose)
 
 
 def test_a_far_point_after_a_target_well_inside_the_frame_is_followed() -> None:
@@ -246,7 +271,7 @@ def test_a_far_point_on_the_line_of_sight_to_a_near_target_is_followed() -> None
     near, longer, behind = Go((500, 850), 4.0), Go((490, 855), 16.0), Go((500, 560), 40.0)
     assert go_world_point(behind, pose, CAMERA)[2] == pytest.approx(-0.3, abs=0.05)  # 0.3 m above ground
     track = lc.TargetTrack()
-    track.update(go_world_point(near, pose, CAMERA), 0.0, row_share=0.85)
+    track.update(go_world_point(near, pose, CAMERA), 0.0, row_share=0.85, speed_m_s=1.2)
     assert track.last is not None
     sight = [lc.sight_angle_deg(go_world_point(g, pose, CAMERA), track.last, pose) for g in (longer, behind)]
     assert sight[0] < 3.0 < lc.GATE_NEAR_SAME_SIGHT_DEG < 12.0 < sight[1]
