@@ -86,7 +86,18 @@ near rule holds, the gate grown at 0.45 or 1.0 m/s instead of GATE_SPEED_M_S (a 
 that much farther; closer at 0.15 and 0.3 m/s, by up to 0.43 m at 0.15 m/s jittered, but the drone
 held while a 0.6-1.0 m/s car misread as slow drove on: jittered / steady 1.23-1.24 at 0.6 m/s, up to
 +0.65 m at 1.0 m/s jittered); the near rule's speed taken as the larger of the track's and the
-motion fit's (the fit is unknown after most jumps: no better). The measured table: docs/safety.md.
+motion fit's (the fit is unknown after most jumps: no better). In session 11 (seeds 0-9 and 30-49,
+against this code): a held `go` pointed at again (within 3 m) for 4 s let through (the pilot holding
+to one point on a still drone; +0.14 [-0.02, +0.30] m at 0.3 m/s fixed, -0.07 to -0.10 at 0.6 m/s:
+those points were look-alikes 22-52 m out; the commanding suite's residential-plate-07 still failed);
+after the move, a coast at the motion fit's velocity for 2 or 3 s until the next reply (the fit, read
+from depths near the bottom edge, sometimes points back at the drone: +0.19 [+0.05, +0.33] m at
+0.6 m/s fixed, +0.37 at 0.15 m/s slow), the coast forward only (+0.45 at 0.15 m/s slow), forward only
+for a fit of 0.45 m/s or more (-0.09 at 0.6 m/s jittered, +0.18 at 0.15 m/s slow), and at the
+smaller of the fit's and the track's forward speed (within 0.08 m everywhere); a lead by the track's
+velocity while the fit is unknown (283 of 732 in-frame replies, seeds 0-5 at 0.6 m/s: -0.15 [-0.27, -0.03] m at
+0.6 m/s jittered, -0.29 slow, but +0.13 at 0.3 m/s fixed and +0.18 at 1.0 m/s fixed), the same only
+for a track of 0.45 m/s or more (+0.03 at 0.6 m/s jittered). The measured table: docs/safety.md.
 """
 
 from __future__ import annotations
