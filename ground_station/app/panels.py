@@ -136,7 +136,10 @@ class DeclarationLog(QGroupBox):
         if new:
             self.table.insertRow(group.row)
             self.table.setRowHeight(group.row, 52)
-            self._judgement_buttons(group)
+            if group.closed is None:
+                self._judgement_buttons(group)
+            else:
+                self._closed_label(group)
         self._fill(group)
         if new and not self.table.underMouse():
             self.table.scrollToBottom()
@@ -173,6 +176,19 @@ class DeclarationLog(QGroupBox):
         cell.setEnabled(group.drone not in self.gone)
         self.table.setCellWidget(group.row, 6, cell)
 
+    def _closed_label(self, group: DeclarationRow) -> None:
+        label = QLabel(f"no verdict:\n{group.closed}")
+        label.setObjectName(f"closed-{group.first.declaration_id}")
+        label.setStyleSheet("color:#757575")
+        self.table.setCellWidget(group.row, 6, label)
+
+    def end_run(self, drone: str, wall_s: float) -> None:
+        """The operator re-launched `drone`'s process at wall_s: the rows of the process before can
+        no longer be judged (the new one never made those declarations), so they lose their buttons."""
+        for group in self.model.end_run(drone, wall_s, "its process was re-launched"):
+            self._closed_label(group)
+        self._title()
+
     def _judge_row(self, row: int, accept: bool) -> None:
         group = self.model.rows[row]
         if not group.pending or group.judging is not None or group.drone in self.gone:
@@ -207,6 +223,8 @@ class DeclarationLog(QGroupBox):
         group = self.model.row_of(declaration_id)
         if group is None:
             return
+        if group.closed is not None:
+            return  # an ack from the process before, too late: the row stays closed
         group.judging = None
         if result == "ok":
             group.verdict = verdict

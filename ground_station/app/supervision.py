@@ -70,11 +70,13 @@ class DroneSupervisor:
         if self.launcher is None:
             return
         try:
+            relaunched_wall_s = time.time()  # declarations received before this are the old process's
             self.launcher.relaunch(drone)
             self.fleet.forget_telemetry(drone)
         except Exception as exc:
             self.views.alerts.raise_alert("error", drone, f"cannot re-launch: {exc}", key="relaunch")
             return
+        self.views.declarations.end_run(drone, relaunched_wall_s)
         tile = self.views.tiles[drone]
         tile.show_problem([])
         self._problem_shown.pop(drone, None)

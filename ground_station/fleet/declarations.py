@@ -4,6 +4,11 @@ A hovering drone re-declares every step. Consecutive declarations of one drone w
 `same_place_m` of its pending row, with no judgement of that row in between, are that one row:
 its count goes up and it shows the latest frame. Rows are only ever appended (never re-ordered),
 so a row an operator is aiming at stays where it is.
+
+A declaration is judged by the process that made it. When the operator re-launches a drone's process,
+the rows of the one before are closed (`end_run`): the new process refuses a verdict on a declaration
+it never made, so those rows keep no buttons, and one of the old process's declarations that reaches
+the log only afterwards (it lags the fleet's state) is shown closed too.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class DeclarationRow:
     judged_by: str = ""
     judged_wall_s: float | None = None
     judging: str | None = None  # a verdict sent, its ack not back yet
+    closed: str | None = None  # why no verdict can be given any more (its process was replaced)
 
     @property
     def latest(self) -> DeclarationRecord:
@@ -41,7 +47,7 @@ class DeclarationRow:
 
     @property
     def pending(self) -> bool:
-        return self.verdict is None
+        return self.verdict is None and self.closed is None
 
     @property
     def ids(self) -> list[str]:
@@ -59,6 +65,8 @@ class DeclarationRows:
         self.same_place_m = same_place_m
         self.rows: list[DeclarationRow] = []
         self._by_id: dict[str, DeclarationRow] = {}
+        self._run_from_wall_s: dict[str, float] = {}  # drone -> when its current process was launched
+        self._ended_why: dict[str, str] = {}
 
     def add(self, record: DeclarationRecord) -> tuple[DeclarationRow, bool]:
         """The row this declaration belongs to, and whether that row is new."""
@@ -66,8 +74,10 @@ class DeclarationRows:
             return self._by_id[record.declaration_id], False
         mine = [r for r in self.rows if r.drone == record.drone]
         last = mine[-1] if mine else None
+        before_run = record.received_wall_s < self._run_from_wall_s.get(record.drone, -math.inf)
         if (
             last is not None
+            and not before_run
             and last.pending
             and last.judging is None
             and _distance_m(last.latest, record) <= self.same_place_m
@@ -76,9 +86,21 @@ class DeclarationRows:
             self._by_id[record.declaration_id] = last
             return last, False
         row = DeclarationRow(len(self.rows), record.drone, [record])
+        if before_run:
+            row.closed = self._ended_why[record.drone]  # the process before's, arriving late
         self.rows.append(row)
         self._by_id[record.declaration_id] = row
         return row, True
+
+    def end_run(self, drone: str, wall_s: float, why: str) -> list[DeclarationRow]:
+        """`drone`'s process was replaced at wall_s (time.time()): its rows waiting for a verdict
+        (or for the ack of one) are closed with `why`, and so is any declaration received before
+        wall_s that is added later. Returns the rows closed now."""
+        self._run_from_wall_s[drone], self._ended_why[drone] = wall_s, why
+        ended = [r for r in self.rows if r.drone == drone and r.verdict is None and r.closed is None]
+        for row in ended:
+            row.closed, row.judging = why, None
+        return ended
 
     def row_of(self, declaration_id: str) -> DeclarationRow | None:
         return self._by_id.get(declaration_id)

@@ -235,6 +235,11 @@ def test_end_states_and_relaunch_from_the_tile(qtbot, declaring_fleet, window) -
         qtbot.wait(2000)
     assert not tile.relaunch.isVisible() and not tile.problem.isVisible()
     assert any(a.drone == "Drone2" and a.text == "re-launched" for a in window.alerts.alerts)
+    # the e-stopped run's rows of Drone2 stay without buttons: the new process never made them
+    old_rows = [r for r in pending if r.drone == "Drone2"]
+    assert old_rows and all(r.closed and log.button(r.row, True) is None for r in old_rows)
+    others = [r for r in pending if r.drone != "Drone2"]  # their processes still ended: disabled
+    assert all(r.pending and not log.table.cellWidget(r.row, 6).isEnabled() for r in others)
     # back, it waits for an instruction; given one, it declares again; Accept ends its run: it
     # lands and its process exits -> "done"
     declared = len(fleet.state.declarations)
@@ -244,9 +249,8 @@ def test_end_states_and_relaunch_from_the_tile(qtbot, declaring_fleet, window) -
     qtbot.waitUntil(
         lambda: any(d.drone == "Drone2" for d in fleet.state.declarations[declared:]), timeout=120_000
     )
-    # The row of this run's declaration, once the log shows it: the last pending row may still be the
-    # e-stopped run's (the log lags the fleet's state on a loaded machine), and that process is gone:
-    # the new one refuses a verdict on a declaration it never made ("unknown declaration").
+    # The row of this run's declaration, once the log shows it (the log lags the fleet's state on a
+    # loaded machine; a late row of the e-stopped run would be shown closed).
     new_id = next(d.declaration_id for d in fleet.state.declarations[declared:] if d.drone == "Drone2")
     qtbot.waitUntil(lambda: log.model.row_of(new_id) is not None, timeout=60_000)
     row = log.model.row_of(new_id)

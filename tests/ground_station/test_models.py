@@ -41,6 +41,34 @@ def test_declarations_of_one_drone_at_one_place_are_one_row_until_judged() -> No
     assert rows.add(declaration("Drone1", 6, 14.5)) == (after, False)  # the same message twice
 
 
+def test_a_relaunch_closes_the_rows_of_the_process_before() -> None:
+    rows = DeclarationRows()
+    old, _ = rows.add(declaration("Drone1", 1, 10.0))
+    other, _ = rows.add(declaration("Drone2", 2, 10.0))
+    judged, _ = rows.add(declaration("Drone1", 3, 20.0))
+    judged.verdict = "accept"
+    sent, _ = rows.add(declaration("Drone1", 4, 30.0))
+    sent.judging = "reject"  # sent to the process that is gone: its ack never comes
+    relaunch_wall_s = 100.0
+    assert rows.end_run("Drone1", relaunch_wall_s, "re-launched") == [old, sent]
+    assert old.closed == sent.closed == "re-launched" and sent.judging is None
+    assert judged.verdict == "accept" and judged.closed is None  # a verdict given stays
+    assert rows.pending() == [other]
+    # one of the old process's declarations reaching the log late: closed, not grouped
+    late = declaration("Drone1", 5, 30.0)
+    late.received_wall_s = relaunch_wall_s - 1.0
+    late_row, new = rows.add(late)
+    assert new and late_row.closed == "re-launched"
+    # the new process's declarations are judged as usual, and not grouped with a late old one
+    fresh = declaration("Drone1", 6, 30.0)
+    fresh.received_wall_s = relaunch_wall_s + 5.0
+    fresh_row, new = rows.add(fresh)
+    assert new and fresh_row.pending and rows.pending_for("Drone1") == [fresh_row]
+    straggler = declaration("Drone1", 7, 30.0)
+    straggler.received_wall_s = relaunch_wall_s - 0.5
+    assert rows.add(straggler)[0] is not fresh_row
+
+
 def test_alerts_sound_for_warnings_merge_repeats_and_clear_on_acknowledge(qtbot) -> None:
     from ground_station.app.alerts import AlertBanner, AlertModel
 
