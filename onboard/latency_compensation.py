@@ -95,9 +95,10 @@ from depths near the bottom edge, sometimes points back at the drone: +0.19 [+0.
 0.6 m/s fixed, +0.37 at 0.15 m/s slow), the coast forward only (+0.45 at 0.15 m/s slow), forward only
 for a fit of 0.45 m/s or more (-0.09 at 0.6 m/s jittered, +0.18 at 0.15 m/s slow), and at the
 smaller of the fit's and the track's forward speed (within 0.08 m everywhere); a lead by the track's
-velocity while the fit is unknown (283 of 732 in-frame replies, seeds 0-5 at 0.6 m/s: -0.15 [-0.27, -0.03] m at
-0.6 m/s jittered, -0.29 slow, but +0.13 at 0.3 m/s fixed and +0.18 at 1.0 m/s fixed), the same only
-for a track of 0.45 m/s or more (+0.03 at 0.6 m/s jittered). The measured table: docs/safety.md.
+velocity while the fit is unknown (283 of 732 in-frame replies, seeds 0-5 at 0.6 m/s: -0.15 [-0.27,
+-0.03] m at 0.6 m/s jittered, -0.29 slow, but +0.13 at 0.3 m/s fixed and +0.18 at 1.0 m/s fixed), the
+same only for a track of 0.45 m/s or more (+0.03 at 0.6 m/s jittered). The measured table:
+docs/safety.md.
 """
 
 from __future__ import annotations
