@@ -31,9 +31,9 @@ class FleetEventView:
                 self.supervisor.refresh_tile(drone, time.monotonic())
         elif kind == "declaration":
             assert isinstance(event.record, DeclarationRecord)
-            _, new = views.declarations.add(event.record)
+            row, new = views.declarations.add(event.record)
             views.map.add_declaration(event.record.pose, event.record.drone)
-            if new:
+            if new and row.pending:  # not a late one of a re-launched drone's process before
                 d = event.record
                 where = "" if d.distance_m is None else f", {d.distance_m:.1f} m from the target"
                 alerts.raise_alert(
