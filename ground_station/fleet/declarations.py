@@ -65,8 +65,8 @@ class DeclarationRows:
         self.same_place_m = same_place_m
         self.rows: list[DeclarationRow] = []
         self._by_id: dict[str, DeclarationRow] = {}
-        self._run_from_wall_s: dict[str, float] = {}  # drone -> when its current process was launched
-        self._ended_why: dict[str, str] = {}
+        # drone -> when its current process was launched, and why the rows before it were closed
+        self._run_from: dict[str, tuple[float, str]] = {}
 
     def add(self, record: DeclarationRecord) -> tuple[DeclarationRow, bool]:
         """The row this declaration belongs to, and whether that row is new."""
@@ -74,7 +74,8 @@ class DeclarationRows:
             return self._by_id[record.declaration_id], False
         mine = [r for r in self.rows if r.drone == record.drone]
         last = mine[-1] if mine else None
-        before_run = record.received_wall_s < self._run_from_wall_s.get(record.drone, -math.inf)
+        run_from_wall_s, ended_why = self._run_from.get(record.drone, (-math.inf, ""))
+        before_run = record.received_wall_s < run_from_wall_s
         if (
             last is not None
             and not before_run
@@ -87,7 +88,7 @@ class DeclarationRows:
             return last, False
         row = DeclarationRow(len(self.rows), record.drone, [record])
         if before_run:
-            row.closed = self._ended_why[record.drone]  # the process before's, arriving late
+            row.closed = ended_why  # the process before's, arriving late
         self.rows.append(row)
         self._by_id[record.declaration_id] = row
         return row, True
@@ -96,8 +97,8 @@ class DeclarationRows:
         """`drone`'s process was replaced at wall_s (time.time()): its rows waiting for a verdict
         (or for the ack of one) are closed with `why`, and so is any declaration received before
         wall_s that is added later. Returns the rows closed now."""
-        self._run_from_wall_s[drone], self._ended_why[drone] = wall_s, why
-        ended = [r for r in self.rows if r.drone == drone and r.verdict is None and r.closed is None]
+        self._run_from[drone] = (wall_s, why)
+        ended = self.pending_for(drone)
         for row in ended:
             row.closed, row.judging = why, None
         return ended
