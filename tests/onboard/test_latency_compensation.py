@@ -368,3 +368,37 @@ def test_a_point_at_the_bottom_edge_gets_no_lead() -> None:
     state = _moving_car_state(pose, 0.3, 2.0)
     led = lc.in_view_plan(plan, point, pose, CAMERA, pose.z_m, state, 4.0, 2.5, row, profile=OUTDOOR)
     assert led == lc.keep_in_view(plan, point, pose, CAMERA, pose.z_m)
+
+
+def test_a_late_go_with_no_fit_yet_is_led_by_the_track_a_young_one_is_not() -> None:
+    # A car crossing east at 0.6 m/s, 8 m ahead, mid-frame, seen at 0, 0.4, 0.8 and 1.2 s: the track
+    # has a velocity, the fit none yet (the points span less than MOTION_MIN_SPAN_S).
+    pose = Pose(0.0, 0.0, -2.5, 0.0)  # at the altitude floor
+    seen_s = 1.2
+    point = (8.0, 0.6 * seen_s, 0.0)
+    row = lc.image_row_share(point, pose, CAMERA)
+    assert row is not None and row < lc.GATE_EDGE_ROW_SHARE
+    plan = plan_toward_point(point, pose, OUTDOOR)
+
+    def reply(age_s: float) -> tuple[lc.InViewState, ControlPlan]:
+        state = lc.InViewState()
+        for t_s in (0.0, 0.4, 0.8):
+            seen = (8.0, 0.6 * t_s, 0.0)
+            toward = plan_toward_point(seen, pose, OUTDOOR)
+            lc.in_view_plan(toward, seen, pose, CAMERA, pose.z_m, state, t_s, t_s, row, profile=OUTDOOR)
+        got = lc.in_view_plan(
+            plan, point, pose, CAMERA, pose.z_m, state, seen_s + age_s, seen_s, row, profile=OUTDOOR
+        )
+        return state, got
+
+    late_age_s = lc.TRACK_LEAD_MIN_AGE_S + 0.5
+    state, late = reply(late_age_s)
+    assert state.motion.velocity(seen_s, OUTDOOR.speed_m_s) == (0.0, 0.0)  # no fit
+    vn, ve = state.track.velocity
+    assert ve > 0.2 and vn == pytest.approx(0.0)
+    led = plan_toward_point(lc.led_point(point, (vn, ve), late_age_s), pose, OUTDOOR)
+    assert late.move_forward_m == pytest.approx(led.move_forward_m)  # far: the whole capped step,
+    assert late.move_right_m == pytest.approx(led.move_right_m)  # toward where the car is now
+    assert late.move_right_m > plan.move_right_m + 0.1  # farther east, after the car
+    _, young = reply(lc.TRACK_LEAD_MIN_AGE_S - 0.2)
+    assert young == plan  # a young reply is not led
