@@ -384,7 +384,8 @@ MOTION_MAX_LEAD_M = 3.0
 # TRACK_LEAD_MIN_AGE_S old is led by the track's smoothed velocity instead (issue 25, session 15).
 # Measured on bench_jitter's tune seeds 0-9 and 30-49 against no lead then: -0.20 [-0.37, -0.03] m
 # at 0.6 m/s jittered and -0.29 [-0.52, -0.05] slow (jittered / steady 1.18 -> 1.14), -0.07 at
-# 0.3 m/s jittered, +0.13 [-0.24, +0.51] at 0.15 m/s slow (two episodes), within 0.12 m elsewhere.
+# 0.3 m/s jittered, +0.13 [-0.24, +0.51] at 0.15 m/s slow (three episodes lose the car, two keep
+# it), within 0.12 m elsewhere; reported on seeds 10-29 in docs/safety.md.
 # The same lead for every reply cost under the benchmark's steady 0.44 s (+0.08 m at 0.3 m/s fixed,
 # +0.05 at 0.6, seeds 0-9; +0.13 and +0.18 at 0.3 and 1.0 m/s in session 11): a young reply's
 # lead is mostly the track's depth noise. Under a steady 0.8 s, where every reply gets it, it did
