@@ -70,6 +70,19 @@ class CameraAttitude(msgspec.Struct, frozen=True):
         down_2 = -sp * forward_m + cp * down_1
         return cy * forward_2 - sy * right_1, sy * forward_2 + cy * right_1, down_2
 
+    def to_camera_frame(self, forward_m: float, right_m: float, down_m: float) -> tuple[float, float, float]:
+        """The inverse of to_heading_frame: a vector in the level frame at the pose's heading
+        (forward, right, down) in the camera's own (forward, right, down), R transposed."""
+        sr, cr = math.sin(math.radians(self.roll_deg)), math.cos(math.radians(self.roll_deg))
+        sp, cp = math.sin(math.radians(self.pitch_deg)), math.cos(math.radians(self.pitch_deg))
+        sy, cy = math.sin(math.radians(self.yaw_deg)), math.cos(math.radians(self.yaw_deg))
+        # Undo the yaw about down, then the pitch about right, then the roll about forward.
+        forward_2 = cy * forward_m + sy * right_m
+        right_1 = -sy * forward_m + cy * right_m
+        forward_c = cp * forward_2 - sp * down_m
+        down_1 = sp * forward_2 + cp * down_m
+        return forward_c, cr * right_1 + sr * down_1, -sr * right_1 + cr * down_1
+
     @classmethod
     def from_world(
         cls, roll_deg: float, pitch_deg: float, yaw_deg: float, heading_deg: float

@@ -194,7 +194,17 @@ def make_plan(
         seen = now_s if seen_s is None else seen_s
         row = action.point[1] / 1000.0  # where the model saw it in its frame
         plan = in_view_plan(
-            plan, point, current_pose, camera, floor_z_m, in_view, now_s, seen, row, profile=profile
+            plan,
+            point,
+            current_pose,
+            camera,
+            floor_z_m,
+            in_view,
+            now_s,
+            seen,
+            row,
+            profile=profile,
+            attitude=frame_attitude,
         )
     return plan
 

@@ -124,7 +124,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from common.camera import CameraProfile
-from common.pose import Pose
+from common.pose import LEVEL_CAMERA, CameraAttitude, Pose
 from onboard.controller import ControlPlan, PlanKind, body_to_world, hold_plan, plan_toward_point
 from onboard.profiles import FlightProfile
 
@@ -140,15 +140,24 @@ _SEARCH_STEPS = 30  # bisection steps on the move's fraction (2^-30 of a 3 m ste
 RELEASE_AFTER_S = 4.0
 
 
-def image_row_share(point_ned: tuple[float, float, float], pose: Pose, camera: CameraProfile) -> float | None:
-    """Where a world point appears vertically in a level camera at `pose`: 0 top, 1 bottom (outside
+def image_row_share(
+    point_ned: tuple[float, float, float],
+    pose: Pose,
+    camera: CameraProfile,
+    attitude: CameraAttitude = LEVEL_CAMERA,
+) -> float | None:
+    """Where a world point appears vertically in the camera at `pose`, pointing at `attitude` relative
+    to the level camera at the pose's heading (a gimbal pitched down, say): 0 top, 1 bottom (outside
     0..1: out of the frame); None when it is not in front of the camera."""
     dn, de, dd = point_ned[0] - pose.x_m, point_ned[1] - pose.y_m, point_ned[2] - pose.z_m
     psi = math.radians(pose.yaw_deg)
     forward = dn * math.cos(psi) + de * math.sin(psi)
+    right = -dn * math.sin(psi) + de * math.cos(psi)
+    if not attitude.level:
+        forward, right, dd = attitude.to_camera_frame(forward, right, dd)
     if forward <= 1e-6:
         return None
-    row_px = camera.cy_px + camera.fy_px * dd / forward  # NED down is image down
+    row_px = camera.cy_px + camera.fy_px * dd / forward  # camera down is image down
     return row_px / camera.height_px
 
 
@@ -159,11 +168,14 @@ def keep_in_view(
     camera: CameraProfile,
     floor_z_m: float | None = None,
     bottom_share: float = BOTTOM_SHARE,
+    attitude: CameraAttitude = LEVEL_CAMERA,
 ) -> ControlPlan:
     """`plan` (a turn, then a move, from `pose`) with the move cut where `point_ned` would sink below
     `bottom_share` of the image; the turn is kept. `floor_z_m` is the lowest the drone may fly
-    (world NED z: the altitude floor), None for none. A plan whose whole move keeps the point in
-    view comes back unchanged."""
+    (world NED z: the altitude floor), None for none. `attitude`: the camera's relative to the level
+    camera at the heading, taken as it was at capture (a gimbal holds it; a body-fixed camera is
+    level again once the move ends). A plan whose whole move keeps the point in view comes back
+    unchanged."""
     if plan.hold or plan.step_m <= 0.0:
         return plan
     heading_deg = pose.yaw_deg + plan.yaw_deg
@@ -175,7 +187,7 @@ def keep_in_view(
         if floor_z_m is not None:
             z = min(z, max(floor_z_m, turned.z_m))  # NED: down is +; no lower than the floor (or here)
         at = Pose(x, y, z, heading_deg)
-        share = image_row_share(point_ned, at, camera)
+        share = image_row_share(point_ned, at, camera, attitude)
         return share is not None and share <= bottom_share
 
     if in_view(1.0):
@@ -477,6 +489,7 @@ def in_view_plan(
     row_share: float = 0.0,
     *,
     profile: FlightProfile,
+    attitude: CameraAttitude = LEVEL_CAMERA,
 ) -> ControlPlan:
     """Latency goal "in-view" for a `go`: `plan` (the "point" reading from `pose`, toward
     `point_ned`) held when the point jumps far beyond the track (TargetTrack); else aimed at where
@@ -484,9 +497,10 @@ def in_view_plan(
     no fit yet, a late reply by the track's velocity) and
     cut where the target, led on to the move's end, would leave the image (keep_in_view); the cut let
     go once it has kept the drone still too long (InViewRelease). `seen_s`: when the frame was taken;
-    `row_share`: where the model saw the point in it (0 top, 1 bottom); state None: the cut alone."""
+    `row_share`: where the model saw the point in it (0 top, 1 bottom); `attitude`: the camera's at
+    capture (keep_in_view); state None: the cut alone."""
     if state is None:
-        return keep_in_view(plan, point_ned, pose, camera, floor_z_m)
+        return keep_in_view(plan, point_ned, pose, camera, floor_z_m, attitude=attitude)
     if not state.track.consistent(point_ned, seen_s, pose):
         state.release.reset()
         return hold_plan(PlanKind.REPLAN)  # neither flown nor taken into the track
@@ -505,6 +519,7 @@ def in_view_plan(
     )
     horizon_s = age_s + aimed.duration_s
     for _ in range(_HORIZON_PASSES):
-        cut = keep_in_view(aimed, led_point(point_ned, velocity, horizon_s), pose, camera, floor_z_m)
+        led = led_point(point_ned, velocity, horizon_s)
+        cut = keep_in_view(aimed, led, pose, camera, floor_z_m, attitude=attitude)
         horizon_s = age_s + cut.yaw_duration_s + cut.duration_s
     return state.release.apply(aimed, cut, now_s)

@@ -16,6 +16,7 @@ import pytest
 from common.actions import Go
 from common.camera import BUILTIN_CAMERAS
 from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, quaternion_euler_deg
+from onboard import latency_compensation as lc
 from onboard.controller import back_project, go_world_point, plan_action, plan_go
 from onboard.decision import make_plan
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES
@@ -119,6 +120,35 @@ def test_the_world_point_and_the_late_replan_use_the_frame_attitude() -> None:
     assert late.yaw_deg == 0.0 and late.step_m == pytest.approx(3.0)
     assert late.forward_m_s == pytest.approx(1.2 * forward / dist)
     assert late.up_m_s == pytest.approx(-1.2 * down / dist)
+
+
+def test_to_camera_frame_undoes_to_heading_frame() -> None:
+    attitude = CameraAttitude(roll_deg=12.0, pitch_deg=-25.0, yaw_deg=40.0)
+    there = attitude.to_heading_frame(3.0, -1.5, 2.0)
+    assert attitude.to_camera_frame(*there) == pytest.approx((3.0, -1.5, 2.0), abs=1e-12)
+    # 30° down: a point 5 m below and 5·cot30 ahead lies on the optical axis.
+    forward, right, down = CameraAttitude(pitch_deg=-30.0).to_camera_frame(5.0 * C30 / S30, 0.0, 5.0)
+    assert (forward, right, down) == pytest.approx((10.0, 0.0, 0.0), abs=1e-12)
+
+
+def test_the_in_view_cut_sees_through_the_camera_as_it_points() -> None:
+    # The point 5 m below and 8.66 m ahead: on the axis of a camera 30° down (mid-frame), below the
+    # frame of a level camera (360 + 640·5/8.66 = 729.5 px of 720).
+    pose = Pose(0.0, 0.0, -6.0, 0.0)
+    point = (5.0 * C30 / S30, 0.0, -1.0)
+    down_30 = CameraAttitude(pitch_deg=-30.0)
+    assert lc.image_row_share(point, pose, CAMERA, down_30) == pytest.approx(0.5)
+    assert lc.image_row_share(point, pose, CAMERA) == pytest.approx((360 + 640 * 5.0 / point[0]) / 720)
+    # A late go to it, at the altitude floor (no descent): a level camera would lose it at once, so
+    # the level cut holds; the camera 30° down keeps it in view for the whole 3 m step.
+    go = Go((500, 500), 10.0)
+    capture = Pose(-0.5, 0.0, -6.0, 0.0)
+    assert go_world_point(go, capture, CAMERA, None, down_30) == pytest.approx((8.16, 0.0, -1.0), abs=0.01)
+    args = (go, capture, pose, CAMERA, OUTDOOR, None, True, "in-view")
+    pitched = make_plan(*args, floor_z_m=-6.0, frame_attitude=down_30)
+    assert not pitched.hold and pitched.step_m == pytest.approx(3.0)
+    level = lc.keep_in_view(pitched, go_world_point(go, capture, CAMERA, None, down_30), pose, CAMERA, -6.0)
+    assert level.step_m == 0.0
 
 
 def test_camera_attitude_from_world_angles_and_quaternions() -> None:
