@@ -173,9 +173,10 @@ def keep_in_view(
     """`plan` (a turn, then a move, from `pose`) with the move cut where `point_ned` would sink below
     `bottom_share` of the image; the turn is kept. `floor_z_m` is the lowest the drone may fly
     (world NED z: the altitude floor), None for none. `attitude`: the camera's relative to the level
-    camera at the heading, taken as it was at capture (a gimbal holds it; a body-fixed camera is
-    level again once the move ends). A plan whose whole move keeps the point in view comes back
-    unchanged."""
+    camera at the heading, taken as it was at capture and held through the move: true of a gimbal's
+    pitch; of a body-fixed camera, the part that is the body's tilt in flight (a few degrees at
+    these speeds) levels out as the move ends, which this leaves out. A plan whose whole move keeps
+    the point in view comes back unchanged."""
     if plan.hold or plan.step_m <= 0.0:
         return plan
     heading_deg = pose.yaw_deg + plan.yaw_deg
