@@ -10,8 +10,9 @@ view the pilot searches, or takes a look-alike farther away, and the drone leave
 
 Latency goal "in-view" (the default since issue 25): the same point, but the move stops where the
 point would leave the image: from the end of the move the point must still be above `bottom_share`
-of the frame's height (the camera looks level, so a point below the drone sinks toward the bottom
-edge as the drone nears it without descending). The move is followed as it will be flown: the
+of the frame's height (with a level camera a point below the drone sinks toward the bottom edge as
+the drone nears it without descending; the row is read through the camera's attitude at capture, so
+a gimbal pitched down keeps the point in view longer). The move is followed as it will be flown: the
 descent it plans stops at the safety governor's altitude floor (a move along the ray keeps the point
 where it is in the image; the same move levelled by the floor makes it sink). The turn is kept; only
 the move is shortened, so a far point gets the same full capped step as before and a point about to
@@ -113,7 +114,11 @@ rule's speed read from the drone's own mean ground speed over 6 s (seeds 0-9, 0.
 within 0.07 m but -0.17 at 0.3 m/s slow); with the track's lead, the near rule's gate grown at
 1.0 m/s (-0.31 m at 0.15 m/s jittered, +0.14 at 0.6 m/s jittered, +0.31 at 1.0 m/s jittered); the
 track's lead only for a track of 0.3 m/s or more (the 0.6 m/s gain lost), or capped at 1 m (+0.14
-at 0.6 m/s slow, 0.15 m/s slow unchanged). The measured table: docs/safety.md.
+at 0.6 m/s slow, 0.15 m/s slow unchanged). In session 16 (tune seeds, and seeds 50-69 never flown
+before): leaving a held `go` out of the pilot's history again (within ±0.13 m on seeds 50-69 but
+one episode +3.2 m at 0.6 m/s fixed); the track's lead cut for the reply's age alone, not age plus
+the move (+0.09 at 0.15 m/s slow: one episode kept, another lost). The measured table:
+docs/safety.md.
 """
 
 from __future__ import annotations
