@@ -115,9 +115,11 @@ within 0.07 m but -0.17 at 0.3 m/s slow); with the track's lead, the near rule's
 1.0 m/s (-0.31 m at 0.15 m/s jittered, +0.14 at 0.6 m/s jittered, +0.31 at 1.0 m/s jittered); the
 track's lead only for a track of 0.3 m/s or more (the 0.6 m/s gain lost), or capped at 1 m (+0.14
 at 0.6 m/s slow, 0.15 m/s slow unchanged). In session 16 (tune seeds, and seeds 50-69 never flown
-before): leaving a held `go` out of the pilot's history again (within ±0.13 m on seeds 50-69 but
-one episode +3.2 m at 0.6 m/s fixed); the track's lead cut for the reply's age alone, not age plus
-the move (+0.09 at 0.15 m/s slow: one episode kept, another lost). The measured table:
+before): leaving a held `go` out of the pilot's history again (seeds 50-69: -0.38 m at 0.15 m/s
+fixed from one episode that keeps the car, +0.13 at 0.6 m/s fixed from one that loses it, within
+0.11 m elsewhere; ratio at 0.6 m/s 1.15 against 1.21); the track's lead cut for the reply's age
+alone, not age plus the move (+0.09 at 0.15 m/s slow: one episode kept, another lost; +0.10 at
+0.6 m/s jittered). The measured table:
 docs/safety.md.
 """
 
