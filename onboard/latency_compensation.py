@@ -119,8 +119,8 @@ before): leaving a held `go` out of the pilot's history again (seeds 50-69: -0.3
 fixed from one episode that keeps the car, +0.13 at 0.6 m/s fixed from one that loses it, within
 0.11 m elsewhere; ratio at 0.6 m/s 1.15 against 1.21); the track's lead cut for the reply's age
 alone, not age plus the move (+0.09 at 0.15 m/s slow: one episode kept, another lost; +0.10 at
-0.6 m/s jittered). The measured table:
-docs/safety.md.
+0.6 m/s jittered), or taken where the car was seen, not led (-0.06 at 0.15 m/s slow, +0.20 [+0.03,
++0.36] at 0.6 m/s slow). The measured table: docs/safety.md.
 """
 
 from __future__ import annotations
