@@ -27,7 +27,8 @@ that seed. The baseline pilot's own declarations are too rare while tracking to 
 the loop; a declaration whose timing no loop controls makes SR differences come from the loop alone.
 The pilot's own verdict (`pilot_success`) is kept alongside.
 Scenario frozen for issue 25 at the commit that introduced the scripted declaration: tune on seeds
-0–9 (--seed-from 0 --seeds 10), report on seeds 10–29 (--seed-from 10 --seeds 20).
+0–9 (--seed-from 0 --seeds 10), report on seeds 10–29 (--seed-from 10 --seeds 20). Its camera is
+gimbal-held level; --camera-pitch-deg holds it pitched instead (a different scenario, for comparison).
 Printed per target speed (--target-speeds, a sweep; 0.3 m/s is the suites'): means with 95%
 t-intervals per condition, the paired differences against naive and between the tolerant readings,
 and each tolerant loop's jittered / steady (fixed) mean tracking distance.
@@ -46,6 +47,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -114,13 +116,18 @@ def target_route(seed: int, t_max_s: float, speed_m_s: float) -> list[tuple[floa
     return route
 
 
-def build_scene(seed: int, t_max_s: float, speed_m_s: float) -> tuple[Any, Any]:
-    """The episode's world (not paused, not started) and its target, driving its zig-zag route."""
+def build_scene(
+    seed: int, t_max_s: float, speed_m_s: float, camera_pitch_deg: float = 0.0
+) -> tuple[Any, Any]:
+    """The episode's world (not paused, not started) and its target, driving its zig-zag route.
+    `camera_pitch_deg`: the gimbal's hold, negative down; 0 is the frozen scenario's level camera."""
 
     from common.pose import Pose
+    from sim_bridge.sim.gimbal import CameraMount, Gimbal
     from sim_bridge.sim.world import World
 
-    world = World("residential", vehicles=1, seed=seed)
+    mount = CameraMount(gimbal=Gimbal(1.0, camera_pitch_deg, 0.0))  # at 0: the default, STABILISED
+    world = World("residential", vehicles=1, seed=seed, camera_mount=mount)
     try:
         route = target_route(seed, t_max_s, speed_m_s)
         target = world.spawn("target", TARGET_ASSET, Pose(*route[0], 0.0))
@@ -176,14 +183,14 @@ def runtime_config(loop_name: str, t_max_s: float, **more: Any) -> Any:
     )
 
 
-def fly(args: tuple[int, str, str, float, float]) -> dict:
+def fly(args: tuple[int, str, str, float, float], camera_pitch_deg: float = 0.0) -> dict:
     seed, latency_kind, loop_name, t_max_s, speed_m_s = args
     from episodes.local_flight import local_runtime
     from models.baseline.pilot import BaselinePilot
     from onboard.assembly import fly_lockstep
     from onboard.recorder import FlightRecorder, RecorderConfig
 
-    world, target = build_scene(seed, t_max_s, speed_m_s)
+    world, target = build_scene(seed, t_max_s, speed_m_s, camera_pitch_deg)
     try:
         world.pause(True)
         out = Path(tempfile.mkdtemp(prefix=f"jitter-{speed_m_s}-{latency_kind}-{loop_name}-{seed}-"))
@@ -203,7 +210,8 @@ def fly(args: tuple[int, str, str, float, float]) -> dict:
         runtime.recorder.close()
     finally:
         world.close()
-    return episode_row(args, out, runtime.steps, runtime.counters.stale, wall_s, t_max_s)
+    row = episode_row(args, out, runtime.steps, runtime.counters.stale, wall_s, t_max_s)
+    return {**row, "camera_pitch_deg": camera_pitch_deg}
 
 
 def episode_row(
@@ -364,6 +372,12 @@ def main() -> int:
         help="comma-separated m/s (the suites' outdoor targets move at 0.3), e.g. 0.3,0.6,1.0",
     )
     parser.add_argument("--loops", default=",".join(LOOPS), help=f"comma-separated, of {', '.join(LOOPS)}")
+    parser.add_argument(
+        "--camera-pitch-deg",
+        type=float,
+        default=0.0,
+        help="hold the gimbal this far from level, negative down (0: the frozen scenario's level camera)",
+    )
     parser.add_argument("--json", default=None, help="also write every episode's figures here")
     parser.add_argument(
         "--from-json",
@@ -396,6 +410,8 @@ def main() -> int:
         raise SystemExit("--seeds and --jobs must be >= 1, --seed-from >= 0")
     if not (math.isfinite(args.t_max) and args.t_max > DECLARE_FROM_S):
         raise SystemExit(f"--t-max {args.t_max}: must be > {DECLARE_FROM_S:.0f} s (scoring starts there)")
+    if not (math.isfinite(args.camera_pitch_deg) and -90.0 <= args.camera_pitch_deg <= 30.0):
+        raise SystemExit(f"--camera-pitch-deg {args.camera_pitch_deg}: must be in -90..30 (negative: down)")
     loops = args.loops.split(",")
     unknown = [loop for loop in loops if loop not in LOOPS]
     if unknown:
@@ -410,14 +426,15 @@ def main() -> int:
     wall0 = time.monotonic()
     results: list[dict] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for result in pool.map(fly, jobs):
+        for result in pool.map(partial(fly, camera_pitch_deg=args.camera_pitch_deg), jobs):
             results.append(result)
             if args.json:  # rewritten as episodes finish: a long run interrupted keeps what it flew
                 Path(args.json).write_text(json.dumps(results, indent=1))
     wall_s = time.monotonic() - wall0
     sim_total = sum(r["sim_s"] for r in results)
     print(
-        f"{len(results)} episodes, {args.seeds} seeds, T_max {args.t_max:.0f} s, {wall_s:.0f} s wall "
+        f"{len(results)} episodes, {args.seeds} seeds, T_max {args.t_max:.0f} s, camera pitch "
+        f"{args.camera_pitch_deg:g}°, {wall_s:.0f} s wall "
         f"(real-time factor {sim_total / wall_s:.1f}x with {args.jobs} jobs; load average "
         f"{os.getloadavg()[0]:.1f} at the end)"
     )

@@ -54,6 +54,8 @@ BAD_ARGUMENTS = {
         ["--target-speeds", "fast"],
         ["--seeds", "0"],
         ["--loops", "eager"],
+        ["--camera-pitch-deg", "nan"],
+        ["--camera-pitch-deg", "-120"],
     ),
     "bench_jitter_processes.py": (
         ["--t-max", "10"],
@@ -85,3 +87,20 @@ def test_the_targets_route_is_the_seeds_own() -> None:
     assert route != bench.target_route(13, 45.0, 0.3)
     length_m = sum(math.dist(a, b) for a, b in itertools.pairwise(route))
     assert length_m > 45.0 * 0.3  # the car never runs out of road inside T_max
+
+
+def test_the_frozen_scene_has_the_level_camera_and_a_pitch_holds_it_down() -> None:
+    from sim_bridge.sim.gimbal import STABILISED
+
+    world, _ = bench.build_scene(12, 45.0, 0.3)
+    try:
+        assert world.camera_mount == STABILISED
+    finally:
+        world.close()
+    world, _ = bench.build_scene(12, 45.0, 0.3, camera_pitch_deg=-20.0)
+    try:
+        gimbal = world.camera_mount.gimbal
+        assert (gimbal.stabilization, gimbal.pitch_deg, gimbal.roll_deg) == (1.0, -20.0, 0.0)
+        assert not world.camera_mount.level
+    finally:
+        world.close()
