@@ -132,7 +132,14 @@ import msgspec
 
 from common.camera import CameraProfile
 from common.pose import LEVEL_CAMERA, CameraAttitude, Pose
-from onboard.controller import ControlPlan, PlanKind, body_to_world, hold_plan, plan_toward_point
+from onboard.controller import (
+    ControlPlan,
+    PlanKind,
+    body_to_world,
+    hold_plan,
+    plan_toward_point,
+    world_to_body,
+)
 from onboard.profiles import FlightProfile
 
 # The point the late `go` aimed at stays above this share of the image height (0 = top, 1 = bottom)
@@ -157,14 +164,13 @@ def image_row_share(
     to the level camera at the pose's heading (a gimbal pitched down, say): 0 top, 1 bottom (outside
     0..1: out of the frame); None when it is not in front of the camera."""
     dn, de, dd = point_ned[0] - pose.x_m, point_ned[1] - pose.y_m, point_ned[2] - pose.z_m
-    psi = math.radians(pose.yaw_deg)
-    forward = dn * math.cos(psi) + de * math.sin(psi)
-    right = -dn * math.sin(psi) + de * math.cos(psi)
+    forward, right, up = world_to_body(dn, de, dd, pose.yaw_deg)
+    down = -up
     if not attitude.level:
-        forward, right, dd = attitude.to_camera_frame(forward, right, dd)
+        forward, right, down = attitude.to_camera_frame(forward, right, down)
     if forward <= 1e-6:
         return None
-    row_px = camera.cy_px + camera.fy_px * dd / forward  # camera down is image down
+    row_px = camera.cy_px + camera.fy_px * down / forward  # camera down is image down
     return row_px / camera.height_px
 
 
