@@ -57,12 +57,15 @@ class CameraAttitude(msgspec.Struct, frozen=True):
     def level(self) -> bool:
         return self.roll_deg == 0.0 and self.pitch_deg == 0.0 and self.yaw_deg == 0.0
 
+    def _sines_cosines(self) -> tuple[float, float, float, float, float, float]:
+        """sin and cos of roll, pitch and yaw, in that order (both rotations use all six)."""
+        roll, pitch, yaw = (math.radians(a) for a in (self.roll_deg, self.pitch_deg, self.yaw_deg))
+        return math.sin(roll), math.cos(roll), math.sin(pitch), math.cos(pitch), math.sin(yaw), math.cos(yaw)
+
     def to_heading_frame(self, forward_m: float, right_m: float, down_m: float) -> tuple[float, float, float]:
         """A camera-frame (forward, right, down) vector in the level frame at the pose's heading
         (forward, right, down): R = Rz(yaw)·Ry(pitch)·Rx(roll) applied to it."""
-        sr, cr = math.sin(math.radians(self.roll_deg)), math.cos(math.radians(self.roll_deg))
-        sp, cp = math.sin(math.radians(self.pitch_deg)), math.cos(math.radians(self.pitch_deg))
-        sy, cy = math.sin(math.radians(self.yaw_deg)), math.cos(math.radians(self.yaw_deg))
+        sr, cr, sp, cp, sy, cy = self._sines_cosines()
         # Roll about forward, then pitch about right, then yaw about down.
         right_1 = cr * right_m - sr * down_m
         down_1 = sr * right_m + cr * down_m
@@ -73,9 +76,7 @@ class CameraAttitude(msgspec.Struct, frozen=True):
     def to_camera_frame(self, forward_m: float, right_m: float, down_m: float) -> tuple[float, float, float]:
         """The inverse of to_heading_frame: a vector in the level frame at the pose's heading
         (forward, right, down) in the camera's own (forward, right, down), R transposed."""
-        sr, cr = math.sin(math.radians(self.roll_deg)), math.cos(math.radians(self.roll_deg))
-        sp, cp = math.sin(math.radians(self.pitch_deg)), math.cos(math.radians(self.pitch_deg))
-        sy, cy = math.sin(math.radians(self.yaw_deg)), math.cos(math.radians(self.yaw_deg))
+        sr, cr, sp, cp, sy, cy = self._sines_cosines()
         # Undo the yaw about down, then the pitch about right, then the roll about forward.
         forward_2 = cy * forward_m + sy * right_m
         right_1 = -sy * forward_m + cy * right_m
