@@ -222,8 +222,11 @@ class MavlinkLink:
 
     def set_ground_link(self, up: bool) -> None:
         """The ground-station link's state (from the runtime's link): with gcs_heartbeat=1, GCS
-        heartbeats are sent on its behalf only while it is up."""
-        self._ground_link_up = bool(up)
+        heartbeats are sent on its behalf only while it is up. Taken under the send lock, with which
+        heartbeat() checks and sends: once this returns with the link down, no GCS heartbeat goes out,
+        not even one whose check ran just before."""
+        with self._send_lock:
+            self._ground_link_up = bool(up)
 
     def gcs_heard(self) -> bool:
         return self._gcs_heard_s is not None and time.monotonic() - self._gcs_heard_s < 3.0
@@ -234,10 +237,10 @@ class MavlinkLink:
                 MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID, 0, 0, MAV_STATE_ACTIVE
             )
         )
-        if self.target.gcs_heartbeat and self._ground_link_up and self._gcs_mav is not None:
-            with self._send_lock:
+        with self._send_lock:
+            if self.target.gcs_heartbeat and self._ground_link_up and self._gcs_mav is not None:
                 self._gcs_mav.heartbeat_send(MAV_TYPE_GCS, MAV_AUTOPILOT_INVALID, 0, 0, MAV_STATE_ACTIVE)
-            self.gcs_heartbeats_sent += 1
+                self.gcs_heartbeats_sent += 1
 
     def heartbeat_loop(self, stop: threading.Event) -> None:
         while not stop.wait(1.0):
