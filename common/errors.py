@@ -2,13 +2,17 @@
 
 Each class carries the exit status `dronecats` ends with when one reaches the top of a command:
 USAGE_EXIT for what the user can fix in the command line, a config or an input file, FAILURE_EXIT
-for what went wrong while running (a peer that does not answer, a refused command).
+for what went wrong while running (a peer that does not answer, a refused command); `dronecats
+onboard` tells two of those apart for a supervisor: PREARM_EXIT (nothing armed) and
+VEHICLE_LOST_EXIT (the vehicle's connection broke in flight).
 """
 
 from __future__ import annotations
 
 FAILURE_EXIT = 1
 USAGE_EXIT = 2  # argparse's own status for a bad command line
+PREARM_EXIT = 3  # `dronecats onboard`: the pre-arm check refused to arm (nothing flew)
+VEHICLE_LOST_EXIT = 4  # `dronecats onboard`: the vehicle connection broke in flight
 
 
 class DroneCatsError(Exception):
@@ -50,6 +54,18 @@ class VehicleError(DroneCatsError):
 
 class SafetyError(DroneCatsError):
     """A safety check refused to let something happen (pre-arm, geofence)."""
+
+
+class PrearmRefused(SafetyError):
+    """The pre-arm check refused to arm: the pilot gave no valid action (nothing armed, nothing flew)."""
+
+    exit_code = PREARM_EXIT
+
+
+class VehicleConnectionLost(VehicleError):
+    """The connection to the vehicle broke in flight (the simulator or autopilot link is gone)."""
+
+    exit_code = VEHICLE_LOST_EXIT
 
 
 class RecordError(DroneCatsError):

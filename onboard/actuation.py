@@ -21,6 +21,7 @@ from onboard.goto import GoToFlight
 from onboard.realtime import set_thread_fifo
 from onboard.safety import TELEMETRY, Clamp, Mode, SafetyGovernor
 from onboard.setpoints import HOLD, MotionSchedule, Setpoint
+from onboard.vehicle_failures import VEHICLE_LOST_S, FailureStreak
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class TelemetryPoller:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="telemetry", daemon=True)
         self.errors = 0
+        self.failures = FailureStreak("telemetry poll", log, clock.now)
         self.round_trips_s: deque[float] = deque(maxlen=2000)
 
     def start(self) -> None:
@@ -85,8 +87,9 @@ class TelemetryPoller:
                 telemetry = self.vehicle.telemetry()
             except Exception as exc:
                 self.errors += 1
-                log.warning("telemetry poll failed: %s", exc)
+                self.failures.failed(exc)
             else:
+                self.failures.ok()
                 self.round_trips_s.append(self.clock.now() - started)
                 with self._lock:
                     self._latest = (started, telemetry)
@@ -241,8 +244,9 @@ class Actuator:
         try:
             self.vehicle.hold()
             self.vehicle.land()
-        except Exception:
-            log.exception("landing command failed")
+        except Exception as exc:
+            log.warning("landing command failed: %s", exc)
+            log.debug("landing command failed", exc_info=exc)
 
 
 def _finite(t: Telemetry) -> bool:
@@ -278,6 +282,7 @@ class ActuationThread:
         self._thread = threading.Thread(target=self._run, name="actuation", daemon=True)
         self.skipped_ticks = 0
         self.error: BaseException | None = None
+        self.tick_failures = FailureStreak("actuation tick", log, clock.now)
 
     def start(self) -> None:
         poller = TelemetryPoller(self.actuator.vehicle, self.clock, self.period_s, phase_s=self.period_s / 2)
@@ -291,6 +296,16 @@ class ActuationThread:
         self._thread.join(timeout_s)
         if self.actuator.poller is not None:
             self.actuator.poller.stop(timeout_s)
+
+    def vehicle_lost(self) -> str | None:
+        """Why the vehicle's connection is gone (every setpoint and telemetry call failing for
+        VEHICLE_LOST_S), or None."""
+        poller = self.actuator.poller
+        if self.tick_failures.failing_for_s() < VEHICLE_LOST_S:
+            return None
+        if poller is not None and poller.failures.failing_for_s() < VEHICLE_LOST_S:
+            return None  # telemetry still comes in: the setpoints fail for another reason
+        return self.tick_failures.last_error
 
     def served_rate_hz(self) -> float:
         errors = list(self.period_errors_s)
@@ -324,8 +339,10 @@ class ActuationThread:
                 self.actuator.tick(now_s)
             except Exception as exc:
                 # Keep streaming holds: a vehicle that stops hearing setpoints fails over on its own.
-                log.exception("actuation tick failed")
+                self.tick_failures.failed(exc)
                 self.error = exc
+            else:
+                self.tick_failures.ok()
             next_s += self.period_s
             behind = self.clock.now() - next_s
             if behind > 0:

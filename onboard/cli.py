@@ -135,7 +135,11 @@ def run(args: argparse.Namespace) -> int:
                 raise LinkError(
                     f"--gs {args.gs}: cannot bind PORT to PORT+2 ({zmq.strerror(exc.errno or 0)})"
                 ) from None
-        signal.signal(signal.SIGTERM, _stop_on_sigterm(runtime))
+        # SIGINT (Ctrl+C) as SIGTERM: the run ends through its own stop path, the vehicle lands and the
+        # end-of-run record is written, whatever thread the signal lands in the middle of.
+        stop_handler = _stop_on_sigterm(runtime)
+        signal.signal(signal.SIGTERM, stop_handler)
+        signal.signal(signal.SIGINT, stop_handler)
         # The actuation thread shares the GIL with the decision loop: hand it over sooner (default 5 ms).
         sys.setswitchinterval(0.001)
         result = fly_realtime(runtime)
@@ -148,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         time.sleep(0.3)  # the final status (published by finish) goes out before the sockets close
         link.close()
         runtime.recorder.write_metadata(run={"link_counts": link.link.stats.snapshot()})
+    from onboard.runtime import VEHICLE_LOST_REASON
+
     flown_s = max(1e-9, runtime.t())
     log.info("served %.2f decisions/s over %.1f s", result.steps / flown_s, flown_s)
     print(
@@ -164,6 +170,11 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     )
+    if result.reason.startswith(VEHICLE_LOST_REASON):
+        from common.errors import VehicleConnectionLost
+
+        print(f"dronecats onboard: {result.reason}", file=sys.stderr)
+        return VehicleConnectionLost.exit_code
     return 0
 
 

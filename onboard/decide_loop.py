@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from onboard.controller import ControlPlan
+from onboard.pilot_call import PilotCallAbandoned
 from onboard.safety import Mode
 
 if TYPE_CHECKING:
@@ -80,7 +81,8 @@ class RealTimePacer:
 def run_loop(
     stop_reason: Callable[[], str | None], step: Callable[[], None], finish: Callable[[str], None]
 ) -> str:
-    """step() until stop_reason() names one; finish(reason) always runs (a crash ends as "stopped")."""
+    """step() until stop_reason() names one; finish(reason) always runs (a crash ends as "stopped").
+    A step whose pilot call was abandoned (the run had to end while it thought) ends with its reason."""
     reason = "stopped"
     try:
         while True:
@@ -88,7 +90,11 @@ def run_loop(
             if why is not None:
                 reason = why
                 break
-            step()
+            try:
+                step()
+            except PilotCallAbandoned as exc:
+                reason = exc.reason
+                break
     finally:
         finish(reason)
     return reason
@@ -98,6 +104,8 @@ def ask_pilot(rt: OnboardRuntime) -> PendingDecision | None:
     """Capture and ask the pilot; None when the camera failed (the drone holds, counted, said why)."""
     try:
         return rt.capture_and_decide()
+    except PilotCallAbandoned:
+        raise  # not the camera: the run is ending
     except Exception as exc:  # the camera failed (video lost, stale frame refused)
         rt.capture.failed(exc)
         return None

@@ -18,7 +18,7 @@ from typing import Any
 from common.actions import Action, Finished, Think, action_to_dict
 from common.camera import camera_profile
 from common.clock import Clock
-from common.errors import SafetyError
+from common.errors import PrearmRefused
 from common.interfaces import Camera, Vehicle
 from common.pose import Frame, Pose
 from common.truth import GroundTruth
@@ -39,6 +39,7 @@ from onboard.decision import (
 )
 from onboard.latency_compensation import InViewState
 from onboard.operator import Operator
+from onboard.pilot_call import PilotCallAbandoned, PilotCaller
 from onboard.profiles import flight_profile
 from onboard.realtime import ThreadNice
 from onboard.recorder import FlightRecorder
@@ -57,6 +58,7 @@ HISTORY_LENGTH = 5
 # prompt with an empty "Instruction:" line, and the check would then refuse a healthy pilot.
 PREARM_INSTRUCTION = "look around"
 DEFAULT_TAKEOFF_ALTITUDE_M = 3.0
+VEHICLE_LOST_REASON = "vehicle connection lost"  # the end reason's start (dronecats onboard exits 4)
 
 
 class OnboardRuntime:
@@ -104,6 +106,8 @@ class OnboardRuntime:
         self._stop = threading.Event()
         self.last_stages = StageLatencies()
         self.thread_nice = ThreadNice()  # of the runtime's own threads (applied by start)
+        # In real time the pilot thinks on a thread of its own, so a stuck model cannot hold the run.
+        self.pilot_caller = PilotCaller(self._decide_guarded, self.stop_reason)
 
     @property
     def camera(self) -> Camera:
@@ -137,6 +141,7 @@ class OnboardRuntime:
     def start(self, threaded: bool = True) -> None:
         """Connect, pre-arm check, arm, take off, start the actuation loop (unless a lock-step
         driver ticks it: threaded=False, and then takeoff only starts the climb)."""
+        self.pilot_caller.threaded = threaded
         self.vehicle.connect()
         home = self.vehicle.telemetry().pose
         self.governor.home = home
@@ -171,11 +176,17 @@ class OnboardRuntime:
         if not observation.instruction.strip():
             observation = replace(observation, instruction=PREARM_INSTRUCTION)
         start = wall_timer()
-        decision = self.pilot.decide(observation)
+        try:
+            decision = self.pilot_caller.call(observation)
+        except PilotCallAbandoned as exc:
+            self.event("prearm_failed", error=f"stopped while the pilot thought ({exc.reason})")
+            raise PrearmRefused(
+                f"pre-arm check: the run was stopped ({exc.reason}) before the pilot answered"
+            ) from None
         elapsed = wall_timer() - start
         if decision.action is None:
             self.event("prearm_failed", error=decision.error, raw=decision.raw[:500], latency_s=elapsed)
-            raise SafetyError(f"pre-arm check: the pilot returned no valid action ({decision.error})")
+            raise PrearmRefused(f"pre-arm check: the pilot returned no valid action ({decision.error})")
         self.event("prearm_ok", action=action_to_dict(decision.action), latency_s=elapsed)
 
     def stop(self) -> None:
@@ -191,6 +202,9 @@ class OnboardRuntime:
         """Why the run must end now, or None to go on deciding."""
         if self._stop.is_set():
             return "stopped"
+        lost = self.actuation.vehicle_lost()
+        if lost is not None:
+            return f"{VEHICLE_LOST_REASON}: {lost}"
         if self.t() >= self.config.t_max_s:
             return "t_max"
         if self.config.max_steps is not None and self.steps >= self.config.max_steps:
@@ -220,18 +234,52 @@ class OnboardRuntime:
         self.event("finished_run", reason=reason, counters=self.counters.__dict__)
         if self.config.land_at_end and self.governor.mode not in (Mode.LANDING, Mode.ESTOP):
             self.governor.land(f"end of run ({reason})", planned=True)
-            if threaded:  # let the actuation loop see the landing (a lock-step driver ticks it itself)
-                deadline = self.clock.now() + 1.0
-                while self.clock.now() < deadline and self.actuation.error is None:
-                    self.clock.sleep(0.05)
         if threaded:
+            # The end-of-run record first: a supervisor that kills the process while the vehicle
+            # descends loses only the touchdown line. Then the actuation loop flies the landing down
+            # (a lock-step driver ticks it itself).
+            self._record_end(reason)
+            touchdown = self._await_touchdown()
+            if touchdown is not None:
+                self.recorder.write_metadata(run={"touchdown": touchdown})
             self.actuation.stop()
             self.reporter.stop_threads()
             self.thread_nice.restore()
         self.reporter.final_telemetry(self.actuator.last_telemetry, self.actuator.last_sent)
+        self._record_end(reason)
+
+    def _record_end(self, reason: str) -> None:
         self.reporter.run_finished(
             self.result(reason), self.capture.stale_frames, self.actuation.scheduling, self.thread_nice.label
         )
+
+    def _await_touchdown(self) -> dict[str, Any] | None:
+        """A landing (or e-stop) was ordered: keep the actuation loop flying it until the vehicle
+        says it is down (landed or disarmed), at most touchdown_wait_s; log and return what was seen."""
+        if self.governor.mode not in (Mode.LANDING, Mode.ESTOP):
+            return None  # holding at the end (land_at_end: false): nothing to wait for
+        start_s = self.clock.now()
+        deadline_s = start_s + self.config.touchdown_wait_s
+        down = False
+        while self.actuation.error is None:
+            telemetry = self.actuator.last_telemetry
+            down = telemetry is not None and (telemetry.landed or not telemetry.armed)
+            if down or self.clock.now() >= deadline_s:
+                break
+            self.clock.sleep(0.05)
+        telemetry = self.actuator.last_telemetry
+        home_m = self.governor.home.altitude_m
+        why = None if down else ("vehicle connection failed" if self.actuation.error else "not seen in time")
+        seen = {
+            "landed": down,
+            "waited_s": round(self.clock.now() - start_s, 2),
+            "altitude_m": None if telemetry is None else round(telemetry.pose.altitude_m - home_m, 2),
+            "why": why,
+        }
+        self.event("touchdown", **seen)
+        if not down:
+            log.warning("touchdown not seen %.1f s after the landing order (%s)", seen["waited_s"], why)
+        return seen
 
     # ---- the decision step --------------------------------------------------------------------
     def _observation(self, frame: Frame) -> Observation:
@@ -262,16 +310,19 @@ class OnboardRuntime:
         w1 = wall_timer()
         stages.capture_s = w1 - w0
         observation = self._observation(frame)
-        try:
-            decision = self.pilot.decide(observation)
-        except Exception as exc:  # a pilot bug must not crash the drone: it is a failed decision
-            log.exception("pilot raised")
-            decision = Decision(action=None, raw="", error=f"pilot raised {type(exc).__name__}: {exc}")
+        decision = self.pilot_caller.call(observation)  # raises PilotCallAbandoned when the run ends first
         pilot_s = wall_timer() - w1
         stages.preprocess_s = decision.preprocess_s or 0.0
         stages.parse_s = decision.parse_s or 0.0
         stages.model_s = max(0.0, pilot_s - stages.preprocess_s - stages.parse_s)
         return PendingDecision(frame, observation, decision, capture_clock_s, stages, w0)
+
+    def _decide_guarded(self, observation: Observation) -> Decision:
+        try:
+            return self.pilot.decide(observation)
+        except Exception as exc:  # a pilot bug must not crash the drone: it is a failed decision
+            log.exception("pilot raised")
+            return Decision(action=None, raw="", error=f"pilot raised {type(exc).__name__}: {exc}")
 
     def apply_decision(self, pending: PendingDecision) -> ControlPlan | None:
         """Execute (or discard) a pilot's reply; returns the plan handed to the actuation loop."""

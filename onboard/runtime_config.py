@@ -60,6 +60,9 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     # executes the RemoteActions that come back. The local pilot is never called.
     remote: bool = False
     land_at_end: bool = True
+    # Real time: after the run ends with a landing, how long the process waits to see the vehicle
+    # on the ground (landed or disarmed) before it exits; the `touchdown` event says which came first.
+    touchdown_wait_s: float = 15.0
     prearm_check: bool = True
     save_frames: bool = True
     safety: SafetyConfig = msgspec.field(default_factory=SafetyConfig)

@@ -31,12 +31,17 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 @contextlib.contextmanager
 def sim_server(
-    *args: str, timeout_s: float = 60.0, wait_for: tuple[str, ...] = (), startup: list[str] | None = None
+    *args: str,
+    timeout_s: float = 60.0,
+    wait_for: tuple[str, ...] = (),
+    startup: list[str] | None = None,
+    process: list[subprocess.Popen] | None = None,
 ) -> Iterator[int]:
     """`dronecats sim --port 0 ARGS` in a subprocess until the block ends; yields its port.
 
     `wait_for`: line prefixes printed after "listening on" (emulator URLs such as "mavlink Drone1:")
-    to wait for as well; every line read until then is appended to `startup`."""
+    to wait for as well; every line read until then is appended to `startup`, and the server's
+    process to `process` (for a test that kills it)."""
     proc = subprocess.Popen(
         dronecats_cmd("sim", "--port", "0", *args),
         env=subprocess_env(),
@@ -75,6 +80,8 @@ def sim_server(
         )
         if startup is not None:
             startup.extend(lines)
+        if process is not None:
+            process.append(proc)
         listening = next(line for line in lines if line.startswith("listening on"))
         yield int(listening.rsplit(":", 1)[1])
     finally:
