@@ -138,7 +138,7 @@ def test_a_drone_that_fails_to_start_is_reported_at_once(tmp_path) -> None:
         timeout_s=120,
     )  # fmt: skip
     assert result.returncode == 2, result.stdout[-1000:] + result.stderr[-1000:]
-    assert "dronecats gs: Drone1 exited with code 1: dronecats onboard: pre-arm check" in result.stderr
+    assert "dronecats gs: Drone1 exited with code 3: dronecats onboard: pre-arm check" in result.stderr
     assert "last lines of its log" in result.stderr and "Traceback" not in result.stderr
     assert time.monotonic() - started_s < 60.0  # not the link wait's timeout
 
