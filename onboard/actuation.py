@@ -283,6 +283,9 @@ class ActuationThread:
         self.skipped_ticks = 0
         self.error: BaseException | None = None
         self.tick_failures = FailureStreak("actuation tick", log, clock.now)
+        self.stall_s = actuator.governor.config.stall_s
+        self.on_stall: Callable[[float, float], None] | None = None  # (now_s, gap_s): logged by the runtime
+        self.stalls_s: list[float] = []
 
     def start(self) -> None:
         poller = TelemetryPoller(self.actuator.vehicle, self.clock, self.period_s, phase_s=self.period_s / 2)
@@ -296,6 +299,15 @@ class ActuationThread:
         self._thread.join(timeout_s)
         if self.actuator.poller is not None:
             self.actuator.poller.stop(timeout_s)
+
+    def _stalled(self, now_s: float, gap_s: float) -> None:
+        """This loop did not run for gap_s (the whole process was stopped or starved): told to the
+        governor before the tick, so that its failsafes do not read our stall as the sources' silence."""
+        self.stalls_s.append(gap_s)
+        log.warning("onboard stalled %.1f s (the process did not run: not the vehicle's silence)", gap_s)
+        self.actuator.governor.stalled(gap_s, now_s)
+        if self.on_stall is not None:
+            self.on_stall(now_s, gap_s)
 
     def vehicle_lost(self) -> str | None:
         """Why the vehicle's connection is gone (every setpoint and telemetry call failing for
@@ -334,6 +346,8 @@ class ActuationThread:
             now_s = self.clock.now()
             if last_s is not None:
                 self.period_errors_s.append((now_s - last_s) - self.period_s)
+                if now_s - last_s >= self.stall_s:
+                    self._stalled(now_s, now_s - last_s - self.period_s)
             last_s = now_s
             try:
                 self.actuator.tick(now_s)

@@ -82,6 +82,8 @@ LIMITS: dict[str, dict[str, Range]] = {
         "pilot_silence_hold_s": _gt(0, 3600, "s"),
         "frame_stale_hold_s": _gt(0, 3600, "s"),
         "telemetry_stale_land_s": _gt(0, 3600, "s"),
+        "stall_s": _gt(0, 3600, "s"),
+        "recover_m_s": _gt(0, 20, "m/s"),
     },
     "RuntimeConfig": {
         "rate_hz": _ge(1, 1000, "Hz"),

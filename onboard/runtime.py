@@ -18,7 +18,7 @@ from typing import Any
 from common.actions import Action, Finished, Think, action_to_dict
 from common.camera import camera_profile
 from common.clock import Clock
-from common.errors import PrearmRefused
+from common.errors import ConfigError, PrearmRefused
 from common.interfaces import Camera, Vehicle
 from common.pose import Frame, Pose
 from common.truth import GroundTruth
@@ -46,6 +46,7 @@ from onboard.recorder import FlightRecorder
 from onboard.reporter import Publisher, RuntimeState, StepReporter
 from onboard.runtime_config import RuntimeConfig
 from onboard.safety import Mode, SafetyGovernor
+from onboard.safety_config import SafetyConfig
 from onboard.setpoints import MotionSchedule
 
 __all__ = ["OnboardRuntime", "PendingDecision", "Publisher", "RunResult", "RuntimeConfig", "plan_duration_s"]
@@ -59,6 +60,22 @@ HISTORY_LENGTH = 5
 PREARM_INSTRUCTION = "look around"
 DEFAULT_TAKEOFF_ALTITUDE_M = 3.0
 VEHICLE_LOST_REASON = "vehicle connection lost"  # the end reason's start (dronecats onboard exits 4)
+
+
+def check_takeoff_altitude(takeoff_altitude_m: float, safety: SafetyConfig) -> None:
+    """The take-off altitude (the config's, the flight profile's or the default) inside the envelope's
+    altitudes: the take-off goes to the vehicle directly, and nothing else may climb past the ceiling."""
+    floor_m, ceiling_m = safety.altitude_floor_m, safety.altitude_ceiling_m
+    if takeoff_altitude_m > ceiling_m:
+        raise ConfigError(
+            f"takeoff_altitude_m={takeoff_altitude_m:g} is above safety.altitude_ceiling_m={ceiling_m:g}: "
+            "lower the take-off or raise the ceiling"
+        )
+    if takeoff_altitude_m < floor_m:
+        raise ConfigError(
+            f"takeoff_altitude_m={takeoff_altitude_m:g} is below safety.altitude_floor_m={floor_m:g}: "
+            "raise the take-off or lower the floor"
+        )
 
 
 class OnboardRuntime:
@@ -82,6 +99,7 @@ class OnboardRuntime:
         self.profile = flight_profile(config.flight_profile)
         self.camera_profile = camera_profile(config.camera or self.profile.camera)
         self.canonical_focal_px = config.canonical_focal_px or pilot.canonical_focal_px(self.camera_profile)
+        check_takeoff_altitude(self.takeoff_altitude_m, config.safety)  # before anything connects
         self.governor = SafetyGovernor(config.safety, home=Pose(0.0, 0.0, 0.0, 0.0), clock=clock.now)
         self.reporter = StepReporter(
             config.drone, clock, recorder, truth, publisher, self.governor, self._state, config.save_frames,
@@ -93,6 +111,7 @@ class OnboardRuntime:
         self.actuation = ActuationThread(
             self.actuator, clock, config.rate_hz, rt_priority=config.actuation_rt_priority
         )
+        self.actuation.on_stall = lambda now_s, gap_s: self.event("stall", gap_s=round(gap_s, 3))
         self.counters = DecisionCounters()
         self.capture = FrameCapture(
             camera, config.max_frame_age_s, clock, self.governor, self.actuator, self.counters, self.reporter

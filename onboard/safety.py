@@ -182,6 +182,13 @@ class SafetyGovernor:
         with self._lock:
             return self._watchdogs.last_heard_s(name)
 
+    def stalled(self, gap_s: float, now_s: float) -> None:
+        """The onboard process itself did not run for `gap_s` until `now_s` (the actuation loop's own
+        tick gap): that time is not the sources' silence, and what follows is `safety.on_stall`."""
+        with self._lock:
+            self._watchdogs.stalled(gap_s, now_s)
+        self._flush()
+
     def pilot_may_lift(self) -> bool:
         """Whether the current hold is one a fresh valid pilot action can lift, so that the decision
         loop keeps reading frames and asking the pilot while it holds: no ground station attached, and
@@ -255,14 +262,21 @@ class SafetyGovernor:
         if telemetry is not None:
             self._check_vehicle(telemetry)
         mode = self.mode
-        if mode != Mode.FLYING:
+        if mode in (Mode.LANDING, Mode.ESTOP):
             if not asked.is_zero:
                 clamps.append(Clamp("mode", asked, HOLD, f"{mode.value}: {self.reason}"))
             return self._count(HOLD, clamps)
-        sent = self._envelope.speed_caps(asked, clamps)
-        if telemetry is not None:
-            sent = self._envelope.fence(sent, telemetry.pose, self.home, clamps)
-            sent = self._envelope.separate(sent, telemetry.pose, self.traffic_now(), clamps)
+        if mode == Mode.HOLD:
+            if not asked.is_zero:
+                clamps.append(Clamp("mode", asked, HOLD, f"{mode.value}: {self.reason}"))
+            sent = HOLD
+        else:
+            sent = self._envelope.speed_caps(asked, clamps)
+            if telemetry is not None:
+                sent = self._envelope.fence(sent, telemetry.pose, self.home, clamps)
+                sent = self._envelope.separate(sent, telemetry.pose, self.traffic_now(), clamps)
+        if telemetry is not None:  # holding or flying: outside the envelope is flown back in
+            sent = self._envelope.recover(sent, telemetry.pose, self.home, clamps)
         return self._count(sent, clamps)
 
     def _count(self, sent: Setpoint, clamps: list[Clamp]) -> tuple[Setpoint, list[Clamp]]:

@@ -11,6 +11,8 @@ import msgspec
 
 from onboard.config_limits import check_limits
 
+STALL_POLICIES = ("hold", "land", "continue")
+
 
 class SafetyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     geofence_radius_m: float = 150.0  # horizontal distance from home
@@ -40,9 +42,20 @@ class SafetyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pilot_silence_hold_s: float = 3.0  # no valid pilot action this long (beyond a pending reply's deadline)
     frame_stale_hold_s: float = 1.0  # no fresh camera frame this long, once a read found the video stale
     telemetry_stale_land_s: float = 2.0  # no vehicle telemetry this long -> land
+    # The onboard process itself did not run for this long (SIGSTOP, swap, CPU starvation, a long GC
+    # pause: the actuation loop's own tick gap on the monotonic clock): a stall, not the sources'
+    # silence. `on_stall` says what follows: "hold" (until vehicle, video and link are heard again
+    # after it, then fly on), "land", or "continue" (logged only).
+    stall_s: float = 0.5
+    on_stall: str = "hold"
+    # A vehicle found outside the envelope (above the ceiling, outside the fence: something outside
+    # the runtime moved it, or it was there before the limits held) is flown back in at this speed.
+    recover_m_s: float = 1.0
 
     def __post_init__(self) -> None:
         check_limits(self)  # onboard.config_limits: every number's valid range
+        if self.on_stall not in STALL_POLICIES:
+            raise ValueError(f"on_stall={self.on_stall!r} must be one of {STALL_POLICIES}")
         if self.estop_action not in ("land", "kill"):
             raise ValueError(f"estop_action={self.estop_action!r} must be 'land' or 'kill'")
         if not 0 <= self.altitude_floor_m < self.altitude_ceiling_m:

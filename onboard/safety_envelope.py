@@ -148,6 +148,31 @@ class Envelope:
         clamps.append(Clamp("fence", sp, sent, "; ".join(details)))
         return sent
 
+    def recover(self, sp: Setpoint, pose: Pose, home: Pose, clamps: list[Clamp]) -> Setpoint:
+        """A vehicle already outside the envelope is flown back in at recover_m_s (capped by the speed
+        limits): down when above the ceiling, toward home when outside the fence. The clamps above
+        only stop motion outward; nothing else brings a drone back that something else put outside."""
+        c = self.config
+        fwd, right, up, yaw = sp
+        details = []
+        altitude_m = home.z_m - pose.z_m
+        if altitude_m > c.altitude_ceiling_m:
+            up = -min(c.recover_m_s, c.max_vertical_m_s)
+            details.append(
+                f"above the ceiling alt={altitude_m:.1f} m (limit {c.altitude_ceiling_m} m): descending"
+            )
+        rn, re = pose.x_m - home.x_m, pose.y_m - home.y_m
+        r = math.hypot(rn, re)
+        if r > c.geofence_radius_m:
+            speed = min(c.recover_m_s, c.max_horizontal_m_s)
+            fwd, right = world_to_body(-rn / r * speed, -re / r * speed, 0.0, pose.yaw_deg)[:2]
+            details.append(f"outside the geofence r={r:.1f} m (limit {c.geofence_radius_m} m): returning")
+        if not details:
+            return sp
+        sent = Setpoint(fwd, right, up, yaw)
+        clamps.append(Clamp("recover", sp, sent, "; ".join(details)))
+        return sent
+
     def separate(self, sp: Setpoint, pose: Pose, traffic: Sequence[Vector], clamps: list[Clamp]) -> Setpoint:
         """Cut the velocity component toward any fleet drone that would close within separation_m, and
         vertical motion into its height band while the two are horizontally that close."""

@@ -18,7 +18,8 @@ from onboard.safety_config import SafetyConfig
 from onboard.safety_modes import ORDER, Failsafe, Mode, ModeMachine
 
 # Failsafe sources (SafetyGovernor.watch / heard): what each one does when silent is its SourceRule.
-LINK, PILOT, VIDEO, TELEMETRY = "link", "pilot", "video", "telemetry"
+# ONBOARD is the process itself: a stall of its own (SafetyGovernor.stalled), never watched for silence.
+LINK, PILOT, VIDEO, TELEMETRY, ONBOARD = "link", "pilot", "video", "telemetry", "onboard"
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Source:
     due_s: float | None = None  # pilot: when that request's reply is overdue
     tripped: Mode | None = None  # the mode this source's silence has caused (until it is back)
     poll: Callable[[], float | None] | None = None  # link: the link's own last-heard time
+    stall_s: float = 0.0  # onboard: the last stall's length (its end is last_heard_s)
 
     def reference_s(self) -> float:
         return self.last_heard_s if self.last_heard_s is not None else self.since_s
@@ -112,11 +114,31 @@ class TelemetryRule(SourceRule):
         return Mode.LANDING if silent_s >= c.telemetry_stale_land_s else None
 
 
+class StallRule(SourceRule):
+    """The onboard process stalled (it did not run): `safety.on_stall` says hold or land (or nothing);
+    back once the vehicle's telemetry and the link have been heard since the stall ended and the video
+    is not stale (FailsafeWatchdogs.check clears it)."""
+
+    label = "onboard stalled"
+
+    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
+        if not source.failing or c.on_stall == "continue":
+            return None
+        return Mode.LANDING if c.on_stall == "land" else Mode.HOLD
+
+    def back(self, source: Source, silent_s: float, c: SafetyConfig) -> bool:
+        return not source.failing
+
+    def why(self, source: Source, silent_s: float, now_s: float) -> str:
+        return f"{self.label} {source.stall_s:.1f} s (the process did not run; not a source's silence)"
+
+
 RULES: dict[str, SourceRule] = {
     LINK: LinkRule(),
     PILOT: PilotRule(),
     VIDEO: VideoRule(),
     TELEMETRY: TelemetryRule(),
+    ONBOARD: StallRule(),
 }
 SOURCE_LABELS = {name: rule.label for name, rule in RULES.items()}
 
@@ -187,8 +209,41 @@ class FailsafeWatchdogs:
                 source.last_heard_s = polled
         return source.reference_s()
 
+    def stalled(self, gap_s: float, now_s: float) -> None:
+        """The process did not run for gap_s until now_s: every source's clock moves on by the gap
+        (a source heard just before the stall is not silent for it), and the stall is a source of its
+        own that trips by `on_stall` at the next check."""
+        for source in self._sources.values():
+            if source.name == ONBOARD:
+                continue
+            source.since_s += gap_s
+            if source.last_heard_s is not None:
+                source.last_heard_s = min(now_s, source.last_heard_s + gap_s)
+            if source.asked_s is not None and source.due_s is not None:
+                source.asked_s, source.due_s = source.asked_s + gap_s, source.due_s + gap_s
+        stall = self._source(ONBOARD, now_s)
+        stall.failing, stall.stall_s, stall.last_heard_s = True, gap_s, now_s
+
+    def _stall_over(self, stall: Source) -> bool:
+        """The vehicle's telemetry and the link (when watched) heard since the stall ended, the video
+        not stale: the state the drone flies on is fresh again."""
+        end_s = stall.last_heard_s if stall.last_heard_s is not None else stall.since_s
+        for name in (TELEMETRY, LINK):
+            source = self._sources.get(name)
+            if source is not None and (self._last_heard(source) <= end_s):
+                return False
+        video = self._sources.get(VIDEO)
+        return video is None or not video.failing
+
     def check(self, now_s: float) -> None:
-        """The one rule, for every source in turn: trip to what its silence calls for, or log it back."""
+        """The one rule, for every source in turn: trip to what its silence calls for, or log it back.
+        A stall that is over and was the hold's only cause lifts it (the drone flies on by itself)."""
+        stall = self._sources.get(ONBOARD)
+        if stall is not None and stall.failing and self._stall_over(stall):
+            stall.failing = False
+            if self._modes.mode == Mode.HOLD and self._modes.hold_causes == {ONBOARD}:
+                stall.tripped = None
+                self._modes.resume("onboard stall over: vehicle, link and video fresh again", now_s)
         for source in list(self._sources.values()):
             rule = RULES[source.name]
             silent_s = now_s - self._last_heard(source)
