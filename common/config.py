@@ -46,6 +46,28 @@ def file_errors(
         raise error(f"{what} {path} is not valid {language}: {exc}") from None
 
 
+class DuplicateKey(ValueError):
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping. PyYAML keeps the last one
+    silently: `geofence_radius_m: 10` then `geofence_radius_m: 100000` flew a 100 km fence, and a
+    second `safety:` section replaced the first whole. (TOML refuses duplicates by itself.)"""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise DuplicateKey(f"{key!r} is given twice (first at line {seen[key]}): keep one", line)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_mapping(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
@@ -59,7 +81,9 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
             f"(offset {exc.start})"
         ) from None
     try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.load(text, Loader=UniqueKeyLoader)
+    except DuplicateKey as exc:
+        raise ConfigError(f"config {path} line {exc.line}: {exc}") from None
     except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config {path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from None
     if data is None:

@@ -93,10 +93,23 @@ def load_keypair(path: str | Path) -> KeyPair:
 
 
 def load_secret_keypair(path: str | Path) -> KeyPair:
+    """A secret certificate, refused (as ssh refuses a private key) when group or others may read it:
+    whoever reads it can command the drone or impersonate the ground station."""
     pair = load_keypair(path)
     if pair.secret_key is None:
         raise ConfigError(f"{path} is a public certificate; a secret one ({SECRET_SUFFIX}) is needed here")
+    check_private(Path(path))
     return pair
+
+
+def check_private(path: Path) -> None:
+    """ConfigError naming the file and the fix when `path` is readable or writable by group or others."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise ConfigError(
+            f"secret key {path} is accessible by others (mode {mode:04o}): refusing to use it; "
+            f"run `chmod 600 {path}`"
+        )
 
 
 def parse_public_key(value: str | Path) -> bytes:

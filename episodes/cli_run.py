@@ -112,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
         if args.sim and args.sim_pool:
             print("dronecats episodes run: give --sim or --sim-pool, not both", file=sys.stderr)
             return 2
+        if args.sim:  # the URL's rules once, before any episode (not once per episode, each failing)
+            from episodes.hil import parse_sim_url
+
+            parse_sim_url(args.sim)
         if args.sim and args.jobs > 1 and not args.ray:
             # One server has one Drone1 and one set of object names: its episodes fly one at a time.
             print("dronecats episodes run: --sim flies one episode at a time (--jobs 1)", file=sys.stderr)

@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -80,8 +80,10 @@ def parse_sim_url(url: str, flag: str = "--sim") -> HilTarget:
     unknown = sorted(set(query) - {"api", "assets", "lockstep", "spawn"})
     if unknown:
         raise ConfigError(f"{flag} {url!r}: unknown option(s) {unknown} (api, assets, lockstep, spawn)")
+    # The runner's own options are not a vehicle's: the shared parser gets the URL without them.
+    shared = urlencode([(k, v) for k, vs in query.items() if k not in ("assets", "lockstep") for v in vs])
     try:
-        server = parse_airsim_url(url)
+        server = parse_airsim_url(urlunsplit(parts._replace(query=shared)))
     except ConfigError as exc:
         raise ConfigError(f"{flag} {exc}") from None
     lockstep = query.get("lockstep", ["0"])[0]

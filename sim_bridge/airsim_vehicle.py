@@ -103,11 +103,19 @@ class AirSimTarget:
     api: str = "auto"
 
 
+AIRSIM_URL_OPTIONS = {"api", "camera", "spawn", "watchdog_s"}
+
+
 def parse_airsim_url(url: str) -> AirSimTarget:
     parts = urlsplit(url)
     if parts.scheme != "airsim":
         raise ConfigError(f"not an airsim:// URL: {url!r}")
     query = parse_qs(parts.query)
+    unknown = sorted(set(query) - AIRSIM_URL_OPTIONS)
+    if unknown:  # a misspelt option (watchdg_s) must not fly on the default it meant to change
+        raise ConfigError(
+            f"{url!r}: unknown option(s) {unknown} (known: {', '.join(sorted(AIRSIM_URL_OPTIONS))})"
+        )
     host, port = url_host_port(url, parts, "127.0.0.1", DEFAULT_PORT)
     spawn = parse_spawn(url, {k: v[0] for k, v in query.items()}) if "spawn" in query else None
     watchdog_s = query_float(url, {k: v[0] for k, v in query.items()}, "watchdog_s", 0.25, 0.02, 2.0)
