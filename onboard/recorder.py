@@ -14,6 +14,7 @@ import errno
 import json
 import logging
 import os
+import tempfile
 import threading
 import time
 from collections import deque
@@ -53,6 +54,11 @@ class RecorderConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         check_limits(self)  # onboard.config_limits: every number's valid range
 
 
+class LogFileGone(OSError):
+    """The file behind an open log was deleted (its directory removed mid-flight): lines written on
+    would land in an unlinked inode and vanish with the process."""
+
+
 class _Lines:
     """One append-only JSONL file that never leaves half a line: each line goes out in one write on an
     O_APPEND descriptor, and a write that fails part-way (ENOSPC) is cut back to the last whole line.
@@ -68,7 +74,10 @@ class _Lines:
         with self._lock:
             if self._fd < 0:
                 raise OSError(errno.EBADF, "closed", str(self.path))
-            size = os.fstat(self._fd).st_size
+            stat = os.fstat(self._fd)
+            if stat.st_nlink == 0:
+                raise LogFileGone(errno.ENOENT, "deleted while open", str(self.path))
+            size = stat.st_size
             try:
                 view = memoryview(data)
                 while view:
@@ -79,6 +88,18 @@ class _Lines:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, size)
                 raise
+
+    def gone(self) -> bool:
+        with self._lock:
+            return self._fd >= 0 and os.fstat(self._fd).st_nlink == 0
+
+    def reopen(self, path: Path) -> None:
+        """The same log at `path` (re-created, or in the fallback directory), appended from here."""
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+            self._fd, self.path = fd, path
 
     def close(self) -> None:
         with self._lock:
@@ -125,13 +146,18 @@ class FlightRecorder:
         self.disk_errors: dict[str, str] = {}  # what -> first error
         self.lines_lost = 0
         self._metadata_written = False
+        self._dir_lock = threading.Lock()
+        self.incomplete_logs: set[str] = set()  # files whose lines before a re-creation are lost
 
     # ---- episode.json -------------------------------------------------------------------------
     def write_metadata(self, **fields: Any) -> None:
         """Merge fields (dicts deeply) into episode.json and replace the file atomically.
 
         The first write is the arming check of the log dir: it raises SafetyError naming the dir.
-        Later ones degrade (make room by deleting frames, then report "logs")."""
+        Later ones degrade (a vanished or unwritable directory re-created or replaced first, then room
+        made by deleting frames, then "logs" reported)."""
+        if self._metadata_written:
+            self._check_directory()
         with self._meta_lock:
             _deep_update(self._metadata, fields)
             data = json.dumps(self._metadata, indent=2, sort_keys=True, default=_json_default)
@@ -191,6 +217,11 @@ class FlightRecorder:
     def _append(self, lines: _Lines, data: bytes) -> bool:
         """One whole line, or none (counted in lines_lost, reported once as "logs")."""
         try:
+            try:
+                self._retry_with_room(lambda: lines.write(data))
+                return True
+            except LogFileGone:
+                self._check_directory()  # re-created (or the fallback): the line goes there
             self._retry_with_room(lambda: lines.write(data))
         except OSError as exc:
             self.lines_lost += 1
@@ -203,6 +234,8 @@ class FlightRecorder:
         try:
             write()
             return
+        except LogFileGone:
+            raise  # not a full disk: the directory is gone (FlightRecorder._check_directory)
         except OSError as exc:
             self._stop_frames(exc)  # (its report may itself have made room: retry in any case)
             self._free_frames()
@@ -221,6 +254,7 @@ class FlightRecorder:
             if self._last_frame_t is not None and t_s - self._last_frame_t < min_gap_s:
                 return None
             self._last_frame_t = t_s
+        self._check_directory()
         folder = self.directory / FRAMES_DIR
         path = folder / name
         try:
@@ -275,8 +309,48 @@ class FlightRecorder:
             except Exception:
                 log.exception("disk error sink failed")
 
+    def _all_lines(self) -> tuple[_Lines, ...]:
+        return (self._steps, self._declarations, self._trace, self._events)
+
+    def _check_directory(self) -> None:
+        """The log directory vanished (rm -rf) or became unwritable (chmod) mid-flight: re-create it, or
+        move to a fallback directory when it cannot be, reopen the logs there, and say so once per
+        occurrence ("log_dir"); the end-of-run record lists the logs whose earlier lines were lost."""
+        with self._dir_lock:
+            writable = self.directory.is_dir() and os.access(self.directory, os.W_OK | os.X_OK)
+            if writable and not any(lines.gone() for lines in self._all_lines()):
+                return
+            lost = [lines.path.name for lines in self._all_lines() if lines.gone()]
+            lost += [EPISODE_FILE] if not (self.directory / EPISODE_FILE).exists() else []
+            old = self.directory
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                if not os.access(self.directory, os.W_OK | os.X_OK):
+                    raise PermissionError(errno.EACCES, "not writable", str(self.directory))
+                how = "re-created"
+            except OSError:
+                self.directory = Path(tempfile.mkdtemp(prefix=f"dronecats-logs-{old.name}-"))
+                lost = [lines.path.name for lines in self._all_lines()] + [EPISODE_FILE]
+                how = f"cannot be written: the logs go on in {self.directory}"
+            for lines in self._all_lines():
+                if lines.gone() or lines.path.parent != self.directory:
+                    lines.reopen(self.directory / lines.path.name)
+            with self._frames_lock:  # frames saved in the old directory are gone or stay there
+                self._frames.clear()
+                self._frames_bytes = 0
+            self.incomplete_logs.update(lost)
+            recovered = {"incomplete_logs": sorted(self.incomplete_logs), "log_dir": str(self.directory)}
+        error = f"log dir {old} vanished or became unwritable mid-flight: {how}; incomplete: {sorted(lost)}"
+        self.disk_errors.pop("log_dir", None)  # each occurrence is news
+        self._disk_error("log_dir", error)
+        with self._meta_lock:  # episode.json again, whole, in its (new) place
+            _deep_update(self._metadata, {"run": recovered})
+            data = json.dumps(self._metadata, indent=2, sort_keys=True, default=_json_default)
+            with contextlib.suppress(OSError):
+                self._retry_with_room(lambda: self._replace_metadata(data))
+
     def close(self) -> None:
-        for lines in (self._steps, self._declarations, self._trace, self._events):
+        for lines in self._all_lines():
             lines.close()
 
 

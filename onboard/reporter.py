@@ -320,9 +320,10 @@ class StepReporter:
     def on_disk_error(self, what: str, error: str) -> None:
         """The recorder lost frames or log lines: a `disk` safety event. Without frames the flight goes
         on; when the logs themselves cannot be written the drone holds (nothing it does is recorded)."""
-        action = "frames off; flying on" if what == "frames" else "hold: the logs cannot be written"
+        actions = {"frames": "frames off; flying on", "log_dir": "logs re-opened; flying on"}
+        action = actions.get(what, "hold: the logs cannot be written")
         self.event("disk", what=what, error=error, action=action)
-        if what != "frames":
+        if what not in actions:
             self.governor.hold(f"disk: {error}")
 
     def on_clamp(self, now_s: float, clamp: Clamp) -> None:
