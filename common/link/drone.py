@@ -107,6 +107,7 @@ class DroneLink(IoThread):
         on_link: Callable[[LinkEvent], None] | None = None,
         clock: Clock | None = None,
         on_traffic: Callable[[Traffic], None] | None = None,
+        on_refused: Callable[[wire.Envelope, str, str], None] | None = None,
     ) -> None:
         if not isinstance(security, (CurveServer, Insecure)):
             raise TypeError("security must be CurveServer(...) or Insecure() (chosen explicitly)")
@@ -121,6 +122,7 @@ class DroneLink(IoThread):
         self.handler = handler
         self.on_link = on_link
         self.on_traffic = on_traffic
+        self.on_refused = on_refused  # (envelope, "stale" | "replayed" | "unbound", reason), I/O thread
         self.commands: queue.Queue[ReceivedCommand] = queue.Queue(config.command_queue_size)
         self.endpoints: dict[str, str] = {}
         self.budget = FrameBudget(config.budget)
@@ -406,6 +408,8 @@ class DroneLink(IoThread):
                 f"{envelope.type} seq {envelope.seq} of session {envelope.session_id!r}: {verdict.reason}",
             )
             self._reply(identity, Ack(envelope.seq, envelope.type, verdict.status, verdict.reason))
+            if self.on_refused is not None:
+                self.on_refused(envelope, verdict.status, verdict.reason)
             return
         self.stats.add("accepted")
         self._heard(now_s)

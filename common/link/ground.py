@@ -61,6 +61,8 @@ from common.messages import (
 
 log = logging.getLogger(__name__)
 
+WAITING_HEARTBEAT_S = 0.05  # heartbeat period while a command waits for its drone's run and clock
+
 
 @dataclass(frozen=True)
 class DroneEndpoint:
@@ -186,6 +188,11 @@ class GroundLink(IoThread):
 
     def link_state(self, drone_id: str) -> str:
         return self._drone(drone_id).liveness.state
+
+    def run_session_id(self, drone_id: str) -> str:
+        """The session of the drone's current run (its nonce, which every command echoes); "" until
+        heard."""
+        return self._drone(drone_id).run_session_id
 
     def clock_offset(self, drone_id: str) -> ClockOffsetEstimator:
         """The estimator for one drone: offset_s (drone minus ground clock), rtt_s, to_ground_time()."""
@@ -547,10 +554,16 @@ class GroundLink(IoThread):
                         f"after {pending.attempts} attempts over {now_s - pending.started_s:.2f} s"
                     )
                 )
+        waiting = {p.drone_id for p in self._pending.values() if not p.drone_session_id}
         for drone in self._drones.values():
             event = drone.liveness.check(now_s)
             if event is not None:
                 self._raise(event)
-            if now_s >= drone.next_heartbeat_s:
+            # A command waiting for the drone's run and clock asks for them now, not at the next
+            # heartbeat: a fresh station's e-stop leaves one round trip after the connection is up.
+            asking = (
+                drone.endpoint.drone_id in waiting and now_s - drone.last_heartbeat_s >= WAITING_HEARTBEAT_S
+            )
+            if now_s >= drone.next_heartbeat_s or asking:
                 drone.next_heartbeat_s = now_s + self.config.heartbeat_interval_s
                 self._send_heartbeat(drone, now_s)
