@@ -96,6 +96,8 @@ LIMITS: dict[str, dict[str, Range]] = {
         "t_max_s": _gt(0, 7 * 86_400, "s"),
         "max_steps": _ge(0, 10_000_000, optional=True),
         "max_frame_age_s": _gt(0, 600, "s"),
+        "command_max_age_s": _gt(0, 60, "s"),
+        "command_clock_skew_s": _gt(0, 10, "s"),
     },
     "RecorderConfig": {
         "frames_max_bytes": _ge(0, 2**50, "bytes"),
