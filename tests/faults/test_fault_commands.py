@@ -203,7 +203,8 @@ def test_a_captured_hold_replayed_after_70_throw_away_sessions_is_refused(flight
 def restart(drone: Drone, tmp: Path) -> None:
     """The same `dronecats onboard` command line again (same keys, same ports): the next run."""
     assert drone.proc is not None
-    argv = list(drone.proc.args)  # type: ignore[arg-type]
+    assert isinstance(drone.proc.args, list)
+    argv = [str(arg) for arg in drone.proc.args]
     argv[argv.index("--log-dir") + 1] = str(tmp / f"{drone.name}-run-b")
     drone.log_dir = tmp / f"{drone.name}-run-b"
     with drone.output.open("a") as out:
