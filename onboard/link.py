@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -81,7 +82,7 @@ class RuntimeLink:
         self._heard_link_s: float | None = None  # the link's last-heard time (monotonic) ...
         self._heard_runtime_s = 0.0  # ... on the runtime's clock
         self.security = "curve" if isinstance(link.security, CurveServer) else "insecure"
-        self._refusals = 0
+        self._refusals: Counter[str] = Counter()  # by who refused: a flood of one kind hides no other
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, snapshot: TelemetrySnapshot) -> None:
@@ -170,10 +171,11 @@ class RuntimeLink:
     def refused(self, command: str, by: str, reason: str) -> None:
         """A command not run: `by` the runtime (its refusal), or by the link's admission ("stale",
         "replayed", "unbound": never reached the runtime). In events.jsonl while few, then one line in
-        a hundred (a flood must not fill the disk)."""
-        self._refusals += 1
-        if self._refusals <= 5 or self._refusals % 100 == 0:
-            self.runtime.event("refused", command=command, by=by, reason=reason, count=self._refusals)
+        a hundred of each kind (a flood must not fill the disk)."""
+        self._refusals[by] += 1
+        count = self._refusals[by]
+        if count <= 5 or count % 100 == 0:
+            self.runtime.event("refused", command=command, by=by, reason=reason, count=count)
 
     def _handle(self, command: ReceivedCommand) -> CommandOutcome:
         rt, body = self.runtime, command.body

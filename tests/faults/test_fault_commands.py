@@ -111,93 +111,105 @@ def refused_events(drone: Drone, by: str) -> list[dict[str, Any]]:
     return [e for e in events(drone.log_dir, "refused") if e.get("by") == by]
 
 
-@pytest.mark.parametrize("name", DRONES)
-def test_a_hold_stamped_an_hour_ago_is_refused_and_the_goto_flies_on(flight: Flight, name: str) -> None:
-    drone = flight.drones[name]
-    watch = flight.watcher(drone)
-    ground = ground_link(flight, drone)
-    try:
-        start = watch.wait(lambda t: True)
-        before = flight.sim_positions()[name]
-        goto_north(ground, watch, drone, 8.0, f"stale-{name}")
-        # The right run and a fresh session, the send time an hour ago (an attacker holding the key,
-        # or under --insecure anyone who read the run's nonce off the wire).
-        stale = forge(
-            "hold", {"reason": "an hour late"}, name, 1, time.monotonic() - 3600.0, watch.run_session_id
-        )
-        ack = key_holder_send(flight, drone, stale)
-        assert ack.result == "stale" and "3600" in ack.reason and "ago" in ack.reason, ack
-        flew_m = wait_moving(flight, drone, before, 3.0)  # the GoTo goes on: nothing held it
-        end = watch.wait(lambda t: t.link_stale > start.link_stale)
-        assert end.link_stale - start.link_stale == 1 and "an hour late" not in end.safety_state, end
-        assert end.mode == "flying", end
-        assert "rejected_stale" in drone.log_text()
-        assert any("ago" in e["reason"] for e in refused_events(drone, "stale"))
-        print(f"{name}: stale hold refused ({ack.reason}); the GoTo flew on {flew_m:.2f} m")
-    finally:
-        ground.close()
-        watch.close()
+def capture_hold(flight: Flight, drone: Drone, ground: GroundLink, tap: TcpTap) -> tuple[Ack, float, bytes]:
+    """A real ground station holds the drone through the tap: its Ack, when it sent it, the bytes."""
+    sent_at = time.monotonic()
+    ack = ground.send_command(drone.name, Hold("captured hold"), timeout_s=2.0)
+    assert ack.result == "ok", ack
+    (captured,) = tap.client_bytes()
+    return ack, sent_at, captured
 
 
-@pytest.mark.parametrize("name", DRONES)
-def test_a_captured_hold_replayed_after_70_throw_away_sessions_is_refused(flight: Flight, name: str) -> None:
-    drone = flight.drones[name]
-    watch = flight.watcher(drone)
-    tap = TcpTap(drone.base_port + 2)
-    ground = ground_link(flight, drone, tap.endpoint)
+def throwaway_sessions(flight: Flight, drone: Drone, run: str) -> None:
+    """70 fresh sessions, each running one command (refused by the runtime, remembered by the link)."""
+    sock = flight.commander(drone)
     try:
-        start = watch.wait(lambda t: True)
-        sent_at = time.monotonic()
-        ack = ground.send_command(name, Hold("captured hold"), timeout_s=2.0)
-        assert ack.result == "ok", ack
-        watch.wait(lambda t: "captured hold" in t.safety_state)
-        (captured,) = tap.client_bytes()
-        # 70 throw-away sessions, each running a command (refused by the runtime, remembered by the link).
-        sock = flight.commander(drone)
         for n in range(THROWAWAY_SESSIONS):
             judgement = {"declaration_id": f"none-{n}", "verdict": "accept"}
-            sock.send_multipart(
-                forge("judgement", judgement, name, 1, None, watch.run_session_id, f"throwaway{n}")
-            )
+            sock.send_multipart(forge("judgement", judgement, drone.name, 1, None, run, f"throwaway{n}"))
         got = 0
         while got < THROWAWAY_SESSIONS and sock.poll(10_000):
-            got += isinstance(wire.decode(sock.recv_multipart()).body, Ack)
-        sock.close(linger=0)
-        assert got == THROWAWAY_SESSIONS
-        goto_north(ground, watch, drone, -25.0, f"replay-{name}")  # lifts the hold: the drone flies
-        refused_before = watch.wait(lambda t: True).link_stale
-
-        def replayed_holds() -> list[Ack]:
-            if drone.public_key is None:
-                answer = replay(drone.base_port + 2, captured)  # the very bytes the station sent
-                return [a for a in acks_in(answer) if a.command_type == "hold"]
-            # CURVE: the recorded ciphertext fails the handshake, no command is even read ...
-            assert acks_in(replay(drone.base_port + 2, captured, listen_s=0.5)) == []
-            # ... so replay the plaintext as the key's holder: the same session, seq, run and time.
-            parts = forge(
-                "hold", {"reason": "captured hold"}, name, ack.command_seq, sent_at,
-                watch.run_session_id, ground.session_id,
-            )  # fmt: skip
-            return [key_holder_send(flight, drone, parts)]
-
-        # At once: still remembered (the 70 sessions flushed nothing): its cached ack, not run again.
-        at_once = replayed_holds()
-        assert at_once and all(a.duplicate or a.result == "stale" for a in at_once), at_once
-        time.sleep(max(0.0, sent_at + 3.5 - time.monotonic()))  # past max_age_s + clock_skew_s
-        later = replayed_holds()
-        assert later and all(a.result == "stale" for a in later), later
-        p0 = flight.sim_positions()[name]
-        wait_moving(flight, drone, p0, 0.5)  # still flying the GoTo: not held again
-        end = watch.wait(lambda t: t.link_stale > refused_before)
-        assert end.mode == "flying" and "captured hold" not in end.safety_state, end
-        assert end.link_accepted - start.link_accepted >= THROWAWAY_SESSIONS
-        holds = [e for e in events(drone.log_dir, "hold") if e.get("reason") == "captured hold"]
-        assert len(holds) == 1, holds  # run once, when it was sent
-        print(f"{name}: a replayed hold after {THROWAWAY_SESSIONS} sessions: {at_once[0]}, then {later[0]}")
+            body = wire.decode(sock.recv_multipart()).body
+            got += isinstance(body, Ack) and body.result == "rejected"  # "unknown declaration": it ran
+        assert got == THROWAWAY_SESSIONS, got
     finally:
-        ground.close()
-        tap.close()
-        watch.close()
+        sock.close(linger=0)
+
+
+def replay_hold(
+    flight: Flight, drone: Drone, run: str, ground: GroundLink, capture: tuple[Ack, float, bytes]
+) -> list[Ack]:
+    """The captured hold again: its very bytes (insecure), or under CURVE, where those fail the
+    handshake, its plaintext as the key's holder sends it (the same session, seq, run and time)."""
+    ack, sent_at, captured = capture
+    if drone.public_key is None:
+        answer = replay(drone.base_port + 2, captured)
+        return [a for a in acks_in(answer) if a.command_type == "hold"]
+    assert acks_in(replay(drone.base_port + 2, captured, listen_s=0.5)) == []
+    parts = forge(
+        "hold", {"reason": "captured hold"}, drone.name, ack.command_seq, sent_at, run, ground.session_id
+    )
+    return [key_holder_send(flight, drone, parts)]
+
+
+def test_stale_and_replayed_holds_are_refused_and_the_goto_flies_on(flight: Flight) -> None:
+    """Per drone: a real ground station's hold is captured; 70 throw-away sessions; a GoTo lifts the
+    hold; then a hold stamped an hour ago, the captured hold at once and again past the age bound:
+    all refused, and the vehicle keeps flying the GoTo in the simulator."""
+    drones = [flight.drones[name] for name in DRONES]
+    watches = {d.name: flight.watcher(d) for d in drones}
+    taps = {d.name: TcpTap(d.base_port + 2) for d in drones}
+    grounds = {d.name: ground_link(flight, d, taps[d.name].endpoint) for d in drones}
+    try:
+        starts = {d.name: watches[d.name].wait(lambda t: True) for d in drones}
+        runs = {d.name: watches[d.name].run_session_id for d in drones}
+        captures = {d.name: capture_hold(flight, d, grounds[d.name], taps[d.name]) for d in drones}
+        for drone in drones:
+            watches[drone.name].wait(lambda t: "captured hold" in t.safety_state)
+            throwaway_sessions(flight, drone, runs[drone.name])
+        before = {d.name: flight.sim_positions()[d.name] for d in drones}
+        for drone in drones:  # lifts the hold: the drone flies 25 m
+            goto_north(grounds[drone.name], watches[drone.name], drone, -25.0, f"replay-{drone.name}")
+        for drone in drones:
+            # The right run, the send time an hour ago (a holder of the key, or under --insecure anyone
+            # who read the run's nonce off the wire).
+            an_hour_ago = time.monotonic() - 3600.0
+            stale = forge("hold", {"reason": "an hour late"}, drone.name, 1, an_hour_ago, runs[drone.name])
+            ack = key_holder_send(flight, drone, stale)
+            assert ack.result == "stale" and "3600" in ack.reason and "ago" in ack.reason, ack
+            # At once: still remembered (70 sessions flushed nothing): its cached ack, not run again.
+            at_once = replay_hold(flight, drone, runs[drone.name], grounds[drone.name], captures[drone.name])
+            assert at_once and all(a.duplicate or a.result == "stale" for a in at_once), at_once
+            print(
+                f"{drone.name}: a hold stamped an hour ago: {ack.result} ({ack.reason}); "
+                f"replayed at once: {at_once}"
+            )
+        time.sleep(max(0.0, max(c[1] for c in captures.values()) + 3.5 - time.monotonic()))  # past 2.5 s
+        for drone in drones:
+            later = replay_hold(flight, drone, runs[drone.name], grounds[drone.name], captures[drone.name])
+            assert later and all(a.result == "stale" for a in later), later
+            print(f"{drone.name}: the captured hold replayed past the bound: {later}")
+        for drone in drones:
+            flew_m = wait_moving(flight, drone, before[drone.name], 3.0)
+            p0 = flight.sim_positions()[drone.name]
+            wait_moving(flight, drone, p0, 0.5)  # still flying the GoTo: not held again
+            start = starts[drone.name]
+            end = watches[drone.name].wait(
+                lambda t, s=start: t.link_stale - s.link_stale >= 2
+            )  # the hour-old one, the later replay
+            assert end.mode == "flying", end
+            assert "captured hold" not in end.safety_state and "an hour late" not in end.safety_state, end
+            assert end.link_accepted - start.link_accepted >= THROWAWAY_SESSIONS
+            holds = [e for e in events(drone.log_dir, "hold") if e.get("reason") == "captured hold"]
+            assert len(holds) == 1, holds  # run once, when it was sent
+            assert "rejected_stale" in drone.log_text()
+            assert any("3600" in e["reason"] for e in refused_events(drone, "stale"))
+            print(f"{drone.name}: flew on {flew_m:.2f} m")
+    finally:
+        for name in DRONES:
+            grounds[name].close()
+            taps[name].close()
+            watches[name].close()
 
 
 def restart(drone: Drone, tmp: Path) -> None:
