@@ -89,18 +89,9 @@ class CommandAdmission(Generic[T]):
     def admit(
         self, key: str, seq: int, send_time_s: float, drone_session_id: str, now_s: float
     ) -> Verdict[T]:
-        if drone_session_id != self.run_session_id:
-            if not drone_session_id:
-                return Verdict("unbound", "carries no drone run (a ground station of another release?)")
-            other, this = drone_session_id[:16], self.run_session_id
-            return Verdict("unbound", f"bound to drone run {other!r}, not this run {this!r}")
-        age_s = now_s - send_time_s
-        limit_s = self.config.max_age_s + self.config.clock_skew_s
-        if age_s > limit_s:
-            return Verdict("stale", f"sent {age_s:.1f} s ago, over the {limit_s:g} s bound")
-        if age_s < -self.config.clock_skew_s:
-            skew_s = self.config.clock_skew_s
-            return Verdict("stale", f"stamped {-age_s:.1f} s in the future, over the {skew_s:g} s skew")
+        verdict: Verdict[T] = self.fresh(send_time_s, drone_session_id, now_s)
+        if verdict.status != "run":
+            return verdict
         self._expire(now_s)
         session = self._sessions.get(key)
         if session is None:
@@ -113,6 +104,23 @@ class CommandAdmission(Generic[T]):
         if seq <= session.last_seq:
             last = session.last_seq
             return Verdict("replayed", f"seq {seq} is at or below {last}, the last one run in its session")
+        return Verdict("run")
+
+    def fresh(self, send_time_s: float, drone_session_id: str, now_s: float) -> Verdict[T]:
+        """The rules without a session: for this run, and fresh ("run" when both hold). Traffic,
+        which is not acked, is held to these alone (the next relay replaces it)."""
+        if drone_session_id != self.run_session_id:
+            if not drone_session_id:
+                return Verdict("unbound", "carries no drone run (a ground station of another release?)")
+            other, this = drone_session_id[:16], self.run_session_id
+            return Verdict("unbound", f"bound to drone run {other!r}, not this run {this!r}")
+        age_s = now_s - send_time_s
+        limit_s = self.config.max_age_s + self.config.clock_skew_s
+        if age_s > limit_s:
+            return Verdict("stale", f"sent {age_s:.1f} s ago, over the {limit_s:g} s bound")
+        if age_s < -self.config.clock_skew_s:
+            skew_s = self.config.clock_skew_s
+            return Verdict("stale", f"stamped {-age_s:.1f} s in the future, over the {skew_s:g} s skew")
         return Verdict("run")
 
     def remember(self, key: str, seq: int, send_time_s: float, ack: T, now_s: float) -> None:

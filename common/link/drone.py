@@ -383,6 +383,12 @@ class DroneLink(IoThread):
             self._reply(identity, HeartbeatReply(body.hb_seq, body.t1_s, t2_s, self.clock.now()))
             return
         if isinstance(body, Traffic):  # its numbers were range-checked while decoding (common.messages)
+            verdict = self._admission.fresh(envelope.send_time_s, envelope.drone_session_id, self.clock.now())
+            if verdict.status != "run":  # a replayed relay would place fleet mates where they were
+                self.stats.reject(
+                    verdict.status, f"traffic from session {envelope.session_id!r}: {verdict.reason}"
+                )
+                return
             self.stats.add("accepted")
             self._heard(now_s)
             self.stats.add("received_traffic")

@@ -242,8 +242,24 @@ class GroundLink(IoThread):
         drone = self._drones.get(drone_id)
         if drone is None:
             return
+        if not (drone.run_session_id and drone.clock.ready):
+            self.stats.add("dropped_traffic_unbound")  # the next relay, once the drone is heard, goes
+            return
+        # Bound and stamped like a command: the drone refuses stale or replayed traffic too.
+        envelope = wire.decode_header(parts[0])
+        header = wire.encode_envelope(
+            wire.Envelope(
+                envelope.version,
+                envelope.type,
+                envelope.drone_id,
+                envelope.session_id,
+                envelope.seq,
+                drone.clock.to_drone_time(self.clock.now()),
+                drone.run_session_id,
+            )
+        )
         try:
-            drone.dealer.send_multipart(parts, zmq.NOBLOCK)
+            drone.dealer.send_multipart([header, parts[1]], zmq.NOBLOCK)
             self.stats.add("sent_traffic")
         except zmq.Again:
             self.stats.add("dropped_traffic")

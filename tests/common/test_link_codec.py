@@ -162,6 +162,14 @@ def test_admission_refuses_stale_future_and_unbound_commands():
     assert "another release" in gate.admit("a", 1, 100.0, "", 100.0).reason
 
 
+def test_traffic_is_held_to_the_run_and_the_age_alone():
+    gate: CommandAdmission[str] = CommandAdmission(RUN)
+    assert gate.fresh(99.0, RUN, 100.0).status == "run"
+    assert gate.fresh(99.0, "run-a", 100.0).status == "unbound"
+    assert gate.fresh(90.0, RUN, 100.0).status == "stale"
+    assert len(gate) == 0  # nothing remembered: the next relay replaces it
+
+
 def test_admission_cannot_be_flushed_by_throw_away_sessions():
     config = AdmissionConfig(max_age_s=30.0, clock_skew_s=0.5, session_memory_s=60.0, max_sessions=8)
     gate: CommandAdmission[str] = CommandAdmission(RUN, config)
