@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from common import wire
@@ -210,6 +211,24 @@ def test_stale_and_replayed_holds_are_refused_and_the_goto_flies_on(flight: Flig
             grounds[name].close()
             taps[name].close()
             watches[name].close()
+
+
+def test_a_command_of_the_release_before_is_refused_by_name(flight: Flight) -> None:
+    """Protocol 1 (no run, no drone-clock stamp): refused, counted, and the drone log says why."""
+    drone = flight.drones["Drone2"]  # --insecure: a plain socket reaches the command port
+    watch = flight.watcher(drone)
+    sock = flight.commander(drone, client_key=None)
+    try:
+        start = watch.wait(lambda t: True)
+        header = msgspec.msgpack.encode([1, "estop", drone.name, "old-gs", 1, time.monotonic()])
+        sock.send_multipart([header, msgspec.msgpack.encode({"reason": "old release"})])
+        end = watch.wait(lambda t: t.link_rejected > start.link_rejected)
+        assert not sock.poll(500), "an old-format command was answered"
+        assert end.mode == "flying" and "old release" not in end.safety_state, end
+        assert "protocol version 1 is not the supported version 2" in drone.log_text()
+    finally:
+        sock.close(linger=0)
+        watch.close()
 
 
 def restart(drone: Drone, tmp: Path) -> None:
