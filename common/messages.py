@@ -82,7 +82,8 @@ def check_numbers(value: Any, where: str = "") -> None:
 
 
 LinkStateName = Literal["connecting", "up", "lost"]
-AckResult = Literal["ok", "rejected", "error", "stale"]
+# "stale", "replayed", "unbound": refused by the drone's link before anything ran (common.link.admission).
+AckResult = Literal["ok", "rejected", "error", "stale", "replayed", "unbound"]
 JudgementVerdict = Literal["accept", "reject"]
 
 
@@ -152,12 +153,14 @@ class Telemetry(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=Tru
     # The drone's command socket so far: messages accepted (valid, handed on) and those thrown
     # away: malformed or out of range (rejected), refused by the runtime (e.g. a remote action
     # outside remote mode; these were accepted first), unauthenticated connections; and the
-    # frames and publications it could not send at a socket's high-water mark.
+    # frames and publications it could not send at a socket's high-water mark; commands refused as
+    # stale, replayed or bound to another drone run (link_stale, not in link_rejected).
     link_accepted: Seq = 0
     link_rejected: Seq = 0
     link_refused: Seq = 0
     link_unauthenticated: Seq = 0
     link_dropped: Seq = 0
+    link_stale: Seq = 0
     # The standard deviation of the served actuation period (ms): the control rate's jitter.
     control_jitter_ms: Annotated[float, msgspec.Meta(ge=0.0, le=100_000.0)] = 0.0
 

@@ -27,7 +27,9 @@ import msgspec
 from common.errors import ProtocolError
 from common.messages import BODY_TYPES, Body, FrameMeta, Seq, Stamp
 
-PROTOCOL_VERSION = 1
+# 2: commands carry the drone's run session (Envelope.drone_session_id) and a send time on the drone's
+# clock. The drone and its ground stations are upgraded together; a version-1 peer is refused by name.
+PROTOCOL_VERSION = 2
 MAX_STRING_CHARS = 64  # drone ids, session ids and type names are short identifiers
 MAX_HEADER_BYTES = 256
 MAX_JPEG_BYTES = 16 * 1024 * 1024
@@ -75,8 +77,13 @@ class Envelope(msgspec.Struct, frozen=True, array_like=True, forbid_unknown_fiel
     type: str
     drone_id: str  # the sender for publications and replies, the addressee for commands
     session_id: str  # one per link instance (a restart starts a new session)
-    seq: Seq  # per (session, direction); commands are de-duplicated by (session_id, seq)
-    send_time_s: Stamp  # sender's clock
+    seq: Seq  # per (session, direction); a drone runs a command seq once, and none at or below it
+    # The sender's clock, except on commands: the drone's clock, as the ground station estimates it
+    # (common.link.clock_sync), so the drone can judge a command's age against its own clock.
+    send_time_s: Stamp
+    # Commands only: the session_id of the drone run they are for, learned from that drone's own
+    # messages. A drone refuses a command bound to another run (a capture from an earlier process).
+    drone_session_id: str = ""
 
 
 class ProtocolErrorKind:
@@ -118,11 +125,12 @@ def encode(
     seq: int,
     send_time_s: float,
     blob: bytes | None = None,
+    drone_session_id: str = "",
 ) -> list[bytes]:
     """The parts [header, body] (+ [jpeg] for a frame)."""
     if isinstance(body, FrameMeta) != (blob is not None):
         raise ValueError("a FrameMeta needs its JPEG bytes as `blob`, and only a FrameMeta carries one")
-    envelope = Envelope(PROTOCOL_VERSION, body.TYPE, drone_id, session_id, seq, send_time_s)
+    envelope = Envelope(PROTOCOL_VERSION, body.TYPE, drone_id, session_id, seq, send_time_s, drone_session_id)
     parts = [_encoder.encode(envelope), _encoder.encode(body)]
     if blob is not None:
         parts.append(bytes(blob))
@@ -146,11 +154,12 @@ def decode_header(part: bytes) -> Envelope:
     if envelope.version != PROTOCOL_VERSION:
         raise WireError(
             ProtocolErrorKind.VERSION,
-            f"protocol version {envelope.version} is not the supported version {PROTOCOL_VERSION}",
+            f"protocol version {envelope.version} is not the supported version {PROTOCOL_VERSION} "
+            "(a drone and its ground stations run the same release)",
         )
     if envelope.type not in _body_decoders:
         raise WireError(ProtocolErrorKind.UNKNOWN_TYPE, f"unknown message type {envelope.type[:40]!r}")
-    for name in ("drone_id", "session_id"):
+    for name in ("drone_id", "session_id", "drone_session_id"):
         value = getattr(envelope, name)
         if len(value) > MAX_STRING_CHARS:
             raise WireError(

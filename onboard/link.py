@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from common.errors import ConfigError
+from common.link.admission import AdmissionConfig
 from common.link.drone import CommandOutcome, DroneLink, DroneLinkConfig, ReceivedCommand
 from common.link.liveness import LinkEvent
 from common.link.security import CurveServer, Insecure
@@ -56,6 +58,7 @@ log = logging.getLogger(__name__)
 # A remote action's capture time may be this far ahead of the drone's clock (the ground station
 # converts it with an offset estimated from heartbeats, good to a few milliseconds on a LAN).
 MAX_CLOCK_SKEW_S = 0.5
+SESSION_MEMORY_S = 60.0  # how long a ground-station session's last seq is remembered, at least
 
 
 def endpoints(base: str) -> tuple[str, str, str]:
@@ -79,7 +82,7 @@ class RuntimeLink:
         self._heard_link_s: float | None = None  # the link's last-heard time (monotonic) ...
         self._heard_runtime_s = 0.0  # ... on the runtime's clock
         self.security = "curve" if isinstance(link.security, CurveServer) else "insecure"
-        self._refusals = 0
+        self._refusals: Counter[str] = Counter()  # by who refused: a flood of one kind hides no other
 
     # ---- Publisher ------------------------------------------------------------------------------
     def publish_telemetry(self, snapshot: TelemetrySnapshot) -> None:
@@ -162,13 +165,17 @@ class RuntimeLink:
     def handle(self, command: ReceivedCommand) -> CommandOutcome:
         outcome = self._handle(command)
         if not outcome.ok:
-            # In events.jsonl while few, then one line in a hundred (a flood must not fill the disk).
-            self._refusals += 1
-            if self._refusals <= 5 or self._refusals % 100 == 0:
-                self.runtime.event(
-                    "refused", command=command.body.TYPE, reason=outcome.reason, count=self._refusals
-                )
+            self.refused(command.body.TYPE, "runtime", outcome.reason)
         return outcome
+
+    def refused(self, command: str, by: str, reason: str) -> None:
+        """A command not run: `by` the runtime (its refusal), or by the link's admission ("stale",
+        "replayed", "unbound": never reached the runtime). In events.jsonl while few, then one line in
+        a hundred of each kind (a flood must not fill the disk)."""
+        self._refusals[by] += 1
+        count = self._refusals[by]
+        if count <= 5 or count % 100 == 0:
+            self.runtime.event("refused", command=command, by=by, reason=reason, count=count)
 
     def _handle(self, command: ReceivedCommand) -> CommandOutcome:
         rt, body = self.runtime, command.body
@@ -314,7 +321,11 @@ def attach_link(
             "--gs needs CURVE keys: --link-secret DRONE.key_secret and --link-allow GS.key "
             "(make them with `dronecats keys generate`), or --insecure to run the link without them"
         )
-    config = DroneLinkConfig(runtime.config.drone, telemetry, frames, commands)
+    max_age_s, skew_s = runtime.config.command_max_age_s, runtime.config.command_clock_skew_s
+    # Sessions are remembered until everything they sent is stale (at least a minute).
+    memory_s = max(SESSION_MEMORY_S, max_age_s + 2 * skew_s)
+    admission = AdmissionConfig(max_age_s, skew_s, memory_s)
+    config = DroneLinkConfig(runtime.config.drone, telemetry, frames, commands, admission=admission)
     holder: dict[str, RuntimeLink] = {}
     link = DroneLink(
         config,
@@ -323,6 +334,7 @@ def attach_link(
         on_link=lambda ev: holder["link"].on_link(ev),
         clock=runtime.clock,
         on_traffic=lambda traffic: holder["link"].on_traffic(traffic),
+        on_refused=lambda envelope, kind, reason: holder["link"].refused(envelope.type, kind, reason),
     )
     bridge = RuntimeLink(runtime, link)
     holder["link"] = bridge

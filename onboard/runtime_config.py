@@ -36,6 +36,11 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     # the video failsafe (safety.frame_stale_hold_s) holds (onboard.vehicles.video.FrameFreshness).
     max_frame_age_s: float = 1.0
     plan_deadline_s: float = 12.0  # plan-schema replies (after a think) get longer
+    # A ground-station command sent longer ago than command_max_age_s + command_clock_skew_s (on this
+    # drone's clock, as the station estimates it from heartbeats), or stamped more than the skew in
+    # the future, is refused unrun (common.link.admission; each retry is stamped afresh).
+    command_max_age_s: float = 2.0
+    command_clock_skew_s: float = 0.5
     compensate_latency: bool = True  # tolerant loop: re-express late plans from the current pose
     # What a late `go` flies toward from the current pose: "in-view" (the default: the point the
     # model aimed at, fixed in the world at capture, cap and bands applied again, the move cut where

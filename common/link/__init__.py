@@ -29,9 +29,11 @@ Ground station::
                                    "tcp://10.0.0.5:5557", server_public_key=drone1_public_key))
     ack = ground.send_command("drone1", Instruction("fly to the red car"))
 
-Exactly-once holds across reconnects and command-socket restarts (the drone's de-duplication window
-lives in its DroneLink); a restarted drone process starts with an empty window, so a command retried
-across a drone *process* restart can run again there.
+Exactly-once holds across reconnects and command-socket restarts (what the drone remembers of each
+session lives in its DroneLink). Every command is bound to one drone run (its session_id, learned by
+the ground link from the drone's own messages) and stamped on the drone's clock, and the drone runs
+it only when fresh, for this run, and above the last seq run in its session (common.link.admission):
+a command retried across a drone *process* restart is refused as `unbound`, never run twice.
 """
 
 from common.link.budget import FrameBudget, FrameBudgetConfig, FrameDecision

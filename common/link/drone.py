@@ -32,8 +32,8 @@ import zmq
 
 from common import wire
 from common.clock import Clock, WallClock
+from common.link.admission import AdmissionConfig, CommandAdmission
 from common.link.budget import FrameBudget, FrameBudgetConfig, FrameDecision
-from common.link.dedup import DedupWindow
 from common.link.io_thread import IoThread
 from common.link.liveness import LinkEvent, Liveness, check_timing
 from common.link.security import CurveServer, Insecure, ZapHandler, apply_server
@@ -71,7 +71,7 @@ class DroneLinkConfig:
     link_timeout_s: float = 2.0  # ground link is "lost" after this long without a ground heartbeat
     telemetry_hwm: int = 10
     frame_hwm: int = 2
-    dedup_per_session: int = 1024
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)  # command freshness and replay
     command_queue_size: int = 256
     budget: FrameBudgetConfig = field(default_factory=FrameBudgetConfig)
 
@@ -107,6 +107,7 @@ class DroneLink(IoThread):
         on_link: Callable[[LinkEvent], None] | None = None,
         clock: Clock | None = None,
         on_traffic: Callable[[Traffic], None] | None = None,
+        on_refused: Callable[[wire.Envelope, str, str], None] | None = None,
     ) -> None:
         if not isinstance(security, (CurveServer, Insecure)):
             raise TypeError("security must be CurveServer(...) or Insecure() (chosen explicitly)")
@@ -114,11 +115,14 @@ class DroneLink(IoThread):
         self.config = config
         self.drone_id = config.drone_id
         self.security = security
+        # This run's nonce: on everything the drone sends, and echoed by every command it will run,
+        # so a command captured from an earlier onboard process is refused here (common.link.admission).
         self.session_id = uuid.uuid4().hex[:16]
         self.clock: Clock = clock or WallClock()
         self.handler = handler
         self.on_link = on_link
         self.on_traffic = on_traffic
+        self.on_refused = on_refused  # (envelope, "stale" | "replayed" | "unbound", reason), I/O thread
         self.commands: queue.Queue[ReceivedCommand] = queue.Queue(config.command_queue_size)
         self.endpoints: dict[str, str] = {}
         self.budget = FrameBudget(config.budget)
@@ -127,7 +131,7 @@ class DroneLink(IoThread):
         self._pending_frame: tuple[FrameMeta, bytes] | None = None
         self._frame_lock = threading.Lock()
         self._seq = 0
-        self._dedup: DedupWindow[Ack] = DedupWindow(config.dedup_per_session)
+        self._admission: CommandAdmission[Ack] = CommandAdmission(self.session_id, config.admission)
         self._ground = Liveness("ground", config.link_timeout_s)
         self._next_heartbeat_s = 0.0
         self._pub: Any = None
@@ -212,7 +216,7 @@ class DroneLink(IoThread):
 
     def restart_command_socket(self) -> None:
         """Close and re-bind the command ROUTER on the same address (recovery, and tests of it).
-        The de-duplication window survives, so retried commands are still executed once."""
+        What the drone remembers of each session survives, so retried commands are still executed once."""
         if threading.current_thread() is self._thread:
             self._restart_router()
         else:
@@ -368,9 +372,9 @@ class DroneLink(IoThread):
         if envelope.type not in _ACCEPTED_TYPE_NAMES:
             self.stats.reject(wire.ProtocolErrorKind.UNEXPECTED, f"a {envelope.type} on the command socket")
             return
-        self.stats.add("accepted")
         now_s = time.monotonic()
         if isinstance(body, HeartbeatRequest):
+            self.stats.add("accepted")
             t2_s = self.clock.now()
             self._heard(now_s)
             if body.last_frame_seq >= 0:
@@ -379,12 +383,18 @@ class DroneLink(IoThread):
             self._reply(identity, HeartbeatReply(body.hb_seq, body.t1_s, t2_s, self.clock.now()))
             return
         if isinstance(body, Traffic):  # its numbers were range-checked while decoding (common.messages)
+            verdict = self._admission.fresh(envelope.send_time_s, envelope.drone_session_id, self.clock.now())
+            if verdict.status != "run":  # a replayed relay would place fleet mates where they were
+                self.stats.reject(
+                    verdict.status, f"traffic from session {envelope.session_id!r}: {verdict.reason}"
+                )
+                return
+            self.stats.add("accepted")
             self._heard(now_s)
             self.stats.add("received_traffic")
             if self.on_traffic is not None:
                 self.on_traffic(body)
             return
-        self._heard(now_s)
         client_key = None
         if isinstance(self.security, CurveServer):
             try:
@@ -392,23 +402,32 @@ class DroneLink(IoThread):
             except (zmq.ZMQError, KeyError):
                 client_key = None
         # Keyed by the authenticated key too, so one ground station cannot collide with another's session.
-        dedup_key = f"{client_key}/{envelope.session_id}"
-        status, cached = self._dedup.lookup(dedup_key, envelope.seq)
-        if status == "duplicate" and cached is not None:
+        session_key = f"{client_key}/{envelope.session_id}"
+        drone_now_s = self.clock.now()
+        verdict = self._admission.admit(
+            session_key, envelope.seq, envelope.send_time_s, envelope.drone_session_id, drone_now_s
+        )
+        if verdict.status in ("unbound", "stale", "replayed"):
+            # Never run, and never a sign of a live ground station (a replay must not keep the link up).
+            self.stats.reject(
+                verdict.status,
+                f"{envelope.type} seq {envelope.seq} of session {envelope.session_id!r}: {verdict.reason}",
+            )
+            self._reply(identity, Ack(envelope.seq, envelope.type, verdict.status, verdict.reason))
+            if self.on_refused is not None:
+                self.on_refused(envelope, verdict.status, verdict.reason)
+            return
+        self.stats.add("accepted")
+        self._heard(now_s)
+        if verdict.status == "duplicate" and verdict.cached is not None:
+            cached = verdict.cached
             self.stats.add("duplicates")
             self._reply(
                 identity, Ack(cached.command_seq, cached.command_type, cached.result, cached.reason, True)
             )
             return
-        if status == "stale":
-            self.stats.add("stale_commands")
-            ack = Ack(
-                envelope.seq, envelope.type, "stale", "older than the de-duplication window; not executed"
-            )
-            self._reply(identity, ack)
-            return
         ack = self._execute(ReceivedCommand(envelope, body, client_key))
-        self._dedup.remember(dedup_key, envelope.seq, ack)
+        self._admission.remember(session_key, envelope.seq, envelope.send_time_s, ack, drone_now_s)
         self._reply(identity, ack)
 
     def _execute(self, command: ReceivedCommand) -> Ack:

@@ -12,6 +12,13 @@ Commands: each gets the next seq of this link's session. An attempt that is not 
 timeout is re-sent with the same (session, seq), the timeout growing by `backoff` each time; the
 drone executes a seq once and answers duplicates from its cache, so a retry across a reconnect (even
 from a new socket, see `reconnect`) is never executed twice.
+
+Each command is bound to one run of its drone: the first attempt that leaves carries the drone's
+session (its run nonce, learned from whatever that drone sent last: a heartbeat reply, telemetry, a
+heartbeat) and every attempt is stamped with the send time on the drone's clock (this link's
+heartbeat estimate of it). Until both are known, which takes one heartbeat round trip after
+`add_drone`, attempts wait; the heartbeat reply sends them at once. A drone restarted in between
+refuses a retry bound to its previous run (Ack result "unbound"): the caller decides to re-send.
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ from common.messages import (
 )
 
 log = logging.getLogger(__name__)
+
+WAITING_HEARTBEAT_S = 0.05  # heartbeat period while a command waits for its drone's run and clock
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,7 @@ class _Pending:
     deadline_s: float = 0.0
     attempts: int = 0
     started_s: float = 0.0
+    drone_session_id: str = ""  # the drone run it is bound to, from its first attempt that left
 
 
 @dataclass
@@ -112,6 +122,7 @@ class _Drone:
     next_heartbeat_s: float = 0.0
     last_heartbeat_s: float = 0.0
     last_frame_seq: int = -1
+    run_session_id: str = ""  # the drone's session (its run nonce) as last heard; "" until then
 
 
 TelemetryCallback = Callable[[str, wire.Envelope, Telemetry], None]
@@ -178,6 +189,11 @@ class GroundLink(IoThread):
     def link_state(self, drone_id: str) -> str:
         return self._drone(drone_id).liveness.state
 
+    def run_session_id(self, drone_id: str) -> str:
+        """The session of the drone's current run (its nonce, which every command echoes); "" until
+        heard."""
+        return self._drone(drone_id).run_session_id
+
     def clock_offset(self, drone_id: str) -> ClockOffsetEstimator:
         """The estimator for one drone: offset_s (drone minus ground clock), rtt_s, to_ground_time()."""
         return self._drone(drone_id).clock
@@ -226,8 +242,24 @@ class GroundLink(IoThread):
         drone = self._drones.get(drone_id)
         if drone is None:
             return
+        if not (drone.run_session_id and drone.clock.ready):
+            self.stats.add("dropped_traffic_unbound")  # the next relay, once the drone is heard, goes
+            return
+        # Bound and stamped like a command: the drone refuses stale or replayed traffic too.
+        envelope = wire.decode_header(parts[0])
+        header = wire.encode_envelope(
+            wire.Envelope(
+                envelope.version,
+                envelope.type,
+                envelope.drone_id,
+                envelope.session_id,
+                envelope.seq,
+                drone.clock.to_drone_time(self.clock.now()),
+                drone.run_session_id,
+            )
+        )
         try:
-            drone.dealer.send_multipart(parts, zmq.NOBLOCK)
+            drone.dealer.send_multipart([header, parts[1]], zmq.NOBLOCK)
             self.stats.add("sent_traffic")
         except zmq.Again:
             self.stats.add("dropped_traffic")
@@ -343,7 +375,21 @@ class GroundLink(IoThread):
                 f"on {drone.endpoint.drone_id!r}'s socket",
             )
             return None
+        self._learn_run(drone, message.envelope.session_id)
         return message
+
+    def _learn_run(self, drone: _Drone, session_id: str) -> None:
+        if session_id == drone.run_session_id:
+            return
+        if drone.run_session_id:
+            log.info(
+                "drone %s is a new run (session %s, was %s): its clock is estimated afresh",
+                drone.endpoint.drone_id, session_id, drone.run_session_id,
+            )  # fmt: skip
+            self.stats.add("drone_runs_changed")
+            # Another process, perhaps on another computer: the old clock samples do not apply.
+            drone.clock = ClockOffsetEstimator()
+        drone.run_session_id = session_id
 
     def _received(self, drone: _Drone, sock: Any, topic: bool) -> Iterator[tuple[bytes, wire.Message]]:
         """(topic, message) for each valid message waiting on `sock` (its first part is the topic when
@@ -401,7 +447,10 @@ class GroundLink(IoThread):
                 self.stats.add("accepted")
             if isinstance(body, HeartbeatReply):
                 self._heard(drone)
+                was_ready = drone.clock.ready
                 drone.clock.add(body.t1_s, body.t2_s, body.t3_s, self.clock.now())
+                if drone.clock.ready and not was_ready:
+                    self._send_waiting(drone)
             elif isinstance(body, Ack):
                 self._heard(drone)
                 self._on_ack(drone, body)
@@ -441,11 +490,28 @@ class GroundLink(IoThread):
         self._pending[(pending.drone_id, pending.seq)] = pending
         self._attempt(pending, now_s)
 
+    def _send_waiting(self, drone: _Drone) -> None:
+        """The drone's run and clock just became known: send the commands that waited for them."""
+        now_s = time.monotonic()
+        for pending in list(self._pending.values()):
+            if pending.drone_id == drone.endpoint.drone_id and not pending.drone_session_id:
+                self._attempt(pending, now_s)
+
     def _attempt(self, pending: _Pending, now_s: float) -> None:
         drone = self._drones[pending.drone_id]
         pending.attempts += 1
         pending.deadline_s = now_s + pending.timeout_s * self.config.backoff ** (pending.attempts - 1)
-        # Re-stamp the send time on each attempt; the (session, seq) identity stays the same.
+        if not pending.drone_session_id:
+            if not (drone.run_session_id and drone.clock.ready):
+                self.stats.add("command_attempts_waiting")  # retried at the deadline, or on the reply
+                self.stats.log_limited(
+                    "command_attempts_waiting",
+                    f"{pending.type_name} to {pending.drone_id} waits for the drone's run and clock",
+                )
+                return
+            pending.drone_session_id = drone.run_session_id
+        # Re-stamp the send time on each attempt (on the drone's clock, as estimated): the drone
+        # refuses a stale one. The (session, seq) identity and the bound run stay the same.
         envelope = wire.decode_header(pending.parts[0])
         header = wire.encode_envelope(
             wire.Envelope(
@@ -454,7 +520,8 @@ class GroundLink(IoThread):
                 envelope.drone_id,
                 envelope.session_id,
                 envelope.seq,
-                self.clock.now(),
+                drone.clock.to_drone_time(self.clock.now()),
+                pending.drone_session_id,
             )
         )
         try:
@@ -480,6 +547,7 @@ class GroundLink(IoThread):
             session_id=self.session_id,
             seq=seq,
             send_time_s=request.t1_s,
+            drone_session_id=drone.run_session_id,
         )
         with contextlib.suppress(zmq.Again):
             drone.dealer.send_multipart(parts, zmq.NOBLOCK)
@@ -502,10 +570,16 @@ class GroundLink(IoThread):
                         f"after {pending.attempts} attempts over {now_s - pending.started_s:.2f} s"
                     )
                 )
+        waiting = {p.drone_id for p in self._pending.values() if not p.drone_session_id}
         for drone in self._drones.values():
             event = drone.liveness.check(now_s)
             if event is not None:
                 self._raise(event)
-            if now_s >= drone.next_heartbeat_s:
+            # A command waiting for the drone's run and clock asks for them now, not at the next
+            # heartbeat: a fresh station's e-stop leaves one round trip after the connection is up.
+            asking = (
+                drone.endpoint.drone_id in waiting and now_s - drone.last_heartbeat_s >= WAITING_HEARTBEAT_S
+            )
+            if now_s >= drone.next_heartbeat_s or asking:
                 drone.next_heartbeat_s = now_s + self.config.heartbeat_interval_s
                 self._send_heartbeat(drone, now_s)

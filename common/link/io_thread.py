@@ -2,7 +2,8 @@
 
 ZeroMQ sockets are not thread-safe, so each link gives all of its sockets to one I/O thread. Other
 threads talk to it through `call_soon(fn)` (a queue plus a socketpair that wakes the poller), which
-is thread-safe. Socket monitors count CURVE handshake failures into the link's stats.
+is thread-safe. Socket monitors count CURVE handshake failures into the link's stats, and the
+connections that close before any handshake (a port scan, an HTTP request, anything not ZeroMQ).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ _MONITOR_EVENTS = (
     | zmq.EVENT_HANDSHAKE_FAILED_AUTH
     | zmq.EVENT_HANDSHAKE_SUCCEEDED
     | zmq.EVENT_DISCONNECTED
+    | zmq.EVENT_ACCEPTED
 )
+MAX_UNSHAKEN = 1024  # accepted connections awaiting their handshake, per socket (a bound, not a window)
 
 
 class IoThread:
@@ -51,6 +54,9 @@ class IoThread:
         self._readers: dict[Any, Callable[[], None]] = {}
         self._poller = zmq.Poller()
         self._monitors: dict[Any, Any] = {}  # monitor socket -> watched socket's label
+        # Per monitor: the fds of accepted connections with no handshake event yet, oldest first.
+        # Handshake events carry no fd, so each one settles the oldest (the count stays exact).
+        self._unshaken: dict[Any, list[int]] = {}
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._started = threading.Event()
@@ -143,6 +149,7 @@ class IoThread:
                 self._poller.unregister(monitor)
                 del self._readers[monitor]
                 del self._monitors[monitor]
+                self._unshaken.pop(monitor, None)
                 with contextlib.suppress(zmq.ZMQError):
                     sock.disable_monitor()
                 monitor.close(linger=0)
@@ -159,10 +166,24 @@ class IoThread:
         except (zmq.ZMQError, ValueError):
             return
         kind = event["event"]
+        unshaken = self._unshaken.setdefault(monitor, [])
+        if kind == zmq.EVENT_ACCEPTED:
+            unshaken.append(event["value"])
+            del unshaken[:-MAX_UNSHAKEN]
+            return
+        if kind == zmq.EVENT_DISCONNECTED:
+            self.stats.add(f"disconnects_{label}")
+            if event["value"] in unshaken:
+                unshaken.remove(event["value"])
+                self.stats.reject(
+                    "handshake",
+                    f"a connection to {label} closed before any ZeroMQ handshake (not a ZeroMQ peer?)",
+                )
+            return
+        if unshaken:
+            unshaken.pop(0)
         if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
             self.stats.add(f"handshakes_{label}")
-        elif kind == zmq.EVENT_DISCONNECTED:
-            self.stats.add(f"disconnects_{label}")
         elif kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
             # On a server the ZAP handler already counted this denial; on a client it means the peer
             # refused our key.

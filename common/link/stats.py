@@ -17,7 +17,8 @@ LOG_EVERY_S = 10.0  # ... then at most one line per kind this often, with the co
 class LinkStats:
     """Named integer counters. Rejections are counted as `rejected_<kind>` (see common.wire
     ProtocolErrorKind, plus `unauthenticated` for ZAP denials and `handshake` for CURVE
-    handshakes that failed before authentication); `rejected_total()` sums them. Every message a
+    handshakes that failed before authentication, and `stale`, `replayed`, `unbound` for commands
+    common.link.admission refused); `rejected_total()` sums them. Every message a
     link receives is counted once as `received` and then once as either `accepted` (decoded,
     valid, addressed here: handed on) or `rejected_<kind>`."""
 
@@ -65,13 +66,15 @@ class LinkStats:
         with self._lock:
             c = self._counts
             unauthenticated = c["rejected_unauthenticated"] + c["rejected_handshake"]
-            rejected = sum(v for k, v in c.items() if k.startswith("rejected_")) - unauthenticated
+            stale = c["rejected_stale"] + c["rejected_replayed"] + c["rejected_unbound"]
+            rejected = sum(v for k, v in c.items() if k.startswith("rejected_")) - unauthenticated - stale
             return {
                 "link_accepted": c["accepted"],
                 "link_rejected": rejected,
                 "link_refused": c["refused"],
                 "link_unauthenticated": unauthenticated,
                 "link_dropped": c["publish_dropped"] + c["frames_skipped_backlog"],
+                "link_stale": stale,
             }
 
     def __repr__(self) -> str:

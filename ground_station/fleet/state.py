@@ -88,7 +88,9 @@ class OrderRecord:
 class AckRecord:
     drone: str
     command: str
-    result: str  # "ok", "rejected", "error", "stale", or "no ack" when the link gave up
+    # "ok", "rejected", "error"; "stale", "replayed", "unbound" (refused unrun by the drone's link,
+    # common.link.admission); or "no ack" when the link gave up
+    result: str
     reason: str
     latency_s: float
 

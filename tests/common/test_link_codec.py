@@ -1,4 +1,5 @@
-"""Wire codec, message bodies and the link's pure logic (dedup, clock offset, liveness, frame budget)."""
+"""Wire codec, message bodies and the link's pure logic (command admission, clock offset, liveness,
+frame budget)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from common import wire
 from common.actions import Go, Rotate
 from common.errors import ConfigError
 from common.keys import generate_keypair, list_keys, load_keypair, parse_public_key
+from common.link.admission import ACKS_KEPT_PER_SESSION, AdmissionConfig, CommandAdmission
 from common.link.budget import FrameBudget, FrameBudgetConfig
 from common.link.clock_sync import ClockOffsetEstimator
-from common.link.dedup import DedupWindow
 from common.link.liveness import Liveness
 from common.messages import (
     ALL_TYPES,
@@ -110,6 +111,7 @@ def good_parts():
 def test_rejections_have_kinds():
     header, body = good_parts()
     bad_version = msgspec.msgpack.encode([99, "instruction", "d1", "s", 1, 0.0])
+    release_1 = msgspec.msgpack.encode([1, "hold", "d1", "s", 1, 0.0])  # the format before run binding
     unknown_type = msgspec.msgpack.encode([wire.PROTOCOL_VERSION, "teleport", "d1", "s", 1, 0.0])
     wrong_body = msgspec.msgpack.encode({"text": 5})
     cases = {
@@ -123,6 +125,9 @@ def test_rejections_have_kinds():
         with pytest.raises(wire.WireError) as info:
             wire.decode(parts)
         assert info.value.kind == kind, parts
+    with pytest.raises(wire.WireError) as info:  # a command of the release before run binding
+        wire.decode([release_1, msgspec.msgpack.encode({"reason": ""})])
+    assert info.value.kind == wire.ProtocolErrorKind.VERSION and "same release" in str(info.value)
     with pytest.raises(wire.WireError) as info:
         wire.decode([header, body, b"extra"])
     assert info.value.kind == wire.ProtocolErrorKind.PARTS
@@ -130,20 +135,56 @@ def test_rejections_have_kinds():
         wire.decode([header, msgspec.msgpack.encode({"text": "x", "episode_id": "", "sneaky": 1})])
 
 
-def test_dedup_window():
-    window: DedupWindow[str] = DedupWindow(per_session=3, max_sessions=2)
-    assert window.lookup("a", 0) == ("new", None)
-    for seq in range(5):
-        window.remember("a", seq, f"ack{seq}")
-    assert window.lookup("a", 4) == ("duplicate", "ack4")
-    assert window.lookup("a", 2) == ("duplicate", "ack2")
-    assert window.lookup("a", 1) == ("stale", None)  # forgotten: refused rather than run twice
-    assert window.lookup("a", 5) == ("new", None)
-    assert window.lookup("b", 1) == ("new", None)  # sessions are separate
-    window.remember("b", 1, "b1")
-    window.remember("c", 1, "c1")  # evicts the least recently active session, "a"
-    assert window.lookup("a", 4) == ("new", None)
-    assert window.lookup("b", 1) == ("duplicate", "b1")
+RUN = "run-b"
+
+
+def test_admission_runs_each_seq_once_and_none_at_or_below_the_last():
+    gate: CommandAdmission[str] = CommandAdmission(RUN)
+    assert gate.admit("a", 0, 100.0, RUN, 100.0).status == "run"
+    for seq in range(ACKS_KEPT_PER_SESSION + 4):
+        gate.remember("a", seq, 100.0, f"ack{seq}", 100.0)
+    last = ACKS_KEPT_PER_SESSION + 3
+    assert gate.admit("a", last, 100.0, RUN, 100.0).cached == f"ack{last}"  # a retry: its ack again
+    old = gate.admit("a", 1, 100.0, RUN, 100.0)  # its ack is forgotten: refused, never run again
+    assert old.status == "replayed" and "at or below" in old.reason
+    assert gate.admit("a", last + 1, 100.0, RUN, 100.0).status == "run"
+    assert gate.admit("b", 1, 100.0, RUN, 100.0).status == "run"  # sessions are separate
+
+
+def test_admission_refuses_stale_future_and_unbound_commands():
+    gate: CommandAdmission[str] = CommandAdmission(RUN, AdmissionConfig(max_age_s=2.0, clock_skew_s=0.5))
+    assert gate.admit("a", 1, 97.6, RUN, 100.0).status == "run"  # 2.4 s: within age + skew
+    stale = gate.admit("a", 1, 100.0 - 3600.0, RUN, 100.0)
+    assert stale.status == "stale" and "3600.0 s ago" in stale.reason
+    assert gate.admit("a", 1, 100.6, RUN, 100.0).status == "stale"  # from the future
+    other = gate.admit("a", 1, 100.0, "run-a", 100.0)
+    assert other.status == "unbound" and "run-a" in other.reason
+    assert "another release" in gate.admit("a", 1, 100.0, "", 100.0).reason
+
+
+def test_traffic_is_held_to_the_run_and_the_age_alone():
+    gate: CommandAdmission[str] = CommandAdmission(RUN)
+    assert gate.fresh(99.0, RUN, 100.0).status == "run"
+    assert gate.fresh(99.0, "run-a", 100.0).status == "unbound"
+    assert gate.fresh(90.0, RUN, 100.0).status == "stale"
+    assert len(gate) == 0  # nothing remembered: the next relay replaces it
+
+
+def test_admission_cannot_be_flushed_by_throw_away_sessions():
+    config = AdmissionConfig(max_age_s=30.0, clock_skew_s=0.5, session_memory_s=60.0, max_sessions=8)
+    gate: CommandAdmission[str] = CommandAdmission(RUN, config)
+    gate.remember("victim", 5, 100.0, "ok", 100.0)
+    for n in range(70):  # far more sessions than it remembers at once
+        gate.remember(f"throwaway{n}", 1, 101.0 + n * 0.01, "ok", 101.0)
+    assert len(gate) == 8
+    replay = gate.admit("victim", 5, 100.0, RUN, 102.0)  # its session was forgotten early ...
+    assert replay.status == "stale" and "forgotten" in replay.reason  # ... behind a floor
+    assert gate.admit("fresh", 1, 102.0, RUN, 102.0).status == "run"  # a new ground station is not
+    # Forgotten by time only once everything the session sent is stale by its send time.
+    gate.remember("late", 1, 110.0, "ok", 110.0)
+    assert gate.admit("late", 1, 110.0, RUN, 171.0).status == "stale"
+    with pytest.raises(ValueError, match="session_memory_s"):
+        AdmissionConfig(max_age_s=30.0, session_memory_s=10.0)
 
 
 def test_clock_offset_min_rtt_filter():

@@ -69,7 +69,9 @@ def bad_messages(direction: str, count: int, seed: int) -> list[list[bytes]]:
     def wrong_version() -> list[bytes]:
         parts = list(rng.choice(base))
         env = msgspec.msgpack.decode(parts[0])
-        env[0] = rng.choice([0, 2, 99, -1, "1", None, 1.0])
+        env[0] = rng.choice(
+            [0, 1, wire.PROTOCOL_VERSION + 1, 99, -1, "1", None, 1.0]
+        )  # 1: the release before
         parts[0] = msgspec.msgpack.encode(env)
         return parts
 
@@ -94,7 +96,7 @@ def bad_messages(direction: str, count: int, seed: int) -> list[list[bytes]]:
         env[field_index] = rng.choice([None, [1], {"a": 1}, b"bytes", -5 if field_index == 4 else "x" * 100])
         if field_index == 5:
             env[5] = "late"
-        parts[0] = msgspec.msgpack.encode(env + ([] if rng.random() < 0.5 else ["extra"]))
+        parts[0] = msgspec.msgpack.encode(env + ([] if rng.random() < 0.5 else ["", "extra"]))
         return parts
 
     def extra_parts() -> list[bytes]:

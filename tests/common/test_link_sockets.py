@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -296,6 +297,25 @@ def test_unknown_keys_cannot_command_and_are_counted(drones, grounds):
     assert [text for _, _, text in drone.ask("report")["executions"]] == ["take off"]
 
 
+def test_connections_that_never_speak_zeromq_are_counted_as_unauthenticated():
+    """A port scan or an HTTP request to a CURVE drone never reaches a handshake: counted all the same."""
+    drone_keys, allowed = keypair(), keypair()
+    link = DroneLink(DroneLinkConfig("d1"), CurveServer(drone_keys, frozenset({allowed.public_key})))
+    link.start()
+    try:
+        port = int(link.endpoints["command"].rsplit(":", 1)[1])
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                time.sleep(0.1)
+        assert wait_for(lambda: link.stats.get("rejected_handshake") >= 3, timeout_s=10)
+        time.sleep(0.3)
+        assert link.stats.get("rejected_handshake") == 3, link.stats
+        assert link.stats.telemetry_counts()["link_unauthenticated"] == 3
+    finally:
+        link.close()
+
+
 def test_link_lost_within_timeout_and_restored(drones):
     timeout_s, interval_s = 0.5, 0.1
     drone = drones(DroneOptions(heartbeat_interval_s=interval_s, link_timeout_s=timeout_s))
@@ -350,6 +370,8 @@ def test_clock_offset_from_heartbeats(drones, grounds):
     # Both processes read the same system monotonic clock, so the true offset is exactly 1234.5 s.
     assert estimator.offset_s == pytest.approx(1234.5, abs=0.005)
     assert estimator.rtt_s is not None and estimator.rtt_s < 0.05
+    # Commands are stamped on the drone's clock through that estimate: fresh there, so they run.
+    assert ground.send_command("d1", Instruction("across the offset"), timeout_s=1.0).result == "ok"
 
 
 def test_frames_never_starve_telemetry(drones):

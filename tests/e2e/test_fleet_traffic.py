@@ -38,6 +38,9 @@ def test_traffic_reaches_the_drone_and_non_finite_traffic_is_rejected() -> None:
         ground.add_drone(DroneEndpoint("d1", e["telemetry"], e["frame"], e["command"]))
         # traffic is sent without waiting for a connection (a relay repeats it): connected first
         assert wait_for(lambda: drone.ground_link_state == "up", 10.0)
+        # ... and the station has heard the drone's run and clock: traffic is bound and stamped like a
+        # command (relayed before that, it is dropped; the next relay goes).
+        assert wait_for(lambda: ground.clock_offset("d1").ready, 10.0)
         good = Traffic((TrafficEntry("d2", (1.0, 2.0, -3.0), (0.5, 0.0, 0.0), 0.1),))
         ground.send_traffic("d1", good)
         assert wait_for(lambda: len(received) == 1, 5.0)

@@ -205,7 +205,8 @@ def test_non_finite_and_huge_targets_are_refused_while_decoding_and_counted(flig
             drone_id="Drone1",
             session_id="forged",
             seq=10,
-            send_time_s=0.0,
+            send_time_s=time.monotonic(),  # fresh on the drone's clock (CLOCK_MONOTONIC, this host)
+            drone_session_id=flight.fleet.link.run_session_id("Drone1"),  # bound to its run
         )
         sock.send_multipart(valid)
         assert sock.poll(10_000), "no ack for the valid GoTo"

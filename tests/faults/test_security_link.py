@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,16 @@ def flight(tmp_path_factory: pytest.TempPathFactory):
         yield flight
 
 
-def hold_command(seq: int) -> list[bytes]:
-    return wire.encode(Hold("intruder"), drone_id="Drone1", session_id="intruder", seq=seq, send_time_s=0.0)
+def hold_command(seq: int, run: str = "") -> list[bytes]:
+    """A Hold for Drone1, fresh now on this host's CLOCK_MONOTONIC (the drone's clock), bound to `run`."""
+    return wire.encode(
+        Hold("intruder"),
+        drone_id="Drone1",
+        session_id="intruder",
+        seq=seq,
+        send_time_s=time.monotonic(),
+        drone_session_id=run,
+    )
 
 
 def no_answer(sock: Any, wait_s: float = 1.5) -> bool:
@@ -176,7 +185,8 @@ def test_the_allowed_key_commands_the_drone(flight: Flight) -> None:
     watch = flight.watcher(drone)
     cmd = flight.commander(drone)
     try:
-        cmd.send_multipart(hold_command(50))
+        watch.wait(lambda t: True)
+        cmd.send_multipart(hold_command(50, watch.run_session_id))
         assert cmd.poll(5000), "no ack from the drone"
         ack = wire.decode(cmd.recv_multipart()).body
         assert isinstance(ack, Ack) and ack.result == "ok", ack

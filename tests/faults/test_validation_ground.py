@@ -22,7 +22,15 @@ import zmq
 
 from common import wire
 from common.keys import generate_keypair, load_keypair
-from common.messages import Ack, Declaration, FrameMeta, Instruction, Telemetry
+from common.messages import (
+    Ack,
+    Declaration,
+    FrameMeta,
+    HeartbeatReply,
+    HeartbeatRequest,
+    Instruction,
+    Telemetry,
+)
 from common.pose import Pose
 from ground_station.fleet.launch import free_port_block
 from tests.support.fuzz_frames import ACCEPT, Fuzzed, Generator
@@ -55,6 +63,7 @@ class FakeDrone:
         self.sent = {"accept": 0, "reject": 0}
         self.dropped = {"accept": 0, "reject": 0}
         self.instructions_acked = 0
+        self.replies_sent = 0  # heartbeat replies
 
     def bind(self, kind: int, offset: int, sndhwm: int = 1000) -> Any:
         sock = self.context.socket(kind)
@@ -82,7 +91,8 @@ class FakeDrone:
         assert len(subscribed) == 2 and self.identity is not None, (subscribed, self.identity)
 
     def serve_commands(self) -> None:
-        """Read the station's DEALER traffic: heartbeats (ignored), instructions (acked, counted)."""
+        """Read the station's DEALER traffic: heartbeats (answered, as a drone does), instructions (acked,
+        counted)."""
         router = self.sockets["command"]
         while True:
             try:
@@ -91,6 +101,11 @@ class FakeDrone:
                 return
             self.identity = identity
             message = wire.decode(parts)
+            if isinstance(message.body, HeartbeatRequest):  # the station's clock estimate needs these
+                now_s = time.monotonic()
+                reply = HeartbeatReply(message.body.hb_seq, message.body.t1_s, now_s, now_s)
+                self.send(Fuzzed(self.encode(reply), ACCEPT, "heartbeat_reply", "command"))
+                self.replies_sent += 1
             if isinstance(message.body, Instruction):
                 ack = Ack(message.envelope.seq, "instruction", "ok")
                 self.send(Fuzzed(self.encode(ack), ACCEPT, "ack", "command"))
@@ -166,13 +181,13 @@ def test_10000_fuzzed_frames_to_the_ground_station_and_nothing_non_finite_stored
         for i, distance in enumerate((math.nan, math.inf, -math.inf, -1e308)):
             body = {"declaration_id": f"bad-{i}", "t_s": 2.0, "pose_ned": {"x_m": 0, "y_m": 0, "z_m": -3},
                     "frame_seq": 1, "distance_m": distance}  # fmt: skip
-            drone.send(Fuzzed(forge("declaration", body, "Drone1", 900 + i), "reject", "issue", "telemetry",
-                              wire.TOPIC_DECLARATION))  # fmt: skip
+            forged = forge("declaration", body, "Drone1", 900 + i, session_id="fake")
+            drone.send(Fuzzed(forged, "reject", "issue", "telemetry", wire.TOPIC_DECLARATION))
         valid_declaration = Declaration("good-1", 3.0, pose, 1, "c", 4.5, None, True)
         drone.send(
             Fuzzed(drone.encode(valid_declaration), ACCEPT, "setup", "telemetry", wire.TOPIC_DECLARATION)
         )
-        frames = Generator(seed=23, drone_id="Drone1", now_s=time.monotonic).ground_frames(
+        frames = Generator(seed=23, drone_id="Drone1", now_s=time.monotonic, session_id="fake").ground_frames(
             N_FRAMES, tiny_jpeg()
         )
         started = time.monotonic()
@@ -203,7 +218,7 @@ def test_10000_fuzzed_frames_to_the_ground_station_and_nothing_non_finite_stored
     stats = summary["link"]
     rejected = sum(v for k, v in stats.items() if k.startswith("rejected_"))
     sent_total = sum(drone.sent.values()) + sum(drone.dropped.values())
-    assert sent_total == N_FRAMES + BURST_FRAMES + 6 + drone.instructions_acked
+    assert sent_total == N_FRAMES + BURST_FRAMES + 6 + drone.instructions_acked + drone.replies_sent
     # Every frame accounted for: what reached the station was accepted or rejected as labelled, and the
     # rest was dropped (counted) at the fake drone's high-water mark.
     assert stats["received"] == stats["accepted"] + rejected, stats

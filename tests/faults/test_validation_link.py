@@ -135,27 +135,27 @@ def test_bad_values_in_each_message_field_are_rejected_counted_and_nothing_moves
     cmd = flight.commander(drone)
     try:
         start = watch.wait(lambda t: True)
+        run = watch.run_session_id
         before = flight.sim_positions()
         for seq, (_label, (type_name, body)) in enumerate(BAD_FIELDS.items(), start=100):
-            send(cmd, forge(type_name, body(), "Drone1", seq))
+            send(cmd, forge(type_name, body(), "Drone1", seq, drone_session_id=run))
         # ... and bad envelopes around a valid body
         valid = msgspec.to_builtins(
             RemoteAction(Go((500, 400), 5.0), "c", 1, Pose(0, 0, -3, 0), time.monotonic())
         )
         for seq, send_time in ((200, math.nan), (201, math.inf), (-1, 0.0), (2**60, 0.0)):
-            send(cmd, forge("remote_action", valid, "Drone1", seq, send_time))
+            send(cmd, forge("remote_action", valid, "Drone1", seq, send_time, run))
         n_rejected = len(BAD_FIELDS) + 4
         # Refused by the runtime (valid values, wrong moment): acked "rejected" with the reason.
         future = remote_action(capture_time_s=time.monotonic() + 60.0)
         stale = remote_action(capture_time_s=time.monotonic() - 60.0)
-        send(cmd, forge("remote_action", future, "Drone1", 300))
-        send(cmd, forge("remote_action", stale, "Drone1", 301))
-        send(
-            cmd, forge("judgement", {"declaration_id": "never-declared", "verdict": "accept"}, "Drone1", 302)
-        )
+        send(cmd, forge("remote_action", future, "Drone1", 300, drone_session_id=run))
+        send(cmd, forge("remote_action", stale, "Drone1", 301, drone_session_id=run))
+        judgement = {"declaration_id": "never-declared", "verdict": "accept"}
+        send(cmd, forge("judgement", judgement, "Drone1", 302, drone_session_id=run))
         # The control case: a valid remote action (think: hold where you are) is executed.
         think = msgspec.to_builtins(RemoteAction(Think(), "c9", 1, Pose(0, 0, -3, 0), time.monotonic()))
-        send(cmd, forge("remote_action", think, "Drone1", 303))
+        send(cmd, forge("remote_action", think, "Drone1", 303, drone_session_id=run))
         replies = {a.command_seq: a for a in acks(cmd, 2.0)}
         assert set(replies) == {300, 301, 302, 303}, f"only the valid ones are answered: {replies}"
         assert replies[300].result == "rejected" and "in the future" in replies[300].reason
@@ -191,7 +191,15 @@ def test_a_remote_action_to_a_drone_not_in_remote_mode_is_refused(flight: Flight
         assert start.link_security == "insecure"
         before = flight.sim_positions()
         body = RemoteAction(Go((900, 500), 8.0), "c1", 1, Pose(0, 0, -3, 0), time.monotonic())
-        send(cmd, wire.encode(body, drone_id="Drone2", session_id="gs", seq=1, send_time_s=0.0))
+        parts = wire.encode(
+            body,
+            drone_id="Drone2",
+            session_id="gs",
+            seq=1,
+            send_time_s=time.monotonic(),
+            drone_session_id=watch.run_session_id,
+        )
+        send(cmd, parts)
         (ack,) = acks(cmd, 2.0)
         assert ack.result == "rejected" and "not in remote mode" in ack.reason, ack
         end = watch.wait(lambda t: t.link_refused > start.link_refused)
@@ -207,16 +215,22 @@ def test_10000_fuzzed_frames_to_the_command_socket_are_all_accounted_for(flight:
     drone = flight.drones["Drone1"]
     watch = flight.watcher(drone)
     cmd = flight.commander(drone)
-    frames = Generator(seed=17, drone_id="Drone1", now_s=time.monotonic).command_frames(10_000)
-    n_accept = sum(f.expect == ACCEPT for f in frames)
-    n_reject = sum(f.expect == REJECT for f in frames)
     try:
         start = watch.wait(lambda t: True)
+        run = watch.run_session_id
+        generator = Generator(seed=17, drone_id="Drone1", now_s=time.monotonic, drone_session_id=run)
+        # Made a hundred at a time as they are sent (the same frames as all at once): a valid command
+        # must be fresh when it arrives, or the drone refuses it as stale.
+        batches = (generator.command_frames(100) for _ in range(100))
         before = flight.sim_positions()
-        for i, frame in enumerate(frames):
-            cmd.send_multipart(frame.parts)  # DEALER -> ROUTER: blocks at the high-water mark, never drops
-            if i % 500 == 0:
-                acks(cmd, 0.0)  # keep our own receive queue short
+        frames = []
+        for batch in batches:
+            for frame in batch:
+                cmd.send_multipart(frame.parts)  # DEALER -> ROUTER: blocks at the high-water mark
+            frames += batch
+            acks(cmd, 0.0)  # keep our own receive queue short
+        n_accept = sum(f.expect == ACCEPT for f in frames)
+        n_reject = sum(f.expect == REJECT for f in frames)
         end = watch.wait(
             lambda t: (
                 (t.link_accepted - start.link_accepted) + (t.link_rejected - start.link_rejected)
@@ -228,6 +242,7 @@ def test_10000_fuzzed_frames_to_the_command_socket_are_all_accounted_for(flight:
         end = watch.wait(lambda t: True)
         accepted = end.link_accepted - start.link_accepted
         rejected = end.link_rejected - start.link_rejected
+        assert end.link_stale == start.link_stale, "a valid command arrived stale (a slow sender?)"
         assert (accepted, rejected) == (n_accept, n_reject), (accepted, rejected, n_accept, n_reject)
         assert accepted + rejected == len(frames)
         assert drone.alive(), drone.log_text()[-2000:]

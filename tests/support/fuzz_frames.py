@@ -106,10 +106,22 @@ class Generator:
     """Frames for one receiver: `command_frames` for a drone's command socket, `ground_frames` for
     a ground station (it subscribes to the fake drone's PUB sockets and talks to its ROUTER)."""
 
-    def __init__(self, seed: int, drone_id: str, now_s: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        seed: int,
+        drone_id: str,
+        now_s: Callable[[], float],
+        *,
+        session_id: str = "fuzz",
+        drone_session_id: str = "",
+    ) -> None:
+        """`session_id`: the sender's session; `drone_session_id`: the drone run a valid command is
+        bound to (the drone refuses one bound to no run or another)."""
         self.rng = random.Random(seed)
         self.drone_id = drone_id
         self.now_s = now_s
+        self.session_id = session_id
+        self.drone_session_id = drone_session_id
         self.seq = 1000
 
     def _seq(self) -> int:
@@ -118,7 +130,13 @@ class Generator:
 
     def _valid(self, body: Any, blob: bytes | None = None) -> list[bytes]:
         return wire.encode(
-            body, drone_id=self.drone_id, session_id="fuzz", seq=self._seq(), send_time_s=1.0, blob=blob
+            body,
+            drone_id=self.drone_id,
+            session_id=self.session_id,
+            seq=self._seq(),
+            send_time_s=self.now_s(),  # a drone refuses a stale command
+            blob=blob,
+            drone_session_id=self.drone_session_id,
         )
 
     # ---- the common invalid shapes --------------------------------------------------------------
@@ -135,7 +153,7 @@ class Generator:
         index = rng.randint(0, 5)
         env[index] = rng.choice(
             [
-                [0, 2, "1", None, 1.5],
+                [0, 1, wire.PROTOCOL_VERSION + 1, "1", None, 1.5],  # 1: the release before run binding
                 ["teleport", "", 7, None, "x" * 100],
                 ["someone-else", "x" * 100, 5, None],
                 ["x" * 100, 5, None],
@@ -144,7 +162,8 @@ class Generator:
             ][index]
         )
         if rng.random() < 0.2:
-            env = [*env, "extra"] if rng.random() < 0.5 else env[:-1]
+            # One field too many (past the optional drone_session_id) or one required field short.
+            env = [*env, "", "extra"] if rng.random() < 0.5 else env[:-1]
         return raw(env, msgspec.to_builtins(body))
 
     def mutated(self, body: Any, blob: bytes | None = None) -> list[bytes]:

@@ -39,10 +39,21 @@ HOVER_SETTINGS = [
 ]
 
 
-def forge(type_name: str, body: Any, drone_id: str, seq: int = 1, send_time_s: Any = 0.0) -> list[bytes]:
-    """[header, body] built from plain values, bypassing every check our own encoder makes."""
-    header = msgspec.msgpack.encode([wire.PROTOCOL_VERSION, type_name, drone_id, "fault", seq, send_time_s])
-    return [header, msgspec.msgpack.encode(body)]
+def forge(
+    type_name: str,
+    body: Any,
+    drone_id: str,
+    seq: int = 1,
+    send_time_s: Any = None,
+    drone_session_id: str = "",
+    session_id: str = "fault",
+) -> list[bytes]:
+    """[header, body] built from plain values, bypassing every check our own encoder makes. The send
+    time defaults to now on CLOCK_MONOTONIC (a drone on this host judges a command's age on it);
+    `drone_session_id` binds a command to a drone run (TelemetryWatch.run_session_id)."""
+    when = time.monotonic() if send_time_s is None else send_time_s
+    envelope = [wire.PROTOCOL_VERSION, type_name, drone_id, session_id, seq, when, drone_session_id]
+    return [msgspec.msgpack.encode(envelope), msgspec.msgpack.encode(body)]
 
 
 def strict_json(text: str) -> Any:
@@ -174,6 +185,7 @@ class TelemetryWatch:
     def __init__(self, sock: Any) -> None:
         self.sock = sock
         self.latest: Telemetry | None = None
+        self.run_session_id = ""  # the drone run's nonce: the session on everything it sends
 
     def poll(self, timeout_s: float = 0.5) -> Telemetry | None:
         end = time.monotonic() + timeout_s
@@ -188,6 +200,7 @@ class TelemetryWatch:
                 message = wire.decode(raw[1:])
                 if isinstance(message.body, Telemetry):
                     self.latest = message.body
+                    self.run_session_id = message.envelope.session_id
         return self.latest
 
     def wait(self, predicate: Any, timeout_s: float = 15.0) -> Telemetry:
