@@ -33,6 +33,14 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
         help="Tello SDK for --tello: 2.0 Tello EDU, 3.0 RoboMaster TT (motoron, setfps, EXT), 1.3 Tello",
     )
     parser.add_argument(
+        "--tello-auto-land-s",
+        type=tello_auto_land_s,
+        default=TELLO_AUTO_LAND_S,
+        metavar="S",
+        help="the Tello lands by itself after S s without a command (default 15, the firmware's fixed "
+        "value; shorter only to rehearse it quickly)",
+    )
+    parser.add_argument(
         "--mavlink",
         action="store_true",
         help="also serve each drone as a MAVLink autopilot (for pymavlink, MAVSDK, MAVProxy)",
@@ -54,6 +62,20 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
         default=14540,
         help="companion UDP port of drone 1 (drone k: +k-1); 0 picks free ports (printed)",
     )
+
+
+TELLO_AUTO_LAND_S = 15.0  # SDK 2.0 user guide: no command for 15 s -> the drone lands
+
+
+def tello_auto_land_s(text: str) -> float:
+    """argparse type for --tello-auto-land-s: 0.5..15 s (a real Tello cannot wait longer)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0.5 <= value <= TELLO_AUTO_LAND_S):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 0.5..{TELLO_AUTO_LAND_S:g} s")
+    return value
 
 
 def mavlink_param(item: str) -> tuple[str, float]:
@@ -97,6 +119,7 @@ def start_emulators(world: World, args: argparse.Namespace) -> list[Any]:
                 command_port=9000 + k,
                 client_video_port=11110 + k,
                 sdk=getattr(args, "tello_sdk", "2.0"),
+                auto_land_s=getattr(args, "tello_auto_land_s", TELLO_AUTO_LAND_S),
             )
             emu = TelloEmulator(world, name, cfg).start()
             started.append(emu)
