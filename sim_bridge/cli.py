@@ -160,9 +160,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_silence_s,
         default=None,
         metavar="S",
-        help="each drone lands by itself after S s (simulation time) in the air without a command, as a "
-        "flight controller does when its companion dies (default: off, AirSim's behaviour: it hovers; "
-        "a client can arm it per drone with dcSetSilenceLanding)",
+        help="each drone lands by itself after S s (of simulation and of wall time) in the air without a "
+        "command, as a flight controller does when its companion dies (default: off, AirSim's behaviour: "
+        "it hovers; a client can arm it per drone with dcSetSilenceLanding)",
     )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 

@@ -53,8 +53,8 @@ EXTENSIONS = {
     "dcGetSimTime": "() -> float: simulation time in seconds",
     "dcSetClockSpeed": "(speed) -> None: simulated seconds per wall second while running",
     "dcSetSilenceLanding": "(vehicle_name, silence_s) -> float: land the vehicle by itself after "
-    "silence_s of simulation time in the air without a command (0: off, the default); the bound now in "
-    "effect. `reset` restores the server's --land-on-silence-s",
+    "silence_s (simulation and wall time) in the air without a command (0: off, the default); the "
+    "bound now in effect. `reset` restores the server's --land-on-silence-s",
     "dcGetSilenceLanding": "(vehicle_name) -> float: the vehicle's command-silence bound (0: off)",
     "dcGetWorldEffects": "() -> {wind, weather_enabled, weather, trace_lines}: what simSetWind, "
     "simEnableWeather, simSetWeatherParameter and simSetTraceLine set (trace lines are stored only: "

@@ -7,8 +7,10 @@ Motions are single tasks per vehicle: starting one cancels the running one (whic
 Command-silence landing (`silence_land_s`, off unless set; AirSim has no such rule): a vehicle in the
 air that has held with no command for that long lands by itself, as a Tello does after 15 s and PX4
 after its offboard-loss timeout, so that a client that died in flight does not leave it hovering.
-Silence runs on simulation time from the last command or the end of the last motion (a running
-motion, e.g. a blocking take-off climb, is not silence), so a paused simulator never lands anything.
+Silence runs from the last command or the end of the last motion (a running motion, e.g. a blocking
+take-off climb, is not silence) and must have lasted silence_land_s both in simulation time (a paused
+simulator, e.g. lock-step waiting on its pilot, never lands anything) and in wall time (a simulator run
+faster than real time does not land a client that commands at its own wall-clock rate).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -140,6 +143,7 @@ class Multirotor:
         self.silence_landings = 0
         self._commanded = False  # a command arrived since the last tick
         self._active_s = 0.0  # sim time of the last command, or of the last tick a motion ran
+        self._active_wall_s = time.monotonic()  # the same on the wall clock
 
     @property
     def goal_mode(self) -> str:
@@ -427,18 +431,20 @@ class Multirotor:
 
     def _silence_rule(self, now_s: float) -> None:
         """Land a vehicle left holding in the air with no command for silence_land_s."""
+        wall_s = time.monotonic()
         if self._commanded or self._goal.mode != "hold" or self.landed:
             self._commanded = False
-            self._active_s = now_s
+            self._active_s, self._active_wall_s = now_s, wall_s
             return
         silent_s = now_s - self._active_s
-        if self.silence_land_s is None or silent_s < self.silence_land_s:
+        bound_s = self.silence_land_s
+        if bound_s is None or silent_s < bound_s or wall_s - self._active_wall_s < bound_s:
             return
         log.warning(
             "%s: no command for %.1f s (command-silence landing after %g s): landing",
             self.name,
             silent_s,
-            self.silence_land_s,
+            bound_s,
         )
         self.silence_landings += 1
         self.land(now_s, math.inf)
