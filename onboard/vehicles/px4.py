@@ -298,6 +298,15 @@ class MavlinkVehicle(Vehicle):
             )
             if dll:
                 problems.append(dll)
+        if not self.px4 and not (
+            self.target.gcs_heartbeat and int(values.get("FS_GCS_ENABLE", 0)) in (1, 3, 4, 5)
+        ):
+            log.warning(
+                "%s: if onboard dies, ArduCopter holds in GUIDED after GUID_TIMEOUT and does not land "
+                "(a landing needs FS_GCS_ENABLE 1, 3, 4 or 5 with gcs_heartbeat=1: our GCS heartbeats "
+                "stop with us)",
+                self.name,
+            )
         if problems:
             why = "not arming: " + "; ".join(problems)
             self.faults.emit("refused", why)
