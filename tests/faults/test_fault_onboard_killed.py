@@ -13,6 +13,7 @@ stays quick: the Tello's auto-land at 3 s (the firmware's is a fixed 15 s), PX4'
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -116,6 +117,8 @@ def fly_then_kill(
             "stop_on_declaration=false",
             "--set",
             "t_max_s=120",
+            "--set",
+            "takeoff_altitude_m=1.5",  # a short climb and descent: the row stays quick
         ),
         env=subprocess_env(),
         stdout=out,
@@ -244,5 +247,5 @@ def test_tello_lands_by_itself_after_onboard_is_killed(rehearsal: Rehearsal, tmp
         bound_s = 3.0 + height_m / SIM_LAND_SPEED_M_S
         elapsed = landed_within(recorder, killed_s, bound_s + LOAD_MARGIN_S)
     report("tello", height_m, elapsed, bound_s)
-    assert elapsed >= 2.5, elapsed  # nothing but the 3 s auto-land could have landed it
-    assert "Drone1: no command for" in rehearsal.log_text() and "auto-landing" in rehearsal.log_text()
+    # the emulated firmware's own watchdog landed it (onboard was dead: nothing else could)
+    assert re.search(r"Drone1: no command for [0-9.]+ s: auto-landing", rehearsal.log_text())
