@@ -316,22 +316,21 @@ class MavlinkVehicle(Vehicle):
 
     def _arm_last_resort(self) -> list[str]:
         """Set the autopilot's own reaction to our silence (mavlink_checks.last_resort_params); one
-        problem line for each value it does not hold afterwards."""
+        problem line for each value it does not hold afterwards (or never answered for)."""
         t = self.target
+        wanted = last_resort_params(self.px4, t.command_loss_s, t.loss_action)
         problems = []
-        for p in last_resort_params(self.px4, t.command_loss_s, t.loss_action):
-            held = self.link.set_param(p.name, p.value, p.integer)
+        for p in wanted:
+            try:
+                held = self.link.set_param(p.name, p.value, p.integer)
+            except VehicleError as exc:  # no PARAM_VALUE: the autopilot does not serve it
+                problems.append(str(exc).removeprefix(f"{self.name}: "))
+                continue
             if abs(held - p.value) > 1e-3:
                 problems.append(f"{p.name}: set to {p.value:g}, the autopilot holds {held:g}")
         if not problems:
-            log.info(
-                "%s: if onboard dies the autopilot acts by itself: %s",
-                self.name,
-                ", ".join(
-                    f"{p.name}={p.value:g}"
-                    for p in last_resort_params(self.px4, t.command_loss_s, t.loss_action)
-                ),
-            )
+            said = ", ".join(f"{p.name}={p.value:g}" for p in wanted)
+            log.info("%s: if onboard dies the autopilot acts by itself: %s", self.name, said)
         return problems
 
     # ---- Vehicle

@@ -288,6 +288,17 @@ def test_last_resort_parameters_are_set_before_arming(rig, wanted) -> None:
     assert {name: vehicle.link.params[name] for name in wanted} == wanted  # as PARAM_VALUE said
 
 
+def test_an_autopilot_without_the_loss_action_is_refused(rig) -> None:
+    """PX4 before v1.10 had COM_OBL_ACT, not COM_OBL_RC_ACT: an autopilot that never answers the
+    PARAM_SET (the emulator's store without it) is not armed, and the refusal names the parameter."""
+    _world, emulator, vehicle = rig
+    del emulator.params.params["COM_OBL_RC_ACT"]
+    vehicle.connect()
+    with pytest.raises(VehicleError, match="no PARAM_VALUE for COM_OBL_RC_ACT"):
+        vehicle.arm()
+    assert vehicle.faults.kinds()[-1] == "refused" and not emulator.armed
+
+
 def test_loss_action_is_validated() -> None:
     with pytest.raises(ConfigError, match="loss_action='drop' must be one of land, hold, return"):
         parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?loss_action=drop")
