@@ -33,7 +33,7 @@ pytestmark = pytest.mark.timeout(240)
 SIM_LAND_SPEED_M_S = 0.5  # the built-in multirotor's landing speed (the Tello emulator lands with it too)
 PX4_LAND_SPEED_M_S = 0.7  # MPC_LAND_SPEED default
 GROUND_M = 0.15  # the pose's height above the spawn point that counts as on the ground
-LOAD_MARGIN_S = 6.0  # a loaded 2-core machine: the bound is the documented time plus this
+LOAD_MARGIN_S = 4.0  # a loaded 2-core machine: the bound is twice the documented time plus this
 
 
 @dataclass
@@ -58,6 +58,8 @@ def rehearsal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rehearsal]:
                 "--scene",
                 "residential",
                 "--tello",
+                "--tello-port",
+                "0",  # free ports: another rehearsal on this host may hold 9001
                 "--tello-auto-land-s",
                 "3",
                 "--mavlink",
@@ -76,10 +78,11 @@ def rehearsal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rehearsal]:
         def started() -> list[str] | None:
             lines = output.read_text(errors="replace").splitlines()
             wanted = ("listening on", "tello Drone1:", "mavlink Drone1:")
-            return lines if all(any(x.startswith(w) for x in lines) for w in wanted) else None
+            ready = all(any(x.startswith(w) for x in lines) for w in wanted)
+            return lines if ready or proc.poll() is not None else None  # up, or given up
 
         lines = wait_until(started, 90.0)
-        assert lines, f"dronecats sim did not start: {output.read_text()[-2000:]}"
+        assert lines and proc.poll() is None, f"dronecats sim did not start: {output.read_text()[-2000:]}"
         port = int(next(x for x in lines if x.startswith("listening on")).rsplit(":", 1)[1])
         urls = {
             k: next(x for x in lines if x.startswith(f"{k} Drone1:")).split(": ", 1)[1]
@@ -179,7 +182,7 @@ def test_airsim_vehicle_lands_by_itself_after_onboard_is_killed(rehearsal: Rehea
     with PoseRecorder(rehearsal.port) as recorder:
         killed_s, height_m = fly_then_kill(rehearsal, url, tmp_path / "airsim", recorder)
         bound_s = 1.0 + 0.25 + height_m / SIM_LAND_SPEED_M_S  # silence after the last 0.25 s command
-        elapsed = landed_within(recorder, killed_s, bound_s + LOAD_MARGIN_S)
+        elapsed = landed_within(recorder, killed_s, 2 * bound_s + LOAD_MARGIN_S)
     report("airsim", height_m, elapsed, bound_s)
     assert (
         "Drone1: no command for" in rehearsal.log_text()
@@ -194,7 +197,7 @@ def test_px4_lands_by_itself_after_onboard_is_killed(rehearsal: Rehearsal, tmp_p
         killed_s, height_m = fly_then_kill(rehearsal, rehearsal.urls["mavlink"], tmp_path / "px4", recorder)
         # COM_OF_LOSS_T (onboard's 1 s) + COM_FAIL_ACT_T (1 s here) in Hold, then AUTO.LAND's descent
         bound_s = 1.0 + 1.0 + height_m / PX4_LAND_SPEED_M_S
-        elapsed = landed_within(recorder, killed_s, bound_s + LOAD_MARGIN_S)
+        elapsed = landed_within(recorder, killed_s, 2 * bound_s + LOAD_MARGIN_S)
     report("px4", height_m, elapsed, bound_s)
     text = rehearsal.log_text()
     assert (
@@ -245,7 +248,7 @@ def test_tello_lands_by_itself_after_onboard_is_killed(rehearsal: Rehearsal, tmp
         killed_s, height_m = fly_then_kill(rehearsal, url, tmp_path / "tello", recorder)
         # the last rc sticks hold until the auto-land (firmware), then it descends
         bound_s = 3.0 + height_m / SIM_LAND_SPEED_M_S
-        elapsed = landed_within(recorder, killed_s, bound_s + LOAD_MARGIN_S)
+        elapsed = landed_within(recorder, killed_s, 2 * bound_s + LOAD_MARGIN_S)
     report("tello", height_m, elapsed, bound_s)
     # the emulated firmware's own watchdog landed it (onboard was dead: nothing else could)
     assert re.search(r"Drone1: no command for [0-9.]+ s: auto-landing", rehearsal.log_text())
