@@ -173,7 +173,9 @@ class ArduPilotFailsafes:
             ap.guided_stopped = True
             if not ap.airframe.landed():
                 ap.hover()
-                ap.failsafes.append(f"guided velocity target timed out ({gap:.1f} s)")
+                why = f"guided velocity target timed out ({gap:.1f} s)"
+                ap.failsafes.append(why)
+                log.warning("emulator %s: %s: stopping, holding in GUIDED (GUID_TIMEOUT)", ap.vehicle, why)
         fs = int(ap.params.get("FS_GCS_ENABLE"))
         if fs and ap.armed and ap.last_gcs_heartbeat_s is not None and not ap.gcs_ok(now):
             if not ap.gcs_lost and ap.main_mode not in (APM_RTL, APM_LAND):
