@@ -302,7 +302,7 @@ def test_an_autopilot_without_the_loss_action_is_refused(rig) -> None:
 def test_loss_action_is_validated() -> None:
     with pytest.raises(ConfigError, match="loss_action='drop' must be one of land, hold, return"):
         parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?loss_action=drop")
-    with pytest.raises(ConfigError, match="command_loss_s=3 outside 0.1-1"):
+    with pytest.raises(ConfigError, match=r"command_loss_s=3 outside 0\.1-1"):
         parse_mavlink_url("mavlink://udpin:0.0.0.0:14540?command_loss_s=3")
 
 
