@@ -1,7 +1,8 @@
 """The project's Vehicle and Camera over a real AirSim client (a real AirSim, Cosys-AirSim, or
 `dronecats sim`), with stock AirSim RPC only.
 
-URL: ``airsim://HOST:PORT/VEHICLE[?spawn=x,y,z][&camera=0][&watchdog_s=0.25][&api=airsim|cosys|auto]``.
+URL: ``airsim://HOST:PORT/VEHICLE[?spawn=x,y,z][&camera=0][&watchdog_s=0.25][&api=airsim|cosys|auto]
+[&silence_land_s=5]``.
 
 - `api`: which client generation speaks to the server: `airsim` (the `airsim` 1.x package),
   `cosys` (the `cosysairsim` package: Cosys-AirSim's argument counts), or `auto` (default): the
@@ -14,6 +15,12 @@ URL: ``airsim://HOST:PORT/VEHICLE[?spawn=x,y,z][&camera=0][&watchdog_s=0.25][&ap
   with simContinueForTime (`continue_for_time`, on this thread's connection, so that the commands sent
   before it are applied before the time runs); take-off then only starts the climb.
 - E-stop: `emergency_stop()` disarms (armDisarm(False)), the stock RPC's only way to stop the motors.
+- The vehicle's own last resort, for when onboard itself dies: on connect the adapter asks the built-in
+  simulator to land the vehicle after `silence_land_s` (default 5 s, 0: don't ask) in the air without a
+  command (dcSetSilenceLanding, sim_bridge.rpc.silence). The bound sits above the onboard stalls the
+  runtime rides out. A stock AirSim has no such call: rpclib answers "could not find function", the
+  adapter logs once that the vehicle will hover if onboard dies, and flies on. `has_silence_landing`
+  says which it got.
 
 The airsim clients (msgpackrpc) are not thread-safe and cannot run inside a running asyncio loop, so
 every thread gets its own client (threading.local).
@@ -37,6 +44,7 @@ from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
 from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, quaternion_euler_deg, wrap_deg
 from common.spawn import parse_spawn
+from sim_bridge.rpc.silence import check_silence_s
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +55,8 @@ DEFAULT_CAMERA_OFFSET_FRD_M = (0.5, 0.0, 0.1)
 APIS = ("airsim", "cosys", "auto")
 COSYS_MIN_SERVER_VERSION = 4  # Cosys-AirSim servers report 4 and up; AirSim 1.x reports 1
 CLIENT_PACKAGES = {"airsim": "airsim", "cosys": "cosysairsim"}
+SILENCE_LAND_S = 5.0  # the built-in simulator lands a vehicle this long without a command
+NO_SUCH_FUNCTION = "could not find function"  # rpclib's answer for a method the server does not have
 
 
 def client_module(api: str) -> ModuleType:
@@ -101,6 +111,7 @@ class AirSimTarget:
     camera: str
     watchdog_s: float
     api: str = "auto"
+    silence_land_s: float = SILENCE_LAND_S  # 0: do not arm the simulator's command-silence landing
 
 
 AIRSIM_URL_OPTIONS = {"api", "camera", "spawn", "watchdog_s"}
@@ -119,6 +130,12 @@ def parse_airsim_url(url: str) -> AirSimTarget:
     host, port = url_host_port(url, parts, "127.0.0.1", DEFAULT_PORT)
     spawn = parse_spawn(url, {k: v[0] for k, v in query.items()}) if "spawn" in query else None
     watchdog_s = query_float(url, {k: v[0] for k, v in query.items()}, "watchdog_s", 0.25, 0.02, 2.0)
+    flat = {k: v[0] for k, v in query.items()}
+    silence_land_s = query_float(url, flat, "silence_land_s", SILENCE_LAND_S, 0.0, 3600.0)
+    try:
+        check_silence_s(silence_land_s)
+    except ConfigError as exc:
+        raise ConfigError(f"{url!r}: silence_land_s: {exc}") from None
     api = query.get("api", ["auto"])[0]
     if api not in APIS:
         raise ConfigError(f"{url!r}: api={api!r} is not one of {', '.join(APIS)}")
@@ -130,6 +147,7 @@ def parse_airsim_url(url: str) -> AirSimTarget:
         camera=query.get("camera", ["0"])[0],
         watchdog_s=watchdog_s,
         api=api,
+        silence_land_s=silence_land_s,
     )
 
 
@@ -164,6 +182,7 @@ class AirSimVehicle(Vehicle):
         self._api: str | None = None if target.api == "auto" else target.api
         self.lockstep = False  # episodes.hil: the server is paused and advanced by a driver
         self.segmentation = False  # camera reads add a Segmentation image (point-on-target)
+        self.has_silence_landing: bool | None = None  # known once connected (and asked)
 
     # ---- plumbing
     @property
@@ -229,7 +248,28 @@ class AirSimVehicle(Vehicle):
             )
         c.enableApiControl(True, self.name)
         _ = self.spawn
+        self._arm_silence_landing()
         self._connected = True
+
+    def _arm_silence_landing(self) -> None:
+        """dcSetSilenceLanding where the server has it (see the module docstring)."""
+        bound_s = self.target.silence_land_s
+        if bound_s <= 0:
+            return
+        try:
+            armed_s = float(self._client().client.call("dcSetSilenceLanding", self.name, bound_s))
+        except Exception as exc:
+            if NO_SUCH_FUNCTION not in str(exc):
+                raise VehicleError(f"{self.name}: dcSetSilenceLanding({bound_s:g}) failed: {exc}") from exc
+            self.has_silence_landing = False
+            log.warning(
+                "%s: the server has no command-silence landing (a stock AirSim): if onboard dies in "
+                "flight the vehicle hovers where it is",
+                self.name,
+            )
+            return
+        self.has_silence_landing = True
+        log.info("%s: the simulator lands the vehicle after %g s without a command", self.name, armed_s)
 
     @property
     def is_connected(self) -> bool:

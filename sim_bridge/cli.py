@@ -155,9 +155,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="electrical power at hover (default 200 W); climbing and accelerating draw more",
     )
+    parser.add_argument(
+        "--land-on-silence-s",
+        type=_silence_s,
+        default=None,
+        metavar="S",
+        help="each drone lands by itself after S s (of simulation and of wall time) in the air without a "
+        "command, as a flight controller does when its companion dies (default: off, AirSim's behaviour: "
+        "it hovers; a client can arm it per drone with dcSetSilenceLanding)",
+    )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
+
+
+def _silence_s(text: str) -> float | None:
+    from common.checks import finite_float
+    from common.errors import ConfigError
+    from sim_bridge.rpc.silence import check_silence_s
+
+    try:
+        return check_silence_s(finite_float(text))
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _percent(text: str) -> float:
@@ -242,6 +262,8 @@ def _world_and_api(
         else:
             api = AirSimApi(world)
         api.sensors.set_noise(getattr(args, "sensor_noise", "airsim") != "off")
+        api.silence.default_s = getattr(args, "land_on_silence_s", None)
+        api.silence.apply_default()
         if args.settings:  # the vehicles' sensors and cameras (the world took their poses)
             from sim_bridge.settings import read_settings
             from sim_bridge.settings_sections import read_external_cameras, read_sections

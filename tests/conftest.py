@@ -13,7 +13,8 @@ from tests.support import ROOT
 # Under pytest-xdist (scripts/test.sh), each test file runs whole on one worker, in its order: several
 # files fly one module-scoped flight that their tests inspect in turn. djitellopy binds UDP 8889/8890
 # for its whole process, so every file that drives it shares one group, and so one worker.
-DJITELLOPY_TEST_FILES = ("tests/e2e/test_vehicles_cli.py",)
+# (The fault row's onboard process binds them itself: it runs before the in-process files, by path.)
+DJITELLOPY_TEST_FILES = ("tests/e2e/test_vehicles_cli.py", "tests/faults/test_fault_onboard_killed.py")
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -26,6 +26,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# COM_OBL_RC_ACT by name: the values PX4_RULES accept (commander_params.c)
+LOSS_ACTIONS = {"land": 4, "hold": 5, "return": 3, "position": 0, "altitude": 1}
+
+
+@dataclass(frozen=True)
+class LastResort:
+    """A parameter onboard sets before arming so that the autopilot itself acts if onboard dies."""
+
+    name: str
+    value: float
+    integer: bool  # sent as MAV_PARAM_TYPE_INT32 (else REAL32)
+
+
+def last_resort_params(px4: bool, command_loss_s: float, loss_action: str) -> tuple[LastResort, ...]:
+    """PX4: after COM_OF_LOSS_T without a setpoint, the COM_OBL_RC_ACT action (default Land) once
+    COM_FAIL_ACT_T has passed in Hold. ArduCopter: GUIDED zeroes its velocity target GUID_TIMEOUT after
+    the last one and holds there (mode_guided.cpp); it has no landing of its own for a silent companion
+    (FS_GCS_ENABLE acts on the ground station's heartbeats)."""
+    if px4:
+        return (
+            LastResort("COM_OF_LOSS_T", command_loss_s, integer=False),
+            LastResort("COM_OBL_RC_ACT", LOSS_ACTIONS[loss_action], integer=True),
+        )
+    return (LastResort("GUID_TIMEOUT", command_loss_s, integer=False),)
+
 
 @dataclass(frozen=True)
 class ParamRule:

@@ -75,6 +75,10 @@ class MavlinkTarget:
     climb_m_s: float = 1.0
     gcs_heartbeat: bool = False
     gimbal: str = "level"  # the camera's mount (onboard.vehicles.camera_mount)
+    # the autopilot's own timeout on our setpoints (PX4 COM_OF_LOSS_T, ArduPilot GUID_TIMEOUT), set
+    # before arming: what acts when onboard itself dies
+    command_loss_s: float = 1.0
+    loss_action: str = "land"  # PX4 COM_OBL_RC_ACT by name (onboard.vehicles.mavlink_checks)
 
 
 class MavlinkLink:
@@ -214,6 +218,27 @@ class MavlinkLink:
                 conn.target_system, conn.target_component, name.encode(), -1
             )
         )
+
+    def set_param(self, name: str, value: float, integer: bool) -> float:
+        """PARAM_SET, then the autopilot's PARAM_VALUE for it (the parameter protocol's answer; sent
+        again once if none came): returns the value the autopilot now holds, which the caller compares.
+        PX4 takes integers bytewise in the float field (as it sends them), ArduPilot as plain floats."""
+        kind = 6 if integer else 9  # MAV_PARAM_TYPE_INT32, MAV_PARAM_TYPE_REAL32
+        wire = float(value)
+        if integer and self.px4:
+            wire = struct.unpack("<f", struct.pack("<i", int(value)))[0]
+        event = self._param_events.setdefault(name, threading.Event())
+        conn = self.conn
+        for _attempt in range(2):
+            event.clear()
+            self.send(
+                lambda mav: mav.param_set_send(
+                    conn.target_system, conn.target_component, name.encode(), wire, kind
+                )
+            )
+            if event.wait(PARAM_TIMEOUT_S / 2):
+                return self.params[name]
+        raise VehicleError(f"{self.name}: no PARAM_VALUE for {name} within {PARAM_TIMEOUT_S} s of PARAM_SET")
 
     # ---- heartbeats
     @property

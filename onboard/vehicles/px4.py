@@ -1,7 +1,8 @@
 """PX4 offboard (and ArduPilot GUIDED) over MAVLink with unmodified pymavlink: the Vehicle and Camera.
 
 URL: ``mavlink://CONNECTION[?dialect=px4|ardupilot][&spawn=x,y,z,yaw_deg][&camera=SPEC]
-[&gimbal=level|body-fixed][&max_frame_age_s=0.5][&link_timeout_s=1.5][&gcs_heartbeat=0|1]``
+[&gimbal=level|body-fixed][&max_frame_age_s=0.5][&link_timeout_s=1.5][&gcs_heartbeat=0|1]
+[&command_loss_s=1][&loss_action=land|hold|return|position|altitude]``
 where CONNECTION is a pymavlink connection string (``udpin:0.0.0.0:14540`` for PX4's offboard
 link, ``tcp:127.0.0.1:5760``, ``/dev/ttyTHS1,921600``) and SPEC is ``h264udp://0.0.0.0:5600``
 (raw H.264 datagrams), a V4L2 device number, an RTSP URL or a GStreamer pipeline
@@ -42,6 +43,13 @@ link, ``tcp:127.0.0.1:5760``, ``/dev/ttyTHS1,921600``) and SPEC is ``h264udp://0
   our take-off stream); this module parses the URL and flies: modes, arming, take-off, landing.
 - Before arming, the parameters the runtime relies on are read and checked (onboard.vehicles.
   mavlink_checks): a value outside its range refuses the arming with the parameter, value and range.
+- The vehicle's own last resort, for when onboard itself dies (kill -9, a crash, a power cut of the
+  companion): before arming, PARAM_SET (each read back from its PARAM_VALUE) makes the autopilot act on
+  our silence by itself. PX4: COM_OF_LOSS_T = `command_loss_s` (default 1 s, PX4's own default) and
+  COM_OBL_RC_ACT = `loss_action` (default land: 4); PX4 then holds COM_OF_LOSS_T + COM_FAIL_ACT_T (its
+  default 5 s) and lands. ArduPilot: GUID_TIMEOUT = `command_loss_s`; ArduCopter then stops and holds
+  in GUIDED (it has no landing on a silent companion). A value the autopilot does not take refuses
+  the arming.
 """
 
 from __future__ import annotations
@@ -59,7 +67,14 @@ from common.pose import Pose, wrap_deg
 from common.spawn import parse_spawn
 from onboard.vehicles.camera_mount import parse_gimbal
 from onboard.vehicles.faults import FaultReporter
-from onboard.vehicles.mavlink_checks import APM_READ, PX4_READ, check_params, nav_dll_refusal
+from onboard.vehicles.mavlink_checks import (
+    APM_READ,
+    LOSS_ACTIONS,
+    PX4_READ,
+    check_params,
+    last_resort_params,
+    nav_dll_refusal,
+)
 from onboard.vehicles.mavlink_link import (
     ACK_TIMEOUT_S,
     AUTOPILOT_ARDUPILOT,
@@ -138,6 +153,7 @@ _FLOAT_PARAMS = {
     "link_timeout_s": (0.1, 60.0),
     "prestream_s": (0.0, 10.0),
     "climb_m_s": (0.1, 5.0),
+    "command_loss_s": (0.1, 1.0),  # mavlink_checks: the vehicle stops within 1 s of our last setpoint
 }
 
 
@@ -161,8 +177,18 @@ def parse_mavlink_url(url: str) -> MavlinkTarget:
     gcs = q.pop("gcs_heartbeat", "0")
     if gcs not in ("0", "1"):
         raise ConfigError(f"{url!r}: gcs_heartbeat={gcs!r} must be 0 or 1")
+    action = q.pop("loss_action", "land")
+    if action not in LOSS_ACTIONS:
+        raise ConfigError(f"{url!r}: loss_action={action!r} must be one of {', '.join(LOSS_ACTIONS)}")
     target = MavlinkTarget(
-        connection, dialect, spawn, q.pop("camera", None), **floats, gcs_heartbeat=gcs == "1", gimbal=gimbal
+        connection,
+        dialect,
+        spawn,
+        q.pop("camera", None),
+        **floats,
+        gcs_heartbeat=gcs == "1",
+        gimbal=gimbal,
+        loss_action=action,
     )
     if q:
         raise ConfigError(f"{url!r}: unknown parameters {sorted(q)}")
@@ -261,9 +287,10 @@ class MavlinkVehicle(Vehicle):
     def preflight(self) -> None:
         """Read the parameters the runtime relies on and refuse (VehicleError + "refused" fault) with
         the parameter, its value and the accepted range when one is outside it."""
+        problems = self._arm_last_resort()
         names = PX4_READ if self.px4 else APM_READ
         values = self.link.read_params(names)
-        problems = check_params(self.px4, values)
+        problems += check_params(self.px4, values)
         if self.px4 and "NAV_DLL_ACT" in values:
             link = self.link
             dll = nav_dll_refusal(
@@ -271,12 +298,40 @@ class MavlinkVehicle(Vehicle):
             )
             if dll:
                 problems.append(dll)
+        if not self.px4 and not (
+            self.target.gcs_heartbeat and int(values.get("FS_GCS_ENABLE", 0)) in (1, 3, 4, 5)
+        ):
+            log.warning(
+                "%s: if onboard dies, ArduCopter holds in GUIDED after GUID_TIMEOUT and does not land "
+                "(a landing needs FS_GCS_ENABLE 1, 3, 4 or 5 with gcs_heartbeat=1: our GCS heartbeats "
+                "stop with us)",
+                self.name,
+            )
         if problems:
             why = "not arming: " + "; ".join(problems)
             self.faults.emit("refused", why)
             raise VehicleError(f"{self.name}: {why}")
         if self.px4 and values.get("NAV_DLL_ACT", 0) and not self.link.gcs_heard():
             time.sleep(1.1)  # our GCS heartbeat (1 Hz) must have reached PX4 before it arms
+
+    def _arm_last_resort(self) -> list[str]:
+        """Set the autopilot's own reaction to our silence (mavlink_checks.last_resort_params); one
+        problem line for each value it does not hold afterwards (or never answered for)."""
+        t = self.target
+        wanted = last_resort_params(self.px4, t.command_loss_s, t.loss_action)
+        problems = []
+        for p in wanted:
+            try:
+                held = self.link.set_param(p.name, p.value, p.integer)
+            except VehicleError as exc:  # no PARAM_VALUE: the autopilot does not serve it
+                problems.append(str(exc).removeprefix(f"{self.name}: "))
+                continue
+            if abs(held - p.value) > 1e-3:
+                problems.append(f"{p.name}: set to {p.value:g}, the autopilot holds {held:g}")
+        if not problems:
+            said = ", ".join(f"{p.name}={p.value:g}" for p in wanted)
+            log.info("%s: if onboard dies the autopilot acts by itself: %s", self.name, said)
+        return problems
 
     # ---- Vehicle
     def arm(self) -> None:

@@ -11,6 +11,9 @@ URL: ``tello://HOST[:CMD_PORT][?mode=rc|go][&video_port=11111][&spawn=x,y,z,yaw_
 - Keep-alive: the drone lands by itself after 15 s without a command; the actuation loop's `rc`
   stream is the keep-alive, and a watchdog thread sends `rc 0 0 0 0` (no reply, so djitellopy's reply
   queue stays in step) whenever nothing was sent for `keepalive_s`, e.g. during a long model call.
+  That thread is a daemon of this process, never a helper that could outlive it: if onboard dies,
+  the keep-alives stop with it and the drone's own auto-land is its last resort (after flying on
+  with the last `rc` sticks for those 15 s).
 - Telemetry: battery, height, attitude and temperatures from the state datagrams; x/y are DEAD
   RECKONED from the commanded velocity and the measured yaw (`Telemetry.position_source`).
   The state's yaw is relative to power-on; `spawn=` places power-on in the episode's world frame.

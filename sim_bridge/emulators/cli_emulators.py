@@ -2,7 +2,7 @@
 to rehearse a flight with the real client libraries (djitellopy, pymavlink, QGroundControl).
 
 Drone k (1-based) gets:
-- Tello: commands on 127.0.0.(k+1):(9000+k) (djitellopy holds 8889 on every address of the host),
+- Tello: commands on 127.0.0.(k+1):(9000+k) (`--tello-port`; djitellopy holds 8889 on every address),
   state to the client's 8890, H.264 video to the client's 11110+k (so drone 1 uses the stock 11111).
 - MAVLink: the autopilot sends to 127.0.0.1:(14539+k) (PX4 SITL's offboard port for drone 1) and the
   camera as H.264 datagrams to 127.0.0.1:(5599+k).
@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # the simulator is heavy: argument parsing must not import it
 
 
 def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
+    from common.checks import port_arg
+
     parser.add_argument(
         "--tello",
         action="store_true",
@@ -31,6 +33,20 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
         default="2.0",
         choices=["1.3", "2.0", "3.0"],
         help="Tello SDK for --tello: 2.0 Tello EDU, 3.0 RoboMaster TT (motoron, setfps, EXT), 1.3 Tello",
+    )
+    parser.add_argument(
+        "--tello-port",
+        type=port_arg,
+        default=9001,
+        help="Tello command port of drone 1 (drone k: +k-1); 0 picks free ports (printed)",
+    )
+    parser.add_argument(
+        "--tello-auto-land-s",
+        type=tello_auto_land_s,
+        default=TELLO_AUTO_LAND_S,
+        metavar="S",
+        help="the Tello lands by itself after S s without a command (default 15, the firmware's fixed "
+        "value; shorter only to rehearse it quickly)",
     )
     parser.add_argument(
         "--mavlink",
@@ -54,6 +70,20 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
         default=14540,
         help="companion UDP port of drone 1 (drone k: +k-1); 0 picks free ports (printed)",
     )
+
+
+TELLO_AUTO_LAND_S = 15.0  # SDK 2.0 user guide: no command for 15 s -> the drone lands
+
+
+def tello_auto_land_s(text: str) -> float:
+    """argparse type for --tello-auto-land-s: 0.5..15 s (a real Tello cannot wait longer)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0.5 <= value <= TELLO_AUTO_LAND_S):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 0.5..{TELLO_AUTO_LAND_S:g} s")
+    return value
 
 
 def mavlink_param(item: str) -> tuple[str, float]:
@@ -92,11 +122,13 @@ def start_emulators(world: World, args: argparse.Namespace) -> list[Any]:
         if getattr(args, "tello", False):
             from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
 
+            tello_base = getattr(args, "tello_port", 9001)
             cfg = TelloEmulatorConfig(
                 ip=f"127.0.0.{k + 1}",
-                command_port=9000 + k,
+                command_port=tello_base + k - 1 if tello_base else 0,
                 client_video_port=11110 + k,
                 sdk=getattr(args, "tello_sdk", "2.0"),
+                auto_land_s=getattr(args, "tello_auto_land_s", TELLO_AUTO_LAND_S),
             )
             emu = TelloEmulator(world, name, cfg).start()
             started.append(emu)

@@ -14,7 +14,9 @@ the shared state); this module owns the sockets, the threads and the video strea
 
 From the SDK 2.0 / 3.0 user guides (the rest is cited where it is emulated):
 - Auto-land after `auto_land_s` (15 s) without a command, by its own watchdog; the state stream
-  keeps flowing while it lands.
+  keeps flowing while it lands. (SDK 2.0 guide: "Tello will automatically land if it does not receive
+  any command for 15 seconds"; any datagram counts, `rc` included, and the last `rc` sticks keep
+  flying it until then. `dronecats sim --tello-auto-land-s` shortens it for rehearsals only.)
 
 Fault injection for tests: `refuse(command_word, reply)`, `video_paused`, `link_down` (no replies, no
 state, no video).

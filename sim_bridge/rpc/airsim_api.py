@@ -57,6 +57,7 @@ from sim_bridge.rpc.lidar import LidarService
 from sim_bridge.rpc.manual import ManualFlight
 from sim_bridge.rpc.sensors import SensorService
 from sim_bridge.rpc.server import release_order
+from sim_bridge.rpc.silence import SilenceLanding
 from sim_bridge.rpc.wire import NAN_POSE, parse_pose, parse_vec3, pose_msg, vec3
 from sim_bridge.settings import MULTIROTOR_TYPES
 from sim_bridge.settings_sections import CameraSetting, VehicleSections
@@ -111,7 +112,7 @@ def _yaw_mode(d: Any) -> YawMode:
     return YawMode(bool(d.get("is_rate", True)), float(d.get("yaw_or_rate", 0.0)))
 
 
-NOT_HANDLERS = ("world", "frames", "effects", "extensions", "sensors", "stock_table", "table")
+NOT_HANDLERS = ("world", "frames", "effects", "extensions", "sensors", "silence", "stock_table", "table")
 
 
 class AirSimApi(AttitudeApi):
@@ -126,7 +127,8 @@ class AirSimApi(AttitudeApi):
         self.frames = FrameRing()  # the forward camera's frames served, for dcPointOnTargetInFrame
         self.effects = WorldEffects()
         self._warned: set[str] = set()
-        self.extensions = DcExtensions(world, self.frames, self.effects, truth_render)
+        self.silence = SilenceLanding(world)  # --land-on-silence-s and dcSetSilenceLanding
+        self.extensions = DcExtensions(world, self.frames, self.effects, self.silence, truth_render)
         self._lidars = LidarService(world)
         self._manual = ManualFlight(world)
         self._cameras = CameraRig(world)
@@ -238,16 +240,18 @@ class AirSimApi(AttitudeApi):
                 self._manual.set_rc(slot.model.name, {})
         self._lidars.reset()  # AirSim's reset resets the sensors
         self.sensors.reset()
+        self.silence.apply_default()  # a client's dcSetSilenceLanding ends with its session
 
     def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
         """A multirotor at `pose` (world NED), as AirSim's addVehicle: False for a type it cannot
         create or a name in use."""
 
-        def in_the_wind(slot: Any, _spawn: Any) -> None:
+        def like_the_others(slot: Any, _spawn: Any) -> None:
             slot.model.wind_ned = self.effects.wind_ned.copy()
+            slot.model.silence_land_s = self.silence.default_s
 
         return add_vehicle(
-            self.world, vehicle_name, vehicle_type, pose, MULTIROTOR_TYPES, "multirotor", in_the_wind
+            self.world, vehicle_name, vehicle_type, pose, MULTIROTOR_TYPES, "multirotor", like_the_others
         )
 
     def listVehicles(self) -> list[str]:

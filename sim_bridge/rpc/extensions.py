@@ -1,7 +1,8 @@
 # ruff: noqa: N802 -- the method names are wire names
 """The built-in simulator's own RPC methods, prefixed `dc` (see EXTENSIONS), beside AirSim's stock
 surface (sim_bridge.rpc.airsim_api): ground truth, point-on-target questions about served frames,
-render counts, object paths and information, spawn poses, simulation time and clock speed.
+render counts, object paths and information, spawn poses, simulation time and clock speed, and the
+command-silence landing (sim_bridge.rpc.silence).
 
 `dronecats sim --strict-airsim` serves none of them (sim_bridge.rpc.strict), as a real AirSim would not.
 """
@@ -18,6 +19,7 @@ import numpy as np
 
 from common.errors import ConfigError
 from common.pose import Pose, wrap_deg
+from sim_bridge.rpc.silence import SilenceLanding
 from sim_bridge.rpc.wire import pose_list, pose_msg, vec3
 from sim_bridge.sim.camera import Render, RenderStats, image_pixel
 from sim_bridge.sim.world import World
@@ -50,6 +52,10 @@ EXTENSIONS = {
     "dcGetVehicleSpawn": "(vehicle_name) -> Pose: the vehicle's spawn pose in the world NED frame",
     "dcGetSimTime": "() -> float: simulation time in seconds",
     "dcSetClockSpeed": "(speed) -> None: simulated seconds per wall second while running",
+    "dcSetSilenceLanding": "(vehicle_name, silence_s) -> float: land the vehicle by itself after "
+    "silence_s (simulation and wall time) in the air without a command (0: off, the default); the "
+    "bound now in effect. `reset` restores the server's --land-on-silence-s",
+    "dcGetSilenceLanding": "(vehicle_name) -> float: the vehicle's command-silence bound (0: off)",
     "dcGetWorldEffects": "() -> {wind, weather_enabled, weather, trace_lines}: what simSetWind, "
     "simEnableWeather, simSetWeatherParameter and simSetTraceLine set (trace lines are stored only: "
     "the built-in renderers do not draw them)",
@@ -119,11 +125,17 @@ class DcExtensions:
     """The `dc*` handlers over a world, the frame ring and the effects the stock surface stores."""
 
     def __init__(
-        self, world: World, frames: FrameRing, effects: WorldEffects, truth_render: str = "crop"
+        self,
+        world: World,
+        frames: FrameRing,
+        effects: WorldEffects,
+        silence: SilenceLanding,
+        truth_render: str = "crop",
     ) -> None:
         self.world = world
         self.frames = frames
         self.effects = effects
+        self.silence = silence
         self.dcSetTruthRender(truth_render)
 
     def dcGetWorldEffects(self) -> dict[str, Any]:
@@ -241,6 +253,12 @@ class DcExtensions:
 
     def dcSetClockSpeed(self, speed: float) -> None:
         self.world.set_clock_speed(float(speed))
+
+    def dcSetSilenceLanding(self, vehicle_name: str, silence_s: float) -> float:
+        return self.silence.set(str(vehicle_name), float(silence_s))
+
+    def dcGetSilenceLanding(self, vehicle_name: str) -> float:
+        return self.silence.get(str(vehicle_name))
 
     def table(self) -> dict[str, Callable[..., Any]]:
         """Name -> handler of every extension (the names of EXTENSIONS)."""

@@ -3,12 +3,22 @@
 No rotor aerodynamics: the commanded velocity is tracked under acceleration limits, and when no command
 is active the vehicle brakes to and holds a position (as SimpleFlight does after its API watchdog).
 Motions are single tasks per vehicle: starting one cancels the running one (which then reports False).
+
+Command-silence landing (`silence_land_s`, off unless set; AirSim has no such rule): a vehicle in the
+air that has held with no command for that long lands by itself, as a Tello does after 15 s and PX4
+after its offboard-loss timeout, so that a client that died in flight does not leave it hovering.
+Silence runs from the last command or the end of the last motion (a running motion, e.g. a blocking
+take-off climb, is not silence) and must have lasted silence_land_s both in simulation time (a paused
+simulator, e.g. lock-step waiting on its pilot, never lands anything) and in wall time (a simulator run
+faster than real time does not land a client that commands at its own wall-clock rate).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -19,6 +29,8 @@ from sim_bridge.sim.attitude import AttitudeCommand, AttitudeModel, body_rotatio
 from sim_bridge.sim.battery import Battery, BatteryConfig
 from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.wind import WindResponse
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -127,6 +139,11 @@ class Multirotor:
         self.attitude = AttitudeModel(yaw_rad=math.radians(spawn.yaw_deg))  # roll, pitch, body rates
         self._goal = _Goal("hold", target_ned=self.position_ned.copy(), yaw_value=self.yaw_deg)
         self._goal.yaw_is_rate = False
+        self.silence_land_s: float | None = None  # land after this long without a command (None: never)
+        self.silence_landings = 0
+        self._commanded = False  # a command arrived since the last tick
+        self._active_s = 0.0  # sim time of the last command, or of the last tick a motion ran
+        self._active_wall_s = time.monotonic()  # the same on the wall clock
 
     @property
     def goal_mode(self) -> str:
@@ -140,6 +157,7 @@ class Multirotor:
 
     def _start(self, goal: _Goal) -> Task:
         self.cancel()
+        self._commanded = True
         task = Task(goal.mode)
         goal.task = task
         self._goal = goal
@@ -149,6 +167,7 @@ class Multirotor:
         """Cancel the running task (it reports False) and brake to a hold."""
         if self._goal.task is not None:
             self._goal.task.finish(False)
+        self._commanded = True
         self._enter_hold()
 
     def _enter_hold(self) -> None:
@@ -297,6 +316,7 @@ class Multirotor:
 
         The caller commits it with `commit` (or `blocked` on a collision).
         """
+        self._silence_rule(now_s)
         lim = self.limits
         g = self._goal
         t_end = now_s + dt_s
@@ -408,6 +428,26 @@ class Multirotor:
                 control_accel, math.radians(new_yaw), math.radians(self.yaw_rate_deg_s), dt_s
             )
         return self._touch_ground(new_pos), new_yaw
+
+    def _silence_rule(self, now_s: float) -> None:
+        """Land a vehicle left holding in the air with no command for silence_land_s."""
+        wall_s = time.monotonic()
+        if self._commanded or self._goal.mode != "hold" or self.landed:
+            self._commanded = False
+            self._active_s, self._active_wall_s = now_s, wall_s
+            return
+        silent_s = now_s - self._active_s
+        bound_s = self.silence_land_s
+        if bound_s is None or silent_s < bound_s or wall_s - self._active_wall_s < bound_s:
+            return
+        log.warning(
+            "%s: no command for %.1f s (command-silence landing after %g s): landing",
+            self.name,
+            silent_s,
+            bound_s,
+        )
+        self.silence_landings += 1
+        self.land(now_s, math.inf)
 
     def _touch_ground(self, new_pos: np.ndarray) -> np.ndarray:
         if new_pos[2] >= self.floor_z_m:  # the ground: touch down instead of passing through

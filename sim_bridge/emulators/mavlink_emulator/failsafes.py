@@ -1,8 +1,12 @@
 """The firmware's failsafes, checked at the telemetry rate, and the GCS heartbeats they watch.
 
 PX4:
-- Offboard loss (commander/failsafe/failsafe.cpp fromOffboardLossActParam, framework.cpp
-  getSelectedAction): COM_OBL_RC_ACT picks the action. The "Position/Altitude/Manual" choices are
+- Offboard loss: the newest setpoint older than COM_OF_LOSS_T (default 1 s) is offboard lost
+  (commander/HealthAndArmingChecks/checks/offboardCheck.cpp; PX4's parameter reference: "time-out for
+  detecting offboard loss"), and COM_OBL_RC_ACT picks the action (commander/failsafe/failsafe.cpp
+  fromOffboardLossActParam, framework.cpp getSelectedAction). (Parameter names, defaults and values
+  as PX4's parameter reference documents them; the source files named from PX4 main as we know it,
+  not re-read for this emulator.) The "Position/Altitude/Manual" choices are
   fallback modes that need manual control: without RC they fall through to Hold (AUTO.LOITER),
   then Return, then Land. Return/Land/Hold first hold for COM_FAIL_ACT_T.
 - Data link (commander/HealthAndArmingChecks/checks/rcAndDataLinkCheck.cpp, Commander::dataLinkCheck):
@@ -169,7 +173,9 @@ class ArduPilotFailsafes:
             ap.guided_stopped = True
             if not ap.airframe.landed():
                 ap.hover()
-                ap.failsafes.append(f"guided velocity target timed out ({gap:.1f} s)")
+                why = f"guided velocity target timed out ({gap:.1f} s)"
+                ap.failsafes.append(why)
+                log.warning("emulator %s: %s: stopping, holding in GUIDED (GUID_TIMEOUT)", ap.vehicle, why)
         fs = int(ap.params.get("FS_GCS_ENABLE"))
         if fs and ap.armed and ap.last_gcs_heartbeat_s is not None and not ap.gcs_ok(now):
             if not ap.gcs_lost and ap.main_mode not in (APM_RTL, APM_LAND):
