@@ -114,7 +114,7 @@ class AirSimTarget:
     silence_land_s: float = SILENCE_LAND_S  # 0: do not arm the simulator's command-silence landing
 
 
-AIRSIM_URL_OPTIONS = {"api", "camera", "spawn", "watchdog_s"}
+AIRSIM_URL_OPTIONS = {"api", "camera", "silence_land_s", "spawn", "watchdog_s"}
 
 
 def parse_airsim_url(url: str) -> AirSimTarget:
