@@ -517,3 +517,48 @@ def test_every_failsafe_source_records_each_transition_with_its_exact_fields() -
         ),
         (Mode.FLYING, Mode.HOLD, "fresh valid pilot action after pilot back", 4.5, None, None),
     ]
+
+
+def test_a_vehicle_above_the_ceiling_or_outside_the_fence_is_flown_back_flying_or_holding() -> None:
+    g = governor(altitude_ceiling_m=4.0, geofence_radius_m=50.0, recover_m_s=1.0)
+    sent, clamps = g.filter(Setpoint(1.0, 0.0, 0.5, 0.0), telemetry(alt=7.0))
+    assert sent.up_m_s == -1.0 and sent.forward_m_s == 1.0
+    assert clamps[-1].rule == "recover" and "above the ceiling" in clamps[-1].detail
+    g.hold("operator")
+    sent, clamps = g.filter(HOLD, telemetry(x=0.0, y=60.0, alt=3.0, yaw=90.0))  # east of home, facing east
+    assert sent.forward_m_s == pytest.approx(-1.0) and sent.right_m_s == pytest.approx(0.0, abs=1e-9)
+    assert clamps[-1].rule == "recover" and "outside the geofence" in clamps[-1].detail
+    sent, clamps = g.filter(HOLD, telemetry(alt=3.0))  # inside: a hold is a hold
+    assert sent == HOLD and clamps == []
+    g.land("end")
+    sent, _ = g.filter(HOLD, telemetry(alt=7.0))
+    assert sent == HOLD  # landing: the vehicle's own descent
+
+
+def test_a_stall_of_the_process_is_not_the_sources_silence_and_the_flight_resumes_when_fresh() -> None:
+    g = SafetyGovernor(SafetyConfig(telemetry_stale_land_s=2.0), Pose(0, 0, 0, 0), clock=lambda: 0.0)
+    seen: list[Transition] = []
+    g.on_transition = seen.append
+    g.flight_started(0.0)
+    g.heard(TELEMETRY, 10.0)
+    g.stalled(3.0, 13.05)  # stopped from 10.05 to 13.05: the telemetry was last heard "just now"
+    g.check_failsafes(13.05)
+    assert g.mode == Mode.HOLD and g.reason.startswith("onboard stalled 3.0 s"), g.reason
+    assert seen[-1].source == "onboard"
+    g.check_failsafes(13.5)
+    assert g.mode == Mode.HOLD  # nothing heard since the stall ended
+    g.heard(TELEMETRY, 13.6)
+    g.check_failsafes(13.6)
+    assert g.mode == Mode.FLYING and "onboard stall over" in seen[-1].reason
+    g.check_failsafes(15.7)
+    assert g.mode == Mode.LANDING and "telemetry stale" in g.reason  # real silence after it still lands
+
+
+@pytest.mark.parametrize("policy, mode", [("land", Mode.LANDING), ("continue", Mode.FLYING)])
+def test_what_follows_a_stall_is_the_configs_choice(policy: str, mode: Mode) -> None:
+    g = SafetyGovernor(SafetyConfig(on_stall=policy), Pose(0, 0, 0, 0), clock=lambda: 0.0)
+    g.flight_started(0.0)
+    g.heard(TELEMETRY, 1.0)
+    g.stalled(2.0, 3.0)
+    g.check_failsafes(3.0)
+    assert g.mode == mode
