@@ -31,6 +31,9 @@ class Telemetry(msgspec.Struct, frozen=True):
     armed: bool
     landed: bool
     collided: bool  # latched since the last reset / pose teleport
+    # What the vehicle hit, when it says (AirSim's CollisionInfo: object name and impact point, world
+    # NED m); "" when it does not, or nothing was hit.
+    collided_with: str = ""
     # How pose x/y were obtained: "measured" (simulator truth, EKF/GPS/VIO) or "dead_reckoned"
     # (integrated commands, e.g. a Tello: drifts; never treat it as ground truth).
     position_source: str = "measured"

@@ -59,6 +59,7 @@ HISTORY_LENGTH = 5
 # prompt with an empty "Instruction:" line, and the check would then refuse a healthy pilot.
 PREARM_INSTRUCTION = "look around"
 DEFAULT_TAKEOFF_ALTITUDE_M = 3.0
+COLLIDED_REASON = "collided"  # the end reason's start when the vehicle reported a collision
 VEHICLE_LOST_REASON = "vehicle connection lost"  # the end reason's start (dronecats onboard exits 4)
 
 
@@ -228,6 +229,8 @@ class OnboardRuntime:
             return "t_max"
         if self.config.max_steps is not None and self.steps >= self.config.max_steps:
             return "max_steps"
+        if self.governor.collision is not None:  # the episode has failed: never fly on past it
+            return f"{COLLIDED_REASON}: {self.governor.collision}"
         mode = self.governor.mode
         if mode in (Mode.LANDING, Mode.ESTOP):
             return f"{mode.value}: {self.governor.reason}"

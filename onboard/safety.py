@@ -70,6 +70,8 @@ class SafetyGovernor:
         self._envelope = Envelope(config)
         self._traffic = FleetTraffic(config.traffic_max_age_s, clock)
         self.on_transition: TransitionSink | None = None
+        # The first collision the vehicle reported (what it hit, when it says): it ends the run.
+        self.collision: str | None = None
 
     # ---- mode changes -------------------------------------------------------------------------
     @property
@@ -289,10 +291,10 @@ class SafetyGovernor:
         """The vehicle's own state: a collision holds (or lands), a low battery lands."""
         with self._lock:
             if t.collided:
-                if self.config.land_on_collision:
-                    self._modes.set_mode(Mode.LANDING, "collision")
-                else:
-                    self._modes.set_mode(Mode.HOLD, "collision")
+                what = f"collision with {t.collided_with}" if t.collided_with else "collision"
+                if self.collision is None:
+                    self.collision = what
+                self._modes.set_mode(Mode.LANDING if self.config.land_on_collision else Mode.HOLD, what)
             if t.battery_fraction is not None and t.battery_fraction <= self.config.battery_land_fraction:
                 self._modes.set_mode(
                     Mode.LANDING,

@@ -178,6 +178,8 @@ class AirSimVehicle(Vehicle):
         self._spawn: Pose | None = target.spawn
         self._armed = False
         self._collision_baseline_ns: int | None = None  # the collision time stamp when first asked
+        self._collision_stamp_ns: int | None = None  # the newest collision's, and what it hit
+        self._collided_with = ""
         self._connected = False
         self._api: str | None = None if target.api == "auto" else target.api
         self.lockstep = False  # episodes.hil: the server is paused and advanced by a driver
@@ -367,7 +369,7 @@ class AirSimVehicle(Vehicle):
             raise
         except Exception as exc:
             raise LinkError(f"{self.name}: getMultirotorState failed: {exc}") from exc
-        collided = self._collided()
+        collided, collided_with = self._collided()
         k = state.kinematics_estimated
         p, q, v = k.position, k.orientation, k.linear_velocity
         yaw = quat_yaw_deg(q)
@@ -384,21 +386,32 @@ class AirSimVehicle(Vehicle):
             armed=self._armed,
             landed=int(state.landed_state) == 0,
             collided=collided,
+            collided_with=collided_with,
         )
 
-    def _collided(self) -> bool:
+    def _collided(self) -> tuple[bool, str]:
         """A collision since this adapter first asked. AirSim's getMultirotorState never fills its
         collision field, and simGetCollisionInfo clears has_collided once read (any client may have read
-        it): a collision time stamp newer than the first one seen is the lasting evidence."""
+        it): a collision time stamp newer than the first one seen is the lasting evidence. With it, what
+        was hit (the info of the newest collision: object name and impact point)."""
         try:
-            stamp = int(self._client().simGetCollisionInfo(self.name).time_stamp)
+            info = self._client().simGetCollisionInfo(self.name)
+            stamp = int(info.time_stamp)
         except LinkError:
             raise
         except Exception as exc:
             raise LinkError(f"{self.name}: simGetCollisionInfo failed: {exc}") from exc
         if self._collision_baseline_ns is None:
             self._collision_baseline_ns = stamp
-        return stamp > self._collision_baseline_ns
+        if stamp <= self._collision_baseline_ns:
+            return False, ""
+        if stamp != self._collision_stamp_ns:
+            p = info.impact_point
+            self._collision_stamp_ns = stamp
+            self._collided_with = (
+                f"{info.object_name or 'something'} at ({p.x_val:.2f}, {p.y_val:.2f}, {p.z_val:.2f})"
+            )
+        return True, self._collided_with
 
     def camera(self) -> AirSimCamera:
         return AirSimCamera(self)
