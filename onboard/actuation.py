@@ -268,6 +268,7 @@ class ActuationThread:
         rate_hz: float,
         history: int = 2000,
         rt_priority: int = 0,
+        stall_s: float = math.inf,
     ) -> None:
         if rate_hz <= 0:
             raise ValueError(f"rate_hz={rate_hz} must be > 0")
@@ -283,8 +284,9 @@ class ActuationThread:
         self.skipped_ticks = 0
         self.error: BaseException | None = None
         self.tick_failures = FailureStreak("actuation tick", log, clock.now)
-        self.stall_s = actuator.governor.config.stall_s
-        self.on_stall: Callable[[float, float], None] | None = None  # (now_s, gap_s): logged by the runtime
+        self.stall_s = stall_s
+        # (now_s, gap_s), before the tick after a stall: the runtime tells the governor and logs it.
+        self.on_stall: Callable[[float, float], None] | None = None
         self.stalls_s: list[float] = []
 
     def start(self) -> None:
@@ -301,11 +303,10 @@ class ActuationThread:
             self.actuator.poller.stop(timeout_s)
 
     def _stalled(self, now_s: float, gap_s: float) -> None:
-        """This loop did not run for gap_s (the whole process was stopped or starved): told to the
-        governor before the tick, so that its failsafes do not read our stall as the sources' silence."""
+        """This loop did not run for gap_s (the whole process was stopped or starved): said before the
+        tick, so that the governor's failsafes do not read our stall as the sources' silence."""
         self.stalls_s.append(gap_s)
         log.warning("onboard stalled %.1f s (the process did not run: not the vehicle's silence)", gap_s)
-        self.actuator.governor.stalled(gap_s, now_s)
         if self.on_stall is not None:
             self.on_stall(now_s, gap_s)
 

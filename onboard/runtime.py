@@ -110,9 +110,13 @@ class OnboardRuntime:
         self.actuator = Actuator(vehicle, self.governor, self.reporter.on_clamp, self.reporter.on_telemetry)
         self.actuator.on_goto = self.operator.on_goto
         self.actuation = ActuationThread(
-            self.actuator, clock, config.rate_hz, rt_priority=config.actuation_rt_priority
+            self.actuator,
+            clock,
+            config.rate_hz,
+            rt_priority=config.actuation_rt_priority,
+            stall_s=config.safety.stall_s,
         )
-        self.actuation.on_stall = lambda now_s, gap_s: self.event("stall", gap_s=round(gap_s, 3))
+        self.actuation.on_stall = self._stalled
         self.counters = DecisionCounters()
         self.capture = FrameCapture(
             camera, config.max_frame_age_s, clock, self.governor, self.actuator, self.counters, self.reporter
@@ -269,6 +273,11 @@ class OnboardRuntime:
             self.thread_nice.restore()
         self.reporter.final_telemetry(self.actuator.last_telemetry, self.actuator.last_sent)
         self._record_end(reason)
+
+    def _stalled(self, now_s: float, gap_s: float) -> None:
+        """The actuation loop found a gap of its own: the governor excuses it, the log names it."""
+        self.governor.stalled(gap_s, now_s)
+        self.event("stall", gap_s=round(gap_s, 3))
 
     def _record_end(self, reason: str) -> None:
         self.reporter.run_finished(
