@@ -147,3 +147,19 @@ def test_the_excerpt() -> None:
 def test_bounds_from_the_url_are_validated(query: str) -> None:
     with pytest.raises(ConfigError, match=query.split("=")[0]):
         open_backend(f"openai://127.0.0.1:9/v1?model=m&{query}")
+
+
+def test_serve_pilot_cuts_its_upstream_and_its_client_gets_a_failed_decision() -> None:
+    from tests.support.pilots import serve_pilot_process
+
+    with model_server("trickle_body", rate_bytes_per_s=1) as upstream:
+        # serve-pilot in its own process, piloting through openai:// to the trickling server.
+        upstream_url = upstream.openai_url(profile="qwen3.5-2b", timeout_s=1)
+        with serve_pilot_process("--pilot", upstream_url) as hostport:
+            url = f"openai://{hostport}/v1?profile=qwen3.5-2b&retries=0"
+            decision, elapsed_s = _decide(url, StepDeadlines(action_s=8.0, plan_s=8.0))
+        print(f"serve-pilot answered the failure after {elapsed_s:.2f} s")
+        assert decision.action is None and "HTTP 500" in decision.error
+        assert "timed out: the total deadline (1.00 s) passed" in decision.error
+        assert elapsed_s < 1.0 + SLACK_S
+        assert upstream.replies and not upstream.replies[0].completed
