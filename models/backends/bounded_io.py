@@ -61,6 +61,17 @@ class CallBudget:
             raise httpcore.ReadTimeout(f"{bound} passed")
         return left_s if self.timed_out_on is not None or timeout_s is None else timeout_s
 
+    def connect_timeout_s(self, timeout_s: float | None) -> float:
+        """The connect timeout, cut to what is left of the total deadline."""
+        left_s = self.deadline_s - time.monotonic()
+        self.timed_out_on = f"the total deadline ({self.deadline_s - self.attempt_started_s:.2f} s)"
+        if left_s <= 0:
+            raise httpcore.ConnectTimeout(f"{self.timed_out_on} passed")
+        if timeout_s is not None and timeout_s < left_s:
+            self.timed_out_on = None  # the connect timeout's own, named by httpx
+            return timeout_s
+        return left_s
+
     def count(self, data: bytes) -> None:
         self.read_bytes += len(data)
         if self.read_bytes > self.max_reply_bytes:
@@ -126,6 +137,9 @@ class BoundedNetwork(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
+        budget = _CURRENT.get()
+        if budget is not None:
+            timeout = budget.connect_timeout_s(timeout)
         return BoundedStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
 
     def connect_unix_socket(
