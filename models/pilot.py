@@ -14,11 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+import msgspec
+
 from common.actions import Action, Think
 from common.camera import CameraProfile
 from common.errors import BackendError, MalformedReply
 from common.pose import LEVEL_CAMERA, CameraAttitude
 from models.backends.base import CallStats, ModelBackend
+from models.excerpt import logged_reply
 from models.frames import encode_frame, encode_history_view
 from models.identity import PromptIdentity
 from models.pilot_prompt import CommanderPrompt, MultiDronePrompt, PilotPrompt
@@ -87,6 +90,12 @@ class Decision:
     failure: FailureKind | None = None  # None with an action; None without one reads as MALFORMED
 
     @property
+    def logged_raw(self) -> str:
+        """`raw` as logs and the link carry it (models.excerpt): a valid short reply whole, any other
+        as its bounded excerpt."""
+        return logged_reply(self.raw, usable=self.action is not None)
+
+    @property
     def failure_kind(self) -> FailureKind | None:
         """None when the decision has an action, else why not (MALFORMED unless the pilot said)."""
         if self.action is not None:
@@ -116,6 +125,18 @@ class Pilot(Protocol):
 # ---- the prompt-based model pilot ----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class StepDeadlines:
+    """How old a reply may be before the runtime discards it (its staleness bounds): the model call
+    is cut there too, so a slow server never holds a step longer than its reply would be worth."""
+
+    action_s: float
+    plan_s: float
+
+    def for_observation(self, observation: Observation) -> float:
+        return self.plan_s if observation.plan_step else self.action_s
+
+
 class ModelPilot:
     """prompt + backend + parser: models.pilot_prompt builds the request (its system message is
     built once, byte-identical every call), the backend answers, the request's ReplySpec parses."""
@@ -126,8 +147,10 @@ class ModelPilot:
         profile: ModelProfile,
         switches: PromptSwitches | None = None,
         name: str | None = None,
+        deadlines: StepDeadlines | None = None,
     ) -> None:
         self.backend = backend
+        self.deadlines = deadlines  # None: the backend's own bound on each call
         self.prompt = PilotPrompt(profile, switches)
         self.name = name or f"model:{profile.name}"
         if getattr(backend, "random_init", False) and "RANDOM WEIGHTS" not in self.name:
@@ -152,13 +175,16 @@ class ModelPilot:
         views: list[bytes | None] = []
         if self.prompt.switches.visual_history:
             views = [encode_history_view(image).jpeg for image in observation.history_images]
-        return self.prompt.request(
+        request = self.prompt.request(
             observation.instruction,
             history,
             encode_frame(observation.image),
             previous_was_think=observation.plan,
             history_views=views,
         )
+        if self.deadlines is None:
+            return request
+        return msgspec.structs.replace(request, deadline_s=self.deadlines.for_observation(observation))
 
     def decide(self, observation: Observation) -> Decision:
         t0 = time.perf_counter()
@@ -299,9 +325,11 @@ def profile_for_url(url: str) -> ModelProfile:
     return ModelProfile(name="generic", served_model=model)
 
 
-def model_pilot_from_url(url: str, switches: PromptSwitches | None = None) -> ModelPilot:
+def model_pilot_from_url(
+    url: str, switches: PromptSwitches | None = None, deadlines: StepDeadlines | None = None
+) -> ModelPilot:
     """A ModelPilot on the backend at `url` (openai://, openais://, vllm://, trtllm://)."""
     from models.backends import open_backend
 
     profile = profile_for_url(url)
-    return ModelPilot(open_backend(url), profile, switches)
+    return ModelPilot(open_backend(url), profile, switches, deadlines=deadlines)

@@ -77,6 +77,9 @@ class ChatRequest(msgspec.Struct, frozen=True):
     max_tokens_field: str = "max_tokens"
     decoding: Decoding = Decoding()
     extra_body: dict[str, Any] = {}  # e.g. the thinking-off fields
+    # Seconds the reply may take (the step's staleness bound: a later reply is discarded anyway);
+    # never sent. None: the backend's own bound.
+    deadline_s: float | None = None
 
     def messages(self) -> list[dict[str, Any]]:
         return [

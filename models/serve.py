@@ -35,7 +35,7 @@ from typing import Any
 from common.errors import BackendError, ConfigError, DroneCatsError, ProtocolError
 from models.chat_decode import DecodedChat, decode_chat
 from models.parser import reply_object
-from models.pilot import Observation, Pilot
+from models.pilot import Observation, Pilot, StepDeadlines
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +87,11 @@ class ScriptedPilot:
         pass
 
 
-def make_pilot(spec: str, delta_m: float = 5.0, camera: str | None = None) -> Any:
-    """`baseline`, `scripted:FILE`, or a backend URL with `profile=` (a model pilot)."""
+def make_pilot(
+    spec: str, delta_m: float = 5.0, camera: str | None = None, deadlines: StepDeadlines | None = None
+) -> Any:
+    """`baseline`, `scripted:FILE`, or a backend URL with `profile=` (a model pilot, its calls cut at
+    `deadlines`: the runtime's staleness bounds)."""
     if spec == "baseline":
         from common.camera import camera_profile
         from models.baseline import BaselinePilot
@@ -99,7 +102,7 @@ def make_pilot(spec: str, delta_m: float = 5.0, camera: str | None = None) -> An
     if "://" in spec:
         from models.pilot import model_pilot_from_url
 
-        return model_pilot_from_url(spec)
+        return model_pilot_from_url(spec, deadlines=deadlines)
     raise ConfigError(f"unknown pilot {spec!r}: use baseline, scripted:FILE or a backend URL")
 
 

@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from common.errors import DroneCatsError, LinkError
     from common.interfaces import open_vehicle
     from common.truth import open_truth
+    from models.pilot import StepDeadlines
     from models.serve import make_pilot
     from onboard.assembly import assemble, fly_realtime
     from onboard.runtime import RuntimeConfig
@@ -114,7 +115,12 @@ def run(args: argparse.Namespace) -> int:
         pilot: Any = (
             GroundStationPilot()
             if config.remote
-            else make_pilot(args.pilot, delta_m=config.delta_m, camera=config.camera)
+            else make_pilot(
+                args.pilot,
+                delta_m=config.delta_m,
+                camera=config.camera,
+                deadlines=StepDeadlines(config.action_deadline_s, config.plan_deadline_s),
+            )
         )
         truth = None
         if args.truth_target:

@@ -218,7 +218,7 @@ class StepReporter:
                 drone=self.drone,
                 call_id=call_id,
                 action=action,
-                raw=decision.raw,
+                raw=decision.logged_raw,
                 latency_s=latency,
                 distance_m=sample.distance_m,
                 visible=sample.visible,

@@ -209,7 +209,7 @@ class OnboardRuntime:
             ) from None
         elapsed = wall_timer() - start
         if decision.action is None:
-            self.event("prearm_failed", error=decision.error, raw=decision.raw[:500], latency_s=elapsed)
+            self.event("prearm_failed", error=decision.error, raw=decision.logged_raw, latency_s=elapsed)
             raise PrearmRefused(f"pre-arm check: the pilot returned no valid action ({decision.error})")
         self.event("prearm_ok", action=action_to_dict(decision.action), latency_s=elapsed)
 
@@ -373,11 +373,11 @@ class OnboardRuntime:
             why = f"stale reply ({age_s:.2f} s > {deadline_s:.2f} s)" if discarded == "stale" else None
             self.governor.pilot_failed(why or f"{discarded}: {decision.error}")
         if discarded == "superseded":
-            self.event("discarded", why=discarded, raw=decision.raw[:500], age_s=age_s)
+            self.event("discarded", why=discarded, raw=decision.logged_raw, age_s=age_s)
         elif discarded is not None:
             # A missed decision holds: never keep flying a plan the pilot has not confirmed.
             self.actuator.set_schedule(MotionSchedule(hold_plan(PlanKind.MISSED), self.clock.now()))
-            self.event("discarded", why=discarded, error=decision.error, raw=decision.raw[:500], age_s=age_s)
+            self.event("discarded", why=discarded, error=decision.error, raw=decision.logged_raw, age_s=age_s)
         else:
             assert action is not None
             # First: a valid action may lift a failsafe hold (no ground station), so it is executed.

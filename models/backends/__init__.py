@@ -27,12 +27,14 @@ OPENAI_PARAMS = frozenset(
         "backoff_s",
         "retry_on_timeout",
         "api_key_env",
+        "first_byte_timeout_s",
+        "max_reply_bytes",
     }
 )
 
 
 def _open_openai(url: BackendURL) -> ModelBackend:
-    from models.backends.openai_http import OpenAIBackend
+    from models.backends.openai_http import DEFAULT_MAX_REPLY_BYTES, OpenAIBackend
 
     unknown = set(url.params) - OPENAI_PARAMS
     if unknown:
@@ -52,6 +54,12 @@ def _open_openai(url: BackendURL) -> ModelBackend:
         retry_on_timeout=retry_on_timeout in ("1", "true"),
         api_key_env=url.get_str("api_key_env"),
         profile_name=url.get_str("profile"),
+        first_byte_timeout_s=(
+            url.get_float("first_byte_timeout_s", 0.0, minimum=0.001)
+            if "first_byte_timeout_s" in url.params
+            else None  # the whole deadline (a server that does not stream answers all at once)
+        ),
+        max_reply_bytes=url.get_int("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, minimum=1),
     )
 
 

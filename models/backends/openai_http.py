@@ -4,6 +4,11 @@ One persistent keep-alive connection (httpx.Client); the schema goes as `respons
 json_schema (vLLM ≥ 0.12 silently ignores the old `guided_json` field); bounded retries with
 exponential backoff on connection errors and 5xx/429 only; one CallStats per call.
 
+Every call is bounded at the socket (models.backends.bounded_io): a connect timeout, a time to the
+reply's first byte, a total deadline over all its attempts (`timeout_s`, cut to the request's own
+`deadline_s`: the step's staleness bound) and a reply cap (`max_reply_bytes`, headers included)
+beyond which the connection is closed unread. Each of them ends the call with a BackendError.
+
 The body is the request's own `to_body()` serialised in its fixed key order, so the system text
 and the schema are byte-identical on every call: that is what lets a server's prefix cache reuse them.
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -20,6 +26,8 @@ import httpx
 
 from common.errors import BackendError, ConfigError
 from models.backends.base import CallStats, Completion
+from models.backends.bounded_io import BoundedTransport, CallBudget, bounded
+from models.excerpt import reply_excerpt
 
 if TYPE_CHECKING:
     from models.request import ChatRequest
@@ -27,6 +35,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+# A reply is one JSON action in a chat-completions envelope: a few hundred bytes, a few KB with a
+# plan. 1 MiB leaves room for any honest reply and none for a runaway one.
+DEFAULT_MAX_REPLY_BYTES = 1024 * 1024
 
 
 class OpenAIBackend:
@@ -42,14 +53,26 @@ class OpenAIBackend:
         api_key: str | None = None,
         api_key_env: str | None = None,
         profile_name: str | None = None,
+        first_byte_timeout_s: float | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
-        if timeout_s <= 0:
-            raise ConfigError(f"openai backend: timeout_s={timeout_s} must be > 0")
+        for key, value in (
+            ("timeout_s", timeout_s),
+            ("connect_timeout_s", connect_timeout_s),
+            ("first_byte_timeout_s", timeout_s if first_byte_timeout_s is None else first_byte_timeout_s),
+            ("max_reply_bytes", max_reply_bytes),
+        ):
+            if not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"openai backend: {key}={value} must be a finite number > 0")
         if retries < 0:
             raise ConfigError(f"openai backend: retries={retries} must be >= 0")
         self.base_url = base_url.rstrip("/")
         self.model = model  # overrides the request's (profile's) served model name when set
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # the total deadline of one call, every attempt and backoff included
+        # A server that does not stream sends nothing until the reply is generated: by default the
+        # first byte may take the whole deadline.
+        self.first_byte_timeout_s = timeout_s if first_byte_timeout_s is None else first_byte_timeout_s
+        self.max_reply_bytes = max_reply_bytes
         self.retries = retries
         self.backoff_s = backoff_s
         # A read timeout means the server is alive but slow: retrying doubles the hover, so only on request.
@@ -65,7 +88,7 @@ class OpenAIBackend:
             base_url=self.base_url,
             headers=headers,
             timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
-            limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=60.0),
+            transport=BoundedTransport(httpx.Limits(max_keepalive_connections=4, keepalive_expiry=60.0)),
         )
 
     def _key_from_env(self) -> str | None:
@@ -88,28 +111,44 @@ class OpenAIBackend:
     def encode_body(self, request: ChatRequest) -> bytes:
         return json.dumps(self.build_body(request), ensure_ascii=False, separators=(",", ":")).encode()
 
+    def total_deadline_s(self, request: ChatRequest) -> float:
+        """Seconds this call may take: `timeout_s`, or the request's own deadline when sooner."""
+        return min(self.timeout_s, request.deadline_s) if request.deadline_s is not None else self.timeout_s
+
     def complete(self, request: ChatRequest) -> Completion:
         payload = self.encode_body(request)
         started = time.perf_counter()
+        total_s = self.total_deadline_s(request)
+        budget = CallBudget(time.monotonic() + total_s, self.first_byte_timeout_s, self.max_reply_bytes)
         attempts = 0
         while True:
             attempts += 1
+            budget.new_attempt()
             try:
-                response = self._client.post("/chat/completions", content=payload)
+                with bounded(budget):
+                    response = self._client.post("/chat/completions", content=payload)
             except httpx.TimeoutException as exc:
-                error = f"timed out after {self.timeout_s:g} s ({type(exc).__name__})"
+                bound = budget.why(timed_out=True)
+                error = f"timed out: {bound or type(exc).__name__}"
                 retryable = self.retry_on_timeout or isinstance(exc, httpx.ConnectTimeout)
             except httpx.TransportError as exc:
-                error = f"connection failed ({type(exc).__name__}: {exc})"
-                retryable = True
+                bound = budget.why(timed_out=False)
+                error = bound or f"connection failed ({type(exc).__name__}: {exc})"
+                retryable = bound is None  # an oversized reply comes back oversized
+            except httpx.HTTPError as exc:  # a body that does not decode (bad gzip): the server's fault
+                error = f"unreadable reply ({type(exc).__name__}: {exc})"
+                retryable = False
             else:
                 if response.status_code == 200:
                     return self._completion(response, started, attempts, request)
                 error = f"HTTP {response.status_code}: {_error_detail(response)}"
                 retryable = response.status_code in RETRY_STATUS
-            if not retryable or attempts > self.retries:
-                raise BackendError(f"{self.base_url}/chat/completions: {error} after {attempts} attempt(s)")
             delay_s = self.backoff_s * (2 ** (attempts - 1))
+            if not retryable or attempts > self.retries or time.monotonic() + delay_s >= budget.deadline_s:
+                raise BackendError(
+                    f"{self.base_url}/chat/completions: {error} after {attempts} attempt(s)"
+                    f" in {time.perf_counter() - started:.2f} s (deadline {total_s:.2f} s)"
+                )
             logger.warning("%s: %s; retry %d/%d in %.2f s", self.name, error, attempts, self.retries, delay_s)
             time.sleep(delay_s)
 
@@ -121,14 +160,14 @@ class OpenAIBackend:
         try:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BackendError(f"{where}: response is not JSON: {response.text[:200]!r}") from None
+            raise BackendError(f"{where}: response is not JSON: {reply_excerpt(response.text)!r}") from None
         try:
             choice = data["choices"][0]
             message = choice["message"]
             text = message["content"]
         except (KeyError, IndexError, TypeError):
             raise BackendError(
-                f"{where}: response has no choices[0].message.content: {str(data)[:200]}"
+                f"{where}: response has no choices[0].message.content: {reply_excerpt(str(data))}"
             ) from None
         if not isinstance(text, str):
             # A refusal or a tool call instead of text: there is no reply for the parser.

@@ -29,10 +29,13 @@ from typing import IO, Any
 import httpx
 
 from common.errors import BackendError
+from models.backends.bounded_io import BoundedTransport, CallBudget, bounded
 
 logger = logging.getLogger(__name__)
 
 TAIL_LINES = 40
+PROBE_S = 5.0  # one readiness probe, connection to last byte
+PROBE_MAX_BYTES = 1024 * 1024  # /health and /v1/models are a few hundred bytes
 
 
 class EngineProcess:
@@ -86,7 +89,12 @@ class EngineProcess:
         """
         deadline = time.monotonic() + timeout_s
         last = "no answer yet"
-        with httpx.Client(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(5.0, connect=1.0)) as client:
+        # Each probe is bounded as a flight call is (models.backends.bounded_io): an engine that
+        # trickles its answer is "not ready", never a probe that outlives the deadline.
+        transport = BoundedTransport(httpx.Limits())
+        with httpx.Client(
+            base_url=base_url.rstrip("/"), timeout=httpx.Timeout(PROBE_S, connect=1.0), transport=transport
+        ) as client:
             while True:
                 code = self.returncode()
                 if code is not None:
@@ -94,9 +102,11 @@ class EngineProcess:
                         f"engine exited with status {code} before it was ready; last output:\n{self.tail()}"
                     )
                 try:
-                    health = client.get("/health")
+                    with bounded(CallBudget(time.monotonic() + PROBE_S, PROBE_S, PROBE_MAX_BYTES)):
+                        health = client.get("/health")
                     if health.status_code == 200:
-                        listed = client.get("/v1/models")
+                        with bounded(CallBudget(time.monotonic() + PROBE_S, PROBE_S, PROBE_MAX_BYTES)):
+                            listed = client.get("/v1/models")
                         listed.raise_for_status()
                         ids = [str(m["id"]) for m in listed.json()["data"]]
                         if ids:

@@ -126,6 +126,11 @@ class ModelServer(HttpPeer):
         server = self
 
         class Handler(QuietHandler):
+            def handle(self) -> None:
+                # A bounded client hangs up mid-reply or between requests: that is the point, not an error.
+                with contextlib.suppress(ConnectionError):
+                    super().handle()
+
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     self.send_json(200, b'{"object":"list","data":[{"id":"stand-in","object":"model"}]}')
