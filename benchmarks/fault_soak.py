@@ -9,21 +9,24 @@ The processes a deployment runs, all on this host and the wall clock:
   FaultProxy (here)        an HTTP proxy between the drone and serve-pilot that injects the model
                            faults at the socket: a slow reply, a trickled body, trickled headers, a
                            50 MB reply, garbage;
-  `dronecats gs --headless` the ground station, over the CURVE link (keys made for the run);
+  Operator (here)          the ground station's side of the CURVE link (the real GroundLink, keys
+                           made for the run): sends the instruction, and after each fault, as an
+                           operator does after an alert, sends it again (a hold with a ground
+                           station attached waits for the operator);
   `dronecats onboard`      the runtime, flying Drone1 with `--pilot openai://<proxy>`.
 
 Faults (each drawn at random, one at a time): model_slow, model_trickle_body, model_trickle_headers,
-model_huge, model_garbage (at the proxy); link_cut (the ground station SIGSTOPped, then SIGCONT);
-onboard_stall (onboard SIGSTOPped 1-3 s); video_frozen (the simulator paused through simPause, the
-image stamp stands still); command_stale and command_replayed (a hold built with the ground
-station's own key and a send time an hour old; then the bytes of a hold the drone accepted, sent
-again). Each fault is judged over its window plus a settling time:
+model_huge, model_garbage (at the proxy); link_cut (the ground link closed, no heartbeats, then a
+new one); onboard_stall (onboard SIGSTOPped 1-3 s); video_frozen (the simulator paused through
+simPause, the image stamp stands still); command_stale and command_other_run (a hold built with the
+ground station's own key over CURVE, sent an hour old, or bound to a run before this one: a replay
+from an earlier flight). Each fault is judged over its window plus a settling time:
   unsafe   the vehicle left the envelope (fence, ceiling + 0.5 m), touched the ground outside a
            landing the run asked for, or flew faster than the envelope's limit + 1 m/s; a model,
            link or video fault during which the drone kept flying unconfirmed (horizontal speed
            above 0.5 m/s once the hold is due) counts too;
   logged   the drone's logs name the fault (a discarded step, a safety hold with its source, a
-           stall event, a refused command);
+           stall event, a refused command); a forged command that held the drone is unsafe;
   resumed  the drone flew again (a step executed) after the fault.
 At the end: the run's end-of-run record exists, every JSONL line of its logs parses, and the
 process exited by itself.
@@ -75,6 +78,7 @@ CONFIG = {
     "min_decision_period_s": 0.5,
     "prearm_check": False,
     "safety": {
+        "altitude_floor_m": 2.5,  # the benchmarks' floor: above the cars that drive under the drone
         "geofence_radius_m": FENCE_RADIUS_M,
         "altitude_ceiling_m": CEILING_M,
         "link_lost_hold_s": 1.0,
@@ -303,7 +307,7 @@ def in_window(records: list[dict[str, Any]], t0: float, t1: float) -> list[dict[
 
 
 def logged_model_fault(steps: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
-    return any(s.get("discarded") for s in steps) or any(e.get("kind") == "discarded" for e in events)
+    return any(s.get("discarded") for s in steps) or any(e.get("event") == "discarded" for e in events)
 
 
 def logged_source(source: str) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], bool]:
@@ -319,9 +323,86 @@ def logged_stall(steps: list[dict[str, Any]], events: list[dict[str, Any]]) -> b
 
 
 def logged_refusal(steps: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
-    return any(
-        "refused" in json.dumps(e) or "stale" in json.dumps(e) for e in events if "command" in json.dumps(e)
-    )
+    return any(e.get("event") == "refused" for e in events)
+
+
+# ---- the operator, at the ground station's end of the link ----------------------------------------
+class Operator:
+    """The ground station's side: a real GroundLink over CURVE with the ground station's key."""
+
+    def __init__(self, keys: Path, base_port: int) -> None:
+        from common.keys import load_keypair
+
+        self.keys = keys
+        self.base = f"tcp://127.0.0.1:{base_port}"
+        self.drone_public = load_keypair(keys / "Drone1.key").public_key
+        self.link: Any = None
+
+    def connect(self) -> None:
+        from common.keys import load_secret_keypair
+        from common.link import CurveClient, DroneEndpoint, GroundLink, GroundLinkConfig
+        from onboard.link import endpoints
+
+        self.link = GroundLink(
+            GroundLinkConfig(subscribe_frames=False),
+            CurveClient(load_secret_keypair(self.keys / "gs.key_secret")),
+        )
+        self.link.start()
+        self.link.add_drone(
+            DroneEndpoint("Drone1", *endpoints(self.base), server_public_key=self.drone_public)
+        )
+
+    def instruct(self, text: str = "go to the red car", tries: int = 20) -> bool:
+        from common.messages import Instruction
+
+        for _ in range(tries):
+            with contextlib.suppress(Exception):
+                if self.link.send_command("Drone1", Instruction(text=text), timeout_s=1.0).result == "ok":
+                    return True
+            time.sleep(0.5)
+        return False
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+
+    def forged_hold(self, stale: bool) -> str:
+        """A hold made with the ground station's own key, sent on a DEALER of its own: an hour old
+        (stale) or bound to a drone run before this one (other run). The drone must refuse both."""
+        import zmq
+
+        from common import wire
+        from common.keys import load_secret_keypair
+        from common.messages import Hold
+        from onboard.link import endpoints
+
+        run = self.link.run_session_id("Drone1")
+        if stale:
+            send_s, bound = time.monotonic() - 3600.0, run
+        else:
+            send_s, bound = time.monotonic(), "a-run-before-this-one"
+        parts = wire.encode(
+            Hold(reason="soak: forged"),
+            drone_id="Drone1",
+            session_id=f"forger-{time.time_ns()}",
+            seq=1,
+            send_time_s=send_s,
+            drone_session_id=bound,
+        )
+        pair = load_secret_keypair(self.keys / "gs.key_secret")
+        dealer = zmq.Context.instance().socket(zmq.DEALER)
+        dealer.curve_publickey, dealer.curve_secretkey = pair.public_key, pair.secret_key
+        dealer.curve_serverkey = self.drone_public
+        dealer.linger = 0
+        try:
+            dealer.connect(endpoints(self.base)[2])
+            dealer.send_multipart(parts)
+            if dealer.poll(3000):
+                return str(wire.decode(dealer.recv_multipart()).body.result)
+            return "no ack"
+        finally:
+            dealer.close()
 
 
 # ---- the soak -------------------------------------------------------------------------------------
@@ -353,6 +434,7 @@ class Soak:
     sim_port: int = 0
     gs_base_port: int = 0
     client: Any = None
+    operator: Operator | None = None
 
     @property
     def log_dir(self) -> Path:
@@ -422,26 +504,10 @@ class Soak:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        self.procs["gs"] = subprocess.Popen(
-            dronecats(
-                "gs",
-                "--headless",
-                "--drones",
-                f"Drone1=tcp://127.0.0.1:{self.gs_base_port}",
-                "--keys",
-                str(keys / "gs.key_secret"),
-                "--duration-s",
-                str(self.duration_s + 120),
-                "--until",
-                "none",
-                "--instruction",
-                "go to the red car",
-            ),
-            env=child_env(),
-            stdout=logs["gs"],
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        self.operator = Operator(keys, self.gs_base_port)
+        self.operator.connect()
+        if not self.operator.instruct(tries=120):
+            raise SystemExit(f"the drone never took the instruction (logs in {self.work})")
 
     # ---- the faults ----
     def inject(self, kind: str) -> FaultRecord:
@@ -458,8 +524,15 @@ class Soak:
             record.detail += f", {fault.requests} requests"
         elif kind == "link_cut":
             cut_s = rng.uniform(3.0, 8.0)
-            record.detail = f"ground station stopped {cut_s:.1f} s"
-            self._pause("gs", cut_s)
+            record.detail = f"ground link closed {cut_s:.1f} s"
+            assert self.operator is not None
+            self.operator.close()
+            time.sleep(cut_s)
+            self.operator.connect()
+        elif kind in ("command_stale", "command_other_run"):
+            assert self.operator is not None
+            record.detail = f"forged hold: acked {self.operator.forged_hold(kind == 'command_stale')!r}"
+            time.sleep(2.0)
         elif kind == "onboard_stall":
             stall_s = rng.uniform(1.0, 3.0)
             record.detail = f"onboard SIGSTOP {stall_s:.1f} s"
@@ -475,6 +548,10 @@ class Soak:
         else:
             raise SystemExit(f"unknown fault kind {kind!r}")
         record.end_wall = time.time()
+        # As an operator does after an alert: the instruction again (it lifts a hold the fault left).
+        time.sleep(4.0)
+        if self.operator is not None:
+            self.operator.instruct()
         return record
 
     def _pause(self, name: str, seconds: float) -> None:
@@ -515,7 +592,14 @@ class Soak:
             "link_cut": logged_source("link"),
             "onboard_stall": logged_stall,
             "video_frozen": logged_source("video"),
+            "command_stale": logged_refusal,
+            "command_other_run": logged_refusal,
         }.get(record.kind, logged_model_fault)
+        forged_holds = [
+            e for e in events_w if e.get("event") == "safety" and "soak: forged" in e.get("reason", "")
+        ]
+        if forged_holds:
+            record.unsafe.append("a forged command held the drone")
         record.logged = check(steps_w, events_w)
         record.resumed = any(
             not s.get("discarded") and float(s.get("wall_time", 0)) > record.end_wall for s in steps
@@ -538,7 +622,8 @@ def summarise(soak: Soak, sampler: PoseSampler, onboard_rc: int | None) -> dict[
     events, bad_events = read_jsonl(soak.log_dir / "events.jsonl")
     steps, bad_steps = read_jsonl(soak.log_dir / "steps.jsonl")
     for e in events:
-        if e.get("kind") == "safety" and e.get("mode") in ("landing", "estop"):
+        ordered = e.get("event") == "safety" and e.get("mode") in ("landing", "estop")
+        if ordered and "end of run" not in e.get("reason", ""):
             landing_wall = float(e["wall_time"])
             break
     for record in soak.faults:
@@ -603,6 +688,8 @@ ALL_KINDS = [
     "link_cut",
     "onboard_stall",
     "video_frozen",
+    "command_stale",
+    "command_other_run",
 ]
 
 
@@ -629,7 +716,7 @@ def main() -> int:
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="fault-soak-"))
     work.mkdir(parents=True, exist_ok=True)
     soak = Soak(work, args.duration_s, random.Random(args.seed), kinds)
-    names = ("sim", "pilot", "onboard", "gs")
+    names = ("sim", "pilot", "onboard")
     with contextlib.ExitStack() as stack:
         logs = {n: stack.enter_context((work / f"{n}.log").open("w")) for n in names}
         sampler: PoseSampler | None = None
@@ -647,7 +734,9 @@ def main() -> int:
                 sampler.stop.set()
             if soak.proxy is not None:
                 soak.proxy.shutdown()
-            for name in ("gs", "onboard", "pilot", "sim"):
+            if soak.operator is not None:
+                soak.operator.close()
+            for name in ("onboard", "pilot", "sim"):
                 if name in soak.procs:
                     with contextlib.suppress(Exception):
                         os.kill(soak.procs[name].pid, signal.SIGCONT)

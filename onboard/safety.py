@@ -291,10 +291,10 @@ class SafetyGovernor:
         """The vehicle's own state: a collision holds (or lands), a low battery lands."""
         with self._lock:
             if t.collided:
-                what = f"collision with {t.collided_with}" if t.collided_with else "collision"
-                if self.collision is None:
-                    self.collision = what
-                self._modes.set_mode(Mode.LANDING if self.config.land_on_collision else Mode.HOLD, what)
+                if self.collision is None:  # the first one: later contacts (resting on it) are the same
+                    self.collision = f"collision with {t.collided_with}" if t.collided_with else "collision"
+                mode = Mode.LANDING if self.config.land_on_collision else Mode.HOLD
+                self._modes.set_mode(mode, self.collision)
             if t.battery_fraction is not None and t.battery_fraction <= self.config.battery_land_fraction:
                 self._modes.set_mode(
                     Mode.LANDING,
