@@ -68,6 +68,7 @@ HUGE_REPLY_BYTES = 50 * 1024 * 1024
 SETTLE_S = 12.0  # after a fault ends: time for the hold to lift and a step to be executed again
 HOLD_DUE_S = 4.0  # into a model/link/video fault: the hold is due by then (deadline + hold time)
 HELD_SPEED_M_S = 0.5
+RESUME_WITHIN_S = 30.0  # after a fault ends (the operator's instruction included): a step executed by then
 GROUND_M = 0.3
 FENCE_RADIUS_M = 80.0
 CEILING_M = 10.0
@@ -587,6 +588,10 @@ class Soak:
                 record.unsafe.append(f"flew unconfirmed during the fault ({record.held_speed_m_s:.2f} m/s)")
         steps, _ = read_jsonl(self.log_dir / "steps.jsonl")
         events, _ = read_jsonl(self.log_dir / "events.jsonl")
+        # Steps carry episode time only; the events carry both: the wall clock of a step from them.
+        offset_s = next((e["wall_time"] - e["t"] for e in events if "wall_time" in e and "t" in e), 0.0)
+        for step in steps:
+            step["wall_time"] = float(step.get("t", -1e9)) + offset_s
         steps_w, events_w = in_window(steps, t0 - 1.0, t1), in_window(events, t0 - 1.0, t1)
         check = {
             "link_cut": logged_source("link"),
@@ -602,7 +607,8 @@ class Soak:
             record.unsafe.append("a forged command held the drone")
         record.logged = check(steps_w, events_w)
         record.resumed = any(
-            not s.get("discarded") and float(s.get("wall_time", 0)) > record.end_wall for s in steps
+            not s.get("discarded") and record.end_wall < s["wall_time"] <= record.end_wall + RESUME_WITHIN_S
+            for s in steps
         )
 
     def fly(self, gap_s: tuple[float, float], sampler: PoseSampler, first_fault_s: float) -> None:
