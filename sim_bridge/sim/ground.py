@@ -56,15 +56,18 @@ class GroundMap:
         if self._raster is None:
             self._raster = self._build_raster()
         raster, x0, y0 = self._raster
-        # one spare row/column of base colour catches everything outside the raster
-        i = ((x - x0) * (1.0 / self.resolution_m)).astype(np.int32)
-        j = ((y - y0) * (1.0 / self.resolution_m)).astype(np.int32)
+        # Inside or not is decided on the floats, before any cast: a ray grazing the horizon puts its
+        # ground point ~1e9 m away (past int32) and a NaN pose would give NaN; casting either is
+        # undefined ("invalid value encountered in cast"). Such points (NaN compares false) get the
+        # base colour, as everything outside the raster does.
+        fi = (x - x0) * (1.0 / self.resolution_m)
+        fj = (y - y0) * (1.0 / self.resolution_m)
         nx, ny = raster.shape
-        outside = (i < 0) | (i >= nx) | (j < 0) | (j >= ny)
-        np.clip(i, 0, nx - 1, out=i)
-        np.clip(j, 0, ny - 1, out=j)
+        inside = (fi >= 0) & (fi < nx) & (fj >= 0) & (fj < ny)
+        i = np.where(inside, fi, 0.0).astype(np.int32)
+        j = np.where(inside, fj, 0.0).astype(np.int32)
         out = raster[i, j]
-        out[outside] = 0
+        out[~inside] = 0
         return out
 
 
