@@ -94,10 +94,20 @@ class LocalVehicle(Vehicle):
                 armed=bool(m.armed),
                 landed=bool(m.landed),
                 collided=m.collision is not None,
+                collided_with=_collided_with(m.collision),
             )
 
     def close(self) -> None:
         self._connected = False  # the world is the caller's: it outlives its vehicles
+
+
+def _collided_with(hit: dict | None) -> str:
+    """What the simulator's collision record (AirSim's CollisionInfo fields) says was hit, as the
+    airsim:// adapter words it; "" with no collision."""
+    if hit is None:
+        return ""
+    x, y, z = hit["impact_point"]
+    return f"{hit['object_name'] or 'something'} at ({float(x):.2f}, {float(y):.2f}, {float(z):.2f})"
 
 
 class LocalCamera:

@@ -138,20 +138,26 @@ def test_geofence_breach_attempt_is_clamped(world, tmp_path) -> None:
     assert clamps and "geofence" in clamps[0]["detail"] and clamps[0]["asked"] != clamps[0]["sent"]
 
 
-def test_collision_holds(world, tmp_path) -> None:
-    # A scripted model flies straight ahead into a wall: the runtime holds and says why.
+def test_collision_holds_and_ends_the_episode_as_collided(world, tmp_path) -> None:
+    # A scripted model flies straight ahead into a wall: the runtime holds, says why, and ends the
+    # lock-step episode at once (it never hovers out T_max behind the wall).
     world.spawn("wall", "sign:WALL@white", Pose(6.0, 0.0, 0.0, 180.0), scale=(1.0, 20.0, 20.0))
     replies = tmp_path / "replies.txt"
     replies.write_text('{"action": "go", "point": [500, 500], "depth_m": 20, "angle_deg": null}\n' * 40)
     with serve_pilot_process("--pilot", f"scripted:{replies}") as hostport:
         pilot = model_pilot_from_url(f"openai://{hostport}/v1?profile=qwen3.5-2b&timeout_s=10")
         rt = make_runtime(world, tmp_path / "log", pilot=pilot, t_max_s=20.0, land_at_end=False)
-        LockstepDriver(rt, world).run()
-    assert rt.governor.mode == Mode.HOLD and rt.governor.reason == "collision"
+        result = LockstepDriver(rt, world).run()
+    assert rt.governor.mode == Mode.HOLD and rt.governor.reason.startswith("collision with wall at (")
+    assert result.reason.startswith("collided: collision with wall") and rt.t() < 10.0, (
+        result.reason,
+        rt.t(),
+    )
     assert world.vehicle_pose("Drone1").x_m < 6.0
     trace = [json.loads(line) for line in (tmp_path / "log" / "trace.jsonl").read_text().splitlines()]
     assert any(line["collided"] for line in trace)
-    assert verdict(tmp_path / "log", 20.0).collisions >= 1
+    scored = verdict(tmp_path / "log", 20.0)
+    assert scored.collisions >= 1 and not scored.success and scored.failure_mode == "collided"
 
 
 @pytest.mark.slow
