@@ -55,6 +55,9 @@ class Observation:
     # How the camera pointed when `image` was taken (a body-fixed camera pitches and rolls with the
     # drone): for pilots that reason about the image's geometry (the baseline); models see the image.
     camera_attitude: CameraAttitude = LEVEL_CAMERA
+    # The pre-arm check's call: a server's first request may still warm up (graphs, caches), and
+    # nothing flies on its answer, so it is given the longest of the step deadlines.
+    prearm: bool = False
 
     @property
     def plan_step(self) -> bool:
@@ -134,6 +137,8 @@ class StepDeadlines:
     plan_s: float
 
     def for_observation(self, observation: Observation) -> float:
+        if observation.prearm:
+            return max(self.plan_s, self.action_s)
         return self.plan_s if observation.plan_step else self.action_s
 
 

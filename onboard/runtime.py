@@ -196,7 +196,7 @@ class OnboardRuntime:
     def prearm_check(self) -> None:
         """The pilot must be warm and return a valid action on a real frame before the motors arm."""
         frame = self.camera.read()
-        observation = self._observation(frame)
+        observation = replace(self._observation(frame), prearm=True)
         if not observation.instruction.strip():
             observation = replace(observation, instruction=PREARM_INSTRUCTION)
         start = wall_timer()

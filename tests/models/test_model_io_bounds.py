@@ -68,6 +68,16 @@ def test_the_plan_step_gets_the_plan_deadline_and_the_first_byte_its_own() -> No
         assert 0.4 <= elapsed_s < 0.5 + SLACK_S
 
 
+def test_the_prearm_call_gets_the_longest_deadline() -> None:
+    """A server's first request may still warm up: the pre-arm check waits the plan deadline for it."""
+    with model_server("hang", hang_s=30) as server:
+        url = server.openai_url(profile="qwen3.5-2b", retries=0)
+        prearm = Observation(scene(), "look around", prearm=True)
+        decision, elapsed_s = _decide(url, StepDeadlines(action_s=0.5, plan_s=1.5), prearm)
+        assert "the total deadline (1.50 s) passed" in decision.error
+        assert 1.4 <= elapsed_s < 1.5 + SLACK_S
+
+
 def test_retries_never_run_past_the_deadline() -> None:
     with model_server("hang", hang_s=30) as server:
         url = server.openai_url(timeout_s=1, retries=5, retry_on_timeout="true", backoff_s=0.05)
