@@ -61,7 +61,10 @@ def test_head_on_drones_collide_without_separation_and_stay_clear_with_it(tmp_pa
         world.close()
     modes = [rt.governor.mode for rt in runtimes]
     if separation_m == 0.0:
-        assert any(rt.governor.mode == Mode.HOLD and rt.governor.reason == "collision" for rt in runtimes)
+        assert any(
+            rt.governor.mode == Mode.HOLD and rt.governor.reason.startswith("collision with ")
+            for rt in runtimes
+        )
         return
     assert all(m == Mode.FLYING for m in modes), [rt.governor.reason for rt in runtimes]
     assert gap_m >= 1.0, gap_m  # stopped short of each other (collision radius 0.3 m each)
