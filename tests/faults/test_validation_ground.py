@@ -64,6 +64,7 @@ class FakeDrone:
         self.dropped = {"accept": 0, "reject": 0}
         self.instructions_acked = 0
         self.replies_sent = 0  # heartbeat replies
+        self.unreachable = 0  # replies to a station that had already closed its DEALER
 
     def bind(self, kind: int, offset: int, sndhwm: int = 1000) -> Any:
         sock = self.context.socket(kind)
@@ -104,12 +105,25 @@ class FakeDrone:
             if isinstance(message.body, HeartbeatRequest):  # the station's clock estimate needs these
                 now_s = time.monotonic()
                 reply = HeartbeatReply(message.body.hb_seq, message.body.t1_s, now_s, now_s)
-                self.send(Fuzzed(self.encode(reply), ACCEPT, "heartbeat_reply", "command"))
-                self.replies_sent += 1
+                if self.reply(Fuzzed(self.encode(reply), ACCEPT, "heartbeat_reply", "command")):
+                    self.replies_sent += 1
             if isinstance(message.body, Instruction):
                 ack = Ack(message.envelope.seq, "instruction", "ok")
-                self.send(Fuzzed(self.encode(ack), ACCEPT, "ack", "command"))
-                self.instructions_acked += 1
+                if self.reply(Fuzzed(self.encode(ack), ACCEPT, "ack", "command")):
+                    self.instructions_acked += 1
+
+    def reply(self, frame: Fuzzed) -> bool:
+        """Answer the station's DEALER; False when it has gone. The station closes its DEALER as it
+        ends, and ROUTER_MANDATORY then fails the send with EHOSTUNREACH (the real drone's link treats
+        it the same way): that reply never left, so it is not counted as sent."""
+        try:
+            self.send(frame)
+        except zmq.ZMQError as error:
+            if error.errno != zmq.EHOSTUNREACH:
+                raise
+            self.unreachable += 1
+            return False
+        return True
 
     def encode(self, body: Any) -> list[bytes]:
         self.seq += 1
@@ -234,4 +248,7 @@ def test_10000_fuzzed_frames_to_the_ground_station_and_nothing_non_finite_stored
     assert finite_everywhere(summary)
     for line in export.read_text().splitlines():
         assert finite_everywhere(strict_json(line))
-    print(f"fuzz {fuzz_s:.1f} s; sent {drone.sent}, dropped at the HWM {drone.dropped}; station {stats}")
+    print(
+        f"fuzz {fuzz_s:.1f} s; sent {drone.sent}, dropped at the HWM {drone.dropped}, "
+        f"{drone.unreachable} replies after the station left; station {stats}"
+    )
