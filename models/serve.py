@@ -32,10 +32,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from common.errors import BackendError, ConfigError, DroneCatsError, ProtocolError
+from common.camera import CameraProfile
+from common.errors import BackendError, ConfigError, DroneCatsError, MalformedReply, ProtocolError
 from models.chat_decode import DecodedChat, decode_chat
-from models.parser import reply_object
-from models.pilot import Observation, Pilot, StepDeadlines
+from models.parser import parse_action, reply_object
+from models.pilot import Decision, FailureKind, Observation, Pilot, StepDeadlines
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +44,14 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 class ScriptedPilot:
-    """A scripted test peer, not a pilot: replies with the lines of a file, in order.
+    """A scripted test peer, not a model: replies with the lines of a file, in order.
 
     The file holds one JSON reply per line (blank lines and lines starting with # are skipped), or
-    one JSON array of replies. Replies are sent verbatim, so a script may hold single actions,
-    {"drones": [...]} or {"orders": [...]} objects. When the script runs out, calls fail.
+    one JSON array of replies. Behind serve-pilot the replies are sent verbatim, so a script may hold
+    single actions, {"drones": [...]} or {"orders": [...]} objects. Flown in process (`dronecats
+    onboard --pilot scripted:FILE`, `episodes run --pilot scripted:FILE`) each reply is parsed as one
+    drone's action by the model replies' parser, with metric depths (as the baseline's). When the
+    script runs out, calls fail.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -82,6 +86,23 @@ class ScriptedPilot:
             reply = self.replies[self.position]
             self.position += 1
             return reply
+
+    def decide(self, observation: Observation) -> Decision:
+        try:
+            raw = self.next_reply()
+        except BackendError as exc:
+            return Decision(action=None, raw="", error=f"backend: {exc}", failure=FailureKind.BACKEND)
+        try:
+            action = parse_action(raw, think=observation.think, plan=bool(observation.plan))
+        except MalformedReply as exc:
+            return Decision(action=None, raw=raw, error=exc.reason, failure=FailureKind.MALFORMED)
+        return Decision(action=action, raw=raw)
+
+    def identity(self) -> None:
+        return None  # no prompts
+
+    def canonical_focal_px(self, camera: CameraProfile) -> None:
+        return None  # metric depths
 
     def close(self) -> None:
         pass
