@@ -17,9 +17,11 @@ from collections.abc import Callable
 
 from common.clock import Clock
 from common.interfaces import Telemetry, Vehicle
+from common.obstacles import ObstacleSource
 from onboard.goto import GoToFlight
 from onboard.realtime import set_thread_fifo
 from onboard.safety import TELEMETRY, Clamp, Mode, SafetyGovernor
+from onboard.safety_obstacles import ObstacleFeed
 from onboard.setpoints import HOLD, MotionSchedule, Setpoint
 from onboard.vehicle_failures import VEHICLE_LOST_S, FailureStreak
 
@@ -43,8 +45,10 @@ class TelemetryPoller:
         period_s: float,
         max_age_s: float = 0.5,
         phase_s: float = 0.0,
+        obstacles: ObstacleFeed | None = None,
     ) -> None:
         self.vehicle = vehicle
+        self.obstacles = obstacles  # read on this thread too, after a poll: never inside a tick
         self.clock = clock
         self.period_s = period_s
         self.max_age_s = max_age_s
@@ -93,6 +97,8 @@ class TelemetryPoller:
                 self.round_trips_s.append(self.clock.now() - started)
                 with self._lock:
                     self._latest = (started, telemetry)
+            if self.obstacles is not None:
+                self.obstacles.refresh(self.clock.now())
             next_s = max(next_s + self.period_s, self.clock.now())
             self.clock.sleep_until(next_s)
 
@@ -121,6 +127,13 @@ class Actuator:
         self._landing_started = False
         self.ticks = 0
         self.telemetry_errors = 0
+        # The obstacles the vehicle's world knows, when it knows any: read by the telemetry poller in
+        # real time, by the tick itself in lock-step (no poller).
+        self.obstacles = (
+            ObstacleFeed(vehicle, governor.obstacles, governor.config.obstacle_refresh_s, governor.clock)
+            if isinstance(vehicle, ObstacleSource)
+            else None
+        )
 
     def set_schedule(self, schedule: MotionSchedule | None) -> None:
         """A newer plan replaces what is left of the current one (and a GoTo being flown)."""
@@ -192,6 +205,8 @@ class Actuator:
                 self.telemetry_errors += 1
                 log.warning("telemetry failed (%s): holding this tick", exc)
                 telemetry = None
+        if self.poller is None and self.obstacles is not None:
+            self.obstacles.refresh(now_s)
         if telemetry is not None and not _finite(telemetry):
             self.telemetry_errors += 1
             log.warning("non-finite telemetry %s: holding this tick", telemetry.pose)
@@ -290,7 +305,13 @@ class ActuationThread:
         self.stalls_s: list[float] = []
 
     def start(self) -> None:
-        poller = TelemetryPoller(self.actuator.vehicle, self.clock, self.period_s, phase_s=self.period_s / 2)
+        poller = TelemetryPoller(
+            self.actuator.vehicle,
+            self.clock,
+            self.period_s,
+            phase_s=self.period_s / 2,
+            obstacles=self.actuator.obstacles,
+        )
         poller.start()
         self.actuator.poller = poller
         self._thread.start()

@@ -84,6 +84,9 @@ LIMITS: dict[str, dict[str, Range]] = {
         "telemetry_stale_land_s": _gt(0, 3600, "s"),
         "stall_s": _gt(0, 3600, "s"),
         "recover_m_s": _gt(0, 20, "m/s"),
+        "obstacle_clearance_m": _ge(0, 100, "m"),
+        "obstacle_margin_m": _ge(0, 100, "m"),
+        "obstacle_refresh_s": _gt(0, 60, "s"),
     },
     "RuntimeConfig": {
         "rate_hz": _ge(1, 1000, "Hz"),

@@ -31,6 +31,7 @@ from common.pose import Pose
 from onboard.safety_config import SafetyConfig
 from onboard.safety_envelope import Clamp, Envelope, FleetTraffic
 from onboard.safety_modes import Mode, ModeMachine, SafetyStatus, Transition, TransitionSink
+from onboard.safety_obstacles import ObstacleMap, keep_clear
 from onboard.safety_watchdogs import LINK, PILOT, SOURCE_LABELS, TELEMETRY, VIDEO, FailsafeWatchdogs, Source
 from onboard.setpoints import HOLD, Setpoint
 
@@ -69,9 +70,17 @@ class SafetyGovernor:
         self._watchdogs = FailsafeWatchdogs(config, self._modes)
         self._envelope = Envelope(config)
         self._traffic = FleetTraffic(config.traffic_max_age_s, clock)
+        # What the vehicle's world knows stands in it (onboard.safety_obstacles): fed by the actuator's
+        # ObstacleFeed where the vehicle is an ObstacleSource, empty otherwise.
+        self.obstacles = ObstacleMap(clock)
         self.on_transition: TransitionSink | None = None
         # The first collision the vehicle reported (what it hit, when it says): it ends the run.
         self.collision: str | None = None
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The governor's clock (the runtime's: simulated time in lock-step)."""
+        return self._clock
 
     # ---- mode changes -------------------------------------------------------------------------
     @property
@@ -250,7 +259,8 @@ class SafetyGovernor:
 
         The order is the safety argument: with now_s (the actuation tick's time) the failsafes first,
         then a non-finite setpoint (never sent), the vehicle's own state (collision, battery), the mode
-        (anything but flying sends a hold), and only then the envelope: speed caps, fence, separation."""
+        (anything but flying sends a hold), and only then the envelope: speed caps, fence, separation;
+        then, flying or holding, the known obstacles' clearance and the way back into the envelope."""
         clamps: list[Clamp] = []
         if now_s is not None:
             self.check_failsafes(now_s)
@@ -277,7 +287,8 @@ class SafetyGovernor:
             if telemetry is not None:
                 sent = self._envelope.fence(sent, telemetry.pose, self.home, clamps)
                 sent = self._envelope.separate(sent, telemetry.pose, self.traffic_now(), clamps)
-        if telemetry is not None:  # holding or flying: outside the envelope is flown back in
+        if telemetry is not None:  # holding or flying: clear of obstacles, and back inside the envelope
+            sent = keep_clear(sent, telemetry.pose, self.home, self.obstacles.now(), self.config, clamps)
             sent = self._envelope.recover(sent, telemetry.pose, self.home, clamps)
         return self._count(sent, clamps)
 

@@ -51,6 +51,14 @@ class SafetyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # A vehicle found outside the envelope (above the ceiling, outside the fence: something outside
     # the runtime moved it, or it was there before the limits held) is flown back in at this speed.
     recover_m_s: float = 1.0
+    # Obstacles the vehicle's world knows (a simulator's cars and people; onboard.safety_obstacles): the
+    # drone's centre stays obstacle_clearance_m above an obstacle's top while within its footprint
+    # widened by obstacle_margin_m (the drone's own size and its position error are in these two), and
+    # the list is read every obstacle_refresh_s. A vehicle that knows none (real flight) has only the
+    # floor.
+    obstacle_clearance_m: float = 1.0
+    obstacle_margin_m: float = 1.0
+    obstacle_refresh_s: float = 0.5
 
     def __post_init__(self) -> None:
         check_limits(self)  # onboard.config_limits: every number's valid range

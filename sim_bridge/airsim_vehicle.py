@@ -37,11 +37,13 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import msgspec
 import numpy as np
 
 from common.checks import query_float, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
 from common.interfaces import Telemetry, Vehicle
+from common.obstacles import Obstacle
 from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, quaternion_euler_deg, wrap_deg
 from common.spawn import parse_spawn
 from sim_bridge.rpc.silence import check_silence_s
@@ -185,6 +187,7 @@ class AirSimVehicle(Vehicle):
         self.lockstep = False  # episodes.hil: the server is paused and advanced by a driver
         self.segmentation = False  # camera reads add a Segmentation image (point-on-target)
         self.has_silence_landing: bool | None = None  # known once connected (and asked)
+        self.has_obstacles: bool | None = None  # known at the first known_obstacles()
 
     # ---- plumbing
     @property
@@ -412,6 +415,28 @@ class AirSimVehicle(Vehicle):
                 f"{info.object_name or 'something'} at ({p.x_val:.2f}, {p.y_val:.2f}, {p.z_val:.2f})"
             )
         return True, self._collided_with
+
+    def known_obstacles(self) -> list[Obstacle]:
+        """The built-in simulator's cars and people (dcGetObstacles), world NED; none from a stock
+        AirSim, which has no object heights to tell (said once: the floor is then the only clearance)."""
+        if self.has_obstacles is False:
+            return []
+        try:
+            raw = self._client().client.call("dcGetObstacles")
+        except Exception as exc:
+            if NO_SUCH_FUNCTION not in str(exc):
+                raise VehicleError(f"{self.name}: dcGetObstacles failed: {exc}") from exc
+            self.has_obstacles = False
+            log.info(
+                "%s: the server reports no obstacles (a stock AirSim): only the floor keeps clear",
+                self.name,
+            )
+            return []
+        self.has_obstacles = True
+        try:
+            return msgspec.convert(raw, list[Obstacle])
+        except msgspec.ValidationError as exc:
+            raise VehicleError(f"{self.name}: dcGetObstacles gave a malformed list: {exc}") from None
 
     def camera(self) -> AirSimCamera:
         return AirSimCamera(self)

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from common.interfaces import Telemetry, Vehicle
+from common.obstacles import Obstacle
 from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose
 from common.truth import TruthSample
 from sim_bridge.sim.attitude import euler_from_matrix
@@ -96,6 +97,10 @@ class LocalVehicle(Vehicle):
                 collided=m.collision is not None,
                 collided_with=_collided_with(m.collision),
             )
+
+    def known_obstacles(self) -> list[Obstacle]:
+        """The world's cars and people (an ObstacleSource: the safety envelope keeps clear of them)."""
+        return self.world.known_obstacles()
 
     def close(self) -> None:
         self._connected = False  # the world is the caller's: it outlives its vehicles

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from common.errors import ConfigError
@@ -49,6 +50,9 @@ EXTENSIONS = {
     "point-on-target answers from the frame ring) or 'full' (a full-frame render for each, for comparison)",
     "dcSetObjectPath": "(object_name, [[x, y, z], ...] world NED, speed_m_s) -> True: follow from now",
     "dcGetObjectInfo": "(object_name) -> {name, cls, colour, asset, text, bbox_centre, bbox_half_m, pose}",
+    "dcGetObstacles": "() -> [{name, north_m, east_m, radius_m, top_z_m, velocity_ne_m_s}, ...]: the "
+    "placed objects a drone can hit (cars, people, signs) as upright cylinders in world NED, for the "
+    "onboard safety envelope's clearance (common.obstacles)",
     "dcGetVehicleSpawn": "(vehicle_name) -> Pose: the vehicle's spawn pose in the world NED frame",
     "dcGetSimTime": "() -> float: simulation time in seconds",
     "dcSetClockSpeed": "(speed) -> None: simulated seconds per wall second while running",
@@ -230,6 +234,9 @@ class DcExtensions:
         pts = [(float(a), float(b), float(c)) for a, b, c in waypoints]
         self.world.set_path(str(object_name), pts, float(speed_m_s))
         return True
+
+    def dcGetObstacles(self) -> list[dict[str, Any]]:
+        return [msgspec.to_builtins(o) for o in self.world.known_obstacles()]
 
     def dcGetObjectInfo(self, object_name: str) -> dict[str, Any]:
         o = self.world.get_object(str(object_name))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from common.errors import ConfigError
+from common.obstacles import Obstacle
 from common.pose import Pose, wrap_deg
 from sim_bridge.sim.assets import COLOURS, QUAD_TRIANGLES, QUAD_UVS, AssetSpec, Part, build_asset, tiled
 from sim_bridge.sim.assets import _drone as drone_parts
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
 DRONE_COLLISION_RADIUS_M = 0.3
 SCENERY_TILE_M = 25.0
 SCENERY_MAX_LINKS = 100
+# The classes an episode places on the ground that a drone can hit, reported as obstacles to the
+# onboard safety envelope (common.obstacles). Drones are traffic (fleet separation), scenery is not
+# placed by episodes (houses, trees: the ceiling and the fence bound those flights).
+OBSTACLE_CLASSES = frozenset({"car", "suv", "van", "truck", "person", "cyclist", "sign"})
 
 
 @dataclass
@@ -71,6 +76,29 @@ class SceneObject:
         return np.array([self.pose.x_m, self.pose.y_m, self.pose.z_m]) + yaw_rotation_ned(
             self.pose.yaw_deg
         ) @ (np.asarray(self.bbox_centre_frd))
+
+    def obstacle(self, t_s: float) -> Obstacle:
+        """This object as the safety envelope sees it at simulation time t_s: its bounding box's
+        footprint and top, and its velocity along its path (0 when stopped)."""
+        centre = self.bbox_centre_ned()
+        half_fwd, half_right, half_down = self.bbox_half_m
+        velocity = (0.0, 0.0)
+        if self.path is not None and t_s >= self.path.start_t_s:
+            _, heading_deg = self.path.at(t_s)
+            if heading_deg is not None:
+                speed = self.path.speed_m_s
+                rad = math.radians(heading_deg)
+                velocity = (speed * math.cos(rad), speed * math.sin(rad))
+        return Obstacle(
+            self.name,
+            float(centre[0]),
+            float(centre[1]),
+            self.pose.yaw_deg,
+            half_fwd,
+            half_right,
+            float(centre[2]) - half_down,
+            velocity,
+        )
 
     def bbox_distance_m(self, point_ned: np.ndarray) -> float:
         """Distance from a world point to the nearest point of this oriented bounding box (0 inside)."""

@@ -24,6 +24,7 @@ import numpy as np
 from common.camera import BUILTIN_CAMERAS, CameraProfile
 from common.clock import SimClock
 from common.errors import ConfigError, VehicleError
+from common.obstacles import Obstacle
 from common.pose import Pose
 from sim_bridge.sim.assets import Part
 from sim_bridge.sim.battery import BatteryConfig
@@ -48,7 +49,7 @@ from sim_bridge.sim.loop import SimLoop
 from sim_bridge.sim.multirotor import NO_TURN, PATH_LOOKAHEAD_M, Multirotor, MultirotorLimits, Task, YawMode
 from sim_bridge.sim.pybullet_import import import_pybullet
 from sim_bridge.sim.render_pool import RenderPool, SceneSpec
-from sim_bridge.sim.scene import MovingPath, Scene, SceneObject
+from sim_bridge.sim.scene import OBSTACLE_CLASSES, MovingPath, Scene, SceneObject
 from sim_bridge.sim.scenes import build_scene
 from sim_bridge.sim.truth import (
     REGION_MARGIN_PX,
@@ -183,6 +184,12 @@ class World:
 
     def set_object_pose(self, name: str, pose: Pose) -> None:
         self.scene.set_object_pose(name, pose)
+
+    def known_obstacles(self) -> list[Obstacle]:
+        """The placed objects a drone can hit (OBSTACLE_CLASSES), as the safety envelope sees them."""
+        with self.lock:
+            now_s = self.clock.now()
+            return [o.obstacle(now_s) for o in self.scene.objects.values() if o.cls in OBSTACLE_CLASSES]
 
     def set_path(self, name: str, waypoints_ned: list[tuple[float, float, float]], speed_m_s: float) -> None:
         """Make an object follow 3-D waypoints (world NED) from now at speed_m_s, in simulation time."""

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from common.pose import Pose
 from episodes.logs import read_episode
 from episodes.verifier import VerifierSettings, verify
 from models.pilot import model_pilot_from_url
@@ -20,6 +19,7 @@ from onboard.lockstep import LockstepDriver
 from onboard.runtime import OnboardRuntime
 from onboard.safety import Mode, SafetyConfig
 from sim_bridge.local import LocalCamera
+from sim_bridge.sim.assets import Part
 from tests.support.pilots import serve_pilot_process
 from tests.support.processes import dronecats_cmd, subprocess_env
 from tests.support.runtime import DELTA_M, make_runtime
@@ -140,8 +140,10 @@ def test_geofence_breach_attempt_is_clamped(world, tmp_path) -> None:
 
 def test_collision_holds_and_ends_the_episode_as_collided(world, tmp_path) -> None:
     # A scripted model flies straight ahead into a wall: the runtime holds, says why, and ends the
-    # lock-step episode at once (it never hovers out T_max behind the wall).
-    world.spawn("wall", "sign:WALL@white", Pose(6.0, 0.0, 0.0, 180.0), scale=(1.0, 20.0, 20.0))
+    # lock-step episode at once (it never hovers out T_max behind the wall). The wall is scenery, which
+    # the simulator does not report as an obstacle (placed cars and people it does: the envelope keeps
+    # clear of those, tests/faults/test_fault_obstacles.py), so nothing below the pilot stops the flight.
+    world.add_scenery("wall", [Part("box", (0.2, 40.0, 20.0), (6.1, 0.0, 10.0), (0.9, 0.9, 0.9, 1.0))])
     replies = tmp_path / "replies.txt"
     replies.write_text('{"action": "go", "point": [500, 500], "depth_m": 20, "angle_deg": null}\n' * 40)
     with serve_pilot_process("--pilot", f"scripted:{replies}") as hostport:

@@ -25,6 +25,7 @@ class _Actuator:
     def __init__(self) -> None:
         self.vehicle = _Vehicle()
         self.poller = None
+        self.obstacles = None  # a vehicle that knows no obstacles
         self.ticks = 0
 
     def tick(self, now_s: float) -> None:
