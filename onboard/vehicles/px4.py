@@ -191,7 +191,10 @@ def parse_mavlink_url(url: str) -> MavlinkTarget:
         loss_action=action,
     )
     if q:
-        raise ConfigError(f"{url!r}: unknown parameters {sorted(q)}")
+        known = sorted(
+            {"camera", "dialect", "gcs_heartbeat", "gimbal", "loss_action", "spawn", *_FLOAT_PARAMS}
+        )
+        raise ConfigError(f"{url!r}: unknown parameters {sorted(q)} (known: {', '.join(known)})")
     return target
 
 

@@ -116,7 +116,8 @@ def parse_tello_url(url: str) -> TelloTarget:
         **floats,
     )
     if q:
-        raise ConfigError(f"{url!r}: unknown parameters {sorted(q)}")
+        known = sorted({"gimbal", "mode", "spawn", "video", "video_port", *_FLOAT_PARAMS})
+        raise ConfigError(f"{url!r}: unknown parameters {sorted(q)} (known: {', '.join(known)})")
     return target
 
 
