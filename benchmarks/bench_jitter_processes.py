@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_jitter as bench  # the scenario, the latency draws, the scoring
 import bench_jitter_realtime as realtime  # the report and the decision periods
 
-from common.procs import stop_process
+from common.procs import dronecats_cmd, stop_process, subprocess_env
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 60.0
@@ -51,20 +50,10 @@ LIFTOFF_M = 0.2  # the drone has left the ground once this far up: the car's rou
 MODEL_PROFILE = "qwen3.5-2b"  # the openai:// client's prompt and reply format (the baseline answers any)
 
 
-def dronecats(*args: str) -> list[str]:
-    return [sys.executable, "-m", "dronecats", *args]
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 def start_and_read(argv: list[str], marker: str, log: IO[str]) -> tuple[subprocess.Popen, str]:
     """Start `argv` (stderr to `log`) and return it with the first stdout line containing `marker`;
     stdout keeps being drained (into `log`) so the child never blocks on a full pipe."""
-    proc = subprocess.Popen(argv, env=child_env(), stdout=subprocess.PIPE, stderr=log, text=True)
+    proc = subprocess.Popen(argv, env=subprocess_env(), stdout=subprocess.PIPE, stderr=log, text=True)
     assert proc.stdout is not None
     found: list[str] = []
     ready = threading.Event()
@@ -118,7 +107,7 @@ def fly_processes(seed: int, latency_kind: str, loop_name: str, t_max_s: float, 
         try:
             spawn = f"target={bench.TARGET_ASSET}:{bench.TARGET_START_N_M:g},0"
             sim, line = start_and_read(
-                dronecats(
+                dronecats_cmd(
                     "sim", "--scene", "residential", "--seed", str(seed), "--port", "0",
                     "--clock-speed", "1", "--camera-gimbal", "level", "--spawn", spawn,
                 ),
@@ -128,7 +117,7 @@ def fly_processes(seed: int, latency_kind: str, loop_name: str, t_max_s: float, 
             procs.append(sim)
             sim_port = int(line.rsplit(":", 1)[1])
             pilot, line = start_and_read(
-                dronecats(
+                dronecats_cmd(
                     "serve-pilot", "--pilot", "baseline", "--port", "0", "--delta-m", f"{bench.DELTA_M:g}",
                     "--latency-draws", str(draws),
                 ),
@@ -143,7 +132,7 @@ def fly_processes(seed: int, latency_kind: str, loop_name: str, t_max_s: float, 
             router.start()
             wall0 = time.monotonic()
             onboard = subprocess.run(
-                dronecats(
+                dronecats_cmd(
                     "onboard",
                     "--vehicle", f"airsim://127.0.0.1:{sim_port}/Drone1",
                     "--pilot", f"openai{pilot_url.removeprefix('http')}?profile={MODEL_PROFILE}&retries=0",
@@ -152,7 +141,7 @@ def fly_processes(seed: int, latency_kind: str, loop_name: str, t_max_s: float, 
                     "--config", str(config),
                     "--truth-target", "target",
                 ),
-                env=child_env(),
+                env=subprocess_env(),
                 capture_output=True,
                 text=True,
                 timeout=t_max_s + 120.0,

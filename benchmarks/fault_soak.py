@@ -60,7 +60,7 @@ from typing import IO, Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common.procs import stop_process  # noqa: E402
+from common.procs import dronecats_cmd, stop_process, subprocess_env  # noqa: E402
 
 STARTUP_TIMEOUT_S = 90.0
 MODEL_PROFILE = "qwen3.5-2b"
@@ -88,20 +88,10 @@ CONFIG = {
 }
 
 
-def dronecats(*args: str) -> list[str]:
-    return [sys.executable, "-m", "dronecats", *args]
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 def start_and_read(argv: list[str], marker: str, log: IO[str]) -> tuple[subprocess.Popen, str]:
     """Start `argv` (stdout and stderr to `log`) and return it with its first line containing `marker`."""
     proc = subprocess.Popen(
-        argv, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        argv, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     found: list[str] = []
     ready = threading.Event()
@@ -443,14 +433,14 @@ class Soak:
 
     def start(self, logs: dict[str, IO[str]]) -> None:
         sim, line = start_and_read(
-            dronecats("sim", "--scene", "residential", "--port", "0", "--clock-speed", "1"),
+            dronecats_cmd("sim", "--scene", "residential", "--port", "0", "--clock-speed", "1"),
             "listening on",
             logs["sim"],
         )
         self.procs["sim"] = sim
         self.sim_port = int(line.rsplit(":", 1)[1])
         pilot, line = start_and_read(
-            dronecats("serve-pilot", "--pilot", "baseline", "--port", "0"), "listening on", logs["pilot"]
+            dronecats_cmd("serve-pilot", "--pilot", "baseline", "--port", "0"), "listening on", logs["pilot"]
         )
         self.procs["pilot"] = pilot
         upstream = line.rsplit(" ", 1)[1].removeprefix("http://").split("/", 1)[0]
@@ -469,8 +459,8 @@ class Soak:
         keys = self.work / "keys"
         for name in ("Drone1", "gs"):
             subprocess.run(
-                dronecats("keys", "generate", "--out", str(keys), "--name", name),
-                env=child_env(),
+                dronecats_cmd("keys", "generate", "--out", str(keys), "--name", name),
+                env=subprocess_env(),
                 check=True,
                 capture_output=True,
             )
@@ -481,7 +471,7 @@ class Soak:
             self.gs_base_port = s.getsockname()[1]
         proxy_port = self.proxy.server_address[1]
         self.procs["onboard"] = subprocess.Popen(
-            dronecats(
+            dronecats_cmd(
                 "onboard",
                 "--vehicle",
                 f"airsim://127.0.0.1:{self.sim_port}/Drone1",
@@ -500,7 +490,7 @@ class Soak:
                 "--truth-target",
                 "target",
             ),
-            env=child_env(),
+            env=subprocess_env(),
             stdout=logs["onboard"],
             stderr=subprocess.STDOUT,
             text=True,

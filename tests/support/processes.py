@@ -4,29 +4,16 @@ and waiting."""
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 # Re-exported: tests stop their processes the way the library does (SIGTERM, grace, SIGKILL).
+from common.procs import dronecats_cmd as dronecats_cmd
 from common.procs import stop_process as stop_process
-from tests.support import ROOT
-
-
-def dronecats_cmd(*args: str) -> list[str]:
-    """The `dronecats` command as a subprocess argv, run from this checkout's sources."""
-    return [sys.executable, "-m", "dronecats", *args]
-
-
-def subprocess_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
+from common.procs import subprocess_env as subprocess_env
 
 
 @contextlib.contextmanager
