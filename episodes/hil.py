@@ -23,6 +23,8 @@ actor put back at the end, so one server can fly a whole suite.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import math
 import threading
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
+import msgspec
 import numpy as np
 
 from common.errors import ConfigError, VehicleError
@@ -90,6 +93,43 @@ def parse_sim_url(url: str, flag: str = "--sim") -> HilTarget:
     if lockstep not in ("0", "1"):
         raise ConfigError(f"{flag} {url!r}: lockstep must be 0 or 1")
     return HilTarget(server, lockstep == "1", load_asset_map(query.get("assets", ["builtin"])[0]))
+
+
+RUN_OBJECT_PREFIX = "ep_"  # the suites' object ids: spawned per episode, not part of the map
+
+
+@functools.lru_cache(maxsize=16)
+def simulator_identity(url: str) -> dict[str, Any]:
+    """What a HIL run flies against, for its recorded configuration (episodes.run_config): the client
+    api (auto resolved), lock-step or real time, the spawn given, the asset map (name and content),
+    and from the server itself its version and the map it runs (a fingerprint of its scene objects'
+    names, the suites' own objects left out). Asked once per URL and process; a server that does not
+    answer is a ConfigError naming it."""
+    from sim_bridge.airsim_vehicle import client_module, resolve_api
+
+    target = parse_sim_url(url)
+    server = target.server
+    try:
+        api = resolve_api(server.api, server.host, server.port)
+        client = client_module(api).MultirotorClient(ip=server.host, port=server.port, timeout_value=30)
+        version = int(client.getServerVersion())
+        names = sorted(n for n in client.simListSceneObjects() if not n.startswith(RUN_OBJECT_PREFIX))
+    except Exception as exc:  # the server is outside: whatever its client raises is one line
+        raise ConfigError(f"--sim {url!r}: no AirSim server answers there ({exc})") from None
+    fingerprint = hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+    return {
+        "kind": "hil",
+        "api": api,
+        "lockstep": target.lockstep,
+        "spawn": server.spawn.as_list() if server.spawn is not None else None,
+        "assets": {"name": target.assets.name, "sha256": asset_map_sha256(target.assets)},
+        "server_version": version,
+        "map": {"objects": len(names), "sha256": fingerprint},
+    }
+
+
+def asset_map_sha256(amap: AssetMap) -> str:
+    return hashlib.sha256(msgspec.json.encode(amap)).hexdigest()[:16]
 
 
 def _pose(mod: Any, x: float, y: float, z: float, yaw_deg: float) -> Any:

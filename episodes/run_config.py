@@ -90,12 +90,21 @@ def run_configuration(record: EpisodeRecord, options: Any, runtime_config: Any) 
         "latency": str(options.latency),
         "structure": structure,
         "commander": (options.commander or "rule") if structure == "commander" else None,
-        # The kind of simulation, not the server's address: a HIL server restarted on another port
-        # flies the same episodes (result.json keeps the URL).
-        "sim": "hil (real time)" if options.sim_url else "local lock-step",
+        # What was flown against, not the server's address: a HIL server restarted on another port
+        # flies the same episodes (result.json keeps the URL), one with another api, lock-step mode,
+        # asset map, server version or map does not.
+        "sim": _simulator(options.sim_url),
         "record_sha256": hashlib.sha256(record_to_json(record)).hexdigest()[:16],
         "runtime": runtime,
     }
+
+
+def _simulator(sim_url: str | None) -> dict[str, Any]:
+    if sim_url is None:
+        return {"kind": "local lock-step"}
+    from episodes.hil import simulator_identity
+
+    return simulator_identity(sim_url)
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
