@@ -102,6 +102,7 @@ LIMITS: dict[str, dict[str, Range]] = {
         "max_steps": _ge(0, 10_000_000, optional=True),
         "max_frame_age_s": _gt(0, 600, "s"),
         "touchdown_wait_s": _ge(0, 600, "s"),
+        "judgement_wait_s": _gt(0, 86_400, "s"),
         "command_max_age_s": _gt(0, 60, "s"),
         "command_clock_skew_s": _gt(0, 10, "s"),
     },

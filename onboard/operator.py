@@ -44,6 +44,7 @@ class Operator:
             self.order_steps_left = steps_left
             self.rt.history.clear()
             self.rt.history_images.clear()
+        self.rt.judgement.end()  # the operator answered a waiting declaration with new work
 
     def set_instruction(self, text: str) -> None:
         self._task(text, None, None)
@@ -198,8 +199,7 @@ class Operator:
         return True
 
     def judge(self, accept: bool, declaration_t: float | None = None) -> None:
-        """The operator's verdict on a declaration (docs/safety.md#real-flight); accept ends the run."""
+        """The operator's verdict on a declaration (docs/safety.md#real-flight): accept ends the run,
+        reject lets it go on (and lifts the hold of a declaration waiting for it)."""
         t = self.rt.reporter.judgement(accept, declaration_t, self.rt.actuator.last_telemetry)
-        if accept:
-            self.rt.qualifying_t = t
-            self.rt.stop()
+        self.rt.judged(accept, t)

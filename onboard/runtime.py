@@ -37,6 +37,7 @@ from onboard.decision import (
     make_plan,
     wall_timer,
 )
+from onboard.judgement import JudgementWait
 from onboard.latency_compensation import InViewState
 from onboard.operator import Operator
 from onboard.pilot_call import PilotCallAbandoned, PilotCaller
@@ -61,6 +62,8 @@ PREARM_INSTRUCTION = "look around"
 DEFAULT_TAKEOFF_ALTITUDE_M = 3.0
 COLLIDED_REASON = "collided"  # the end reason's start when the vehicle reported a collision
 VEHICLE_LOST_REASON = "vehicle connection lost"  # the end reason's start (dronecats onboard exits 4)
+ACCEPTED_REASON = "declared: accepted by the operator"
+UNJUDGED_REASON = "declared: no judgement"  # a declaration's wait for the operator's verdict ran out
 
 
 def check_takeoff_altitude(takeoff_altitude_m: float, safety: SafetyConfig) -> None:
@@ -132,6 +135,7 @@ class OnboardRuntime:
         self.thread_nice = ThreadNice()  # of the runtime's own threads (applied by start)
         # In real time the pilot thinks on a thread of its own, so a stuck model cannot hold the run.
         self.pilot_caller = PilotCaller(self._decide_guarded, self.stop_reason)
+        self.judgement = JudgementWait(clock.now)  # a declaration without truth waits for a verdict
 
     @property
     def camera(self) -> Camera:
@@ -224,13 +228,18 @@ class OnboardRuntime:
 
     def stop_reason(self) -> str | None:
         """Why the run must end now, or None to go on deciding."""
+        if self.judgement.accepted:
+            return ACCEPTED_REASON
         if self._stop.is_set():
             return "stopped"
         lost = self.actuation.vehicle_lost()
         if lost is not None:
             return f"{VEHICLE_LOST_REASON}: {lost}"
-        if self.t() >= self.config.t_max_s:
+        if self.t() - self.judgement.held_s() >= self.config.t_max_s:  # time held for a verdict excluded
             return "t_max"
+        waited_s = self.judgement.waiting_s()
+        if waited_s is not None and waited_s >= self.config.judgement_wait_s:
+            return f"{UNJUDGED_REASON} after {self.config.judgement_wait_s:g} s"
         if self.config.max_steps is not None and self.steps >= self.config.max_steps:
             return "max_steps"
         if self.governor.collision is not None:  # the episode has failed: never fly on past it
@@ -430,3 +439,25 @@ class OnboardRuntime:
         t, qualifies = self.reporter.declaration(telemetry, self.config.delta_m)
         if qualifies and self.qualifying_t is None and t <= self.config.t_max_s:
             self.qualifying_t = t
+        if self.truth is None:
+            self._declared_without_truth()
+
+    def _declared_without_truth(self) -> None:
+        """Nothing on board can judge this declaration: the operator does (onboard.judgement)."""
+        policy = self.config.on_declaration
+        if policy == "continue":
+            return
+        if policy == "land":
+            self.operator.land("declared (on_declaration: land)")
+            return
+        if self.judgement.begin():
+            self.operator.hold("declared: waiting for the operator's judgement")
+            self.event("awaiting_judgement", wait_s=self.config.judgement_wait_s)
+
+    def judged(self, accept: bool, t: float) -> None:
+        """The operator's verdict (Operator.judge): accept ends the run; reject flies on from a wait."""
+        waited = self.judgement.end(accepted=accept)
+        if accept:
+            self.qualifying_t = t
+        elif waited:
+            self.governor.resume("declaration rejected: flying on")

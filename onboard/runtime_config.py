@@ -13,6 +13,8 @@ from onboard.decision import DEFAULT_LATENCY_GOAL, LATENCY_GOALS
 from onboard.recorder import RecorderConfig
 from onboard.safety_config import SafetyConfig
 
+DECLARATION_POLICIES = ("hold", "land", "continue")  # on_declaration without ground truth
+
 
 class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     drone: str = "Drone1"
@@ -60,6 +62,13 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     t_max_s: float = 300.0
     max_steps: int | None = None
     stop_on_declaration: bool = True  # stop at the first declaration within δ and visible (needs truth)
+    # A declaration on a run with no ground truth (real flight, the PX4/ArduPilot/Tello emulators, a
+    # simulator flown without --truth-target) is the operator's to judge (docs/safety.md#real-flight):
+    # "hold" (the default) holds the drone until the ground station accepts (the run ends) or rejects
+    # (it flies on), and ends the run, landing, after judgement_wait_s without a verdict; "land" lands
+    # at once; "continue" logs it and flies on. Time held for a verdict does not count toward t_max_s.
+    on_declaration: str = "hold"
+    judgement_wait_s: float = 60.0
     # Remote mode (one-context fleet, docs/protocol.md#several-drones): the ground station's model decides for
     # this drone; the decision loop only captures and publishes frames (every min_decision_period_s) and
     # executes the RemoteActions that come back. The local pilot is never called.
@@ -79,6 +88,8 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError(f"loop={self.loop!r} must be 'tolerant' or 'naive'")
         if self.rate_hz <= 0:
             raise ValueError(f"rate_hz={self.rate_hz} must be > 0")
+        if self.on_declaration not in DECLARATION_POLICIES:
+            raise ValueError(f"on_declaration={self.on_declaration!r} must be one of {DECLARATION_POLICIES}")
         if self.latency_goal not in LATENCY_GOALS:
             raise ValueError(f"latency_goal={self.latency_goal!r} must be one of {LATENCY_GOALS}")
         if not -20 <= self.nice <= 19:

@@ -64,6 +64,10 @@ def onboard(
         "min_decision_period_s=0.5",
         "--set",
         "stop_on_declaration=false",
+        # These rows fly on past declarations (there is no truth here to judge them, and no operator:
+        # the default would hold for a verdict; that rule has its own rows, test_fault_declaration.py).
+        "--set",
+        "on_declaration=continue",
         *extra,
     ]
     if "--gs" in extra:
