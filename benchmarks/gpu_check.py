@@ -220,6 +220,34 @@ def print_table(header: dict[str, Any], passes: dict[str, dict[str, Any]]) -> No
     print("=" * 78)
 
 
+def choose_device(asked: str, torch: Any) -> str | None:
+    """The device to measure on; None (after one line) when a GPU was asked for and none is there.
+    `auto` falls back to the CPU loudly: a CPU figure must never pass for a GPU check."""
+    available = torch.cuda.is_available()
+    if asked == "auto":
+        if available:
+            return "cuda"
+        print(
+            "gpu_check: WARNING: no CUDA device visible (torch.cuda.is_available() is False): "
+            "measuring the tiny model on the CPU, not a GPU",
+            file=sys.stderr,
+        )
+        return "cpu"
+    if asked.startswith("cuda"):
+        suffix = asked.partition(":")[2] or "0"
+        if asked[4:5] not in ("", ":") or not suffix.isdigit():
+            print(f"gpu_check: --device {asked}: expected cuda or cuda:N", file=sys.stderr)
+            return None
+        if not available:
+            print(f"gpu_check: --device {asked}: no CUDA device visible to torch here", file=sys.stderr)
+            return None
+        if int(suffix) >= torch.cuda.device_count():
+            count = torch.cuda.device_count()
+            print(f"gpu_check: --device {asked}: only {count} CUDA device(s)", file=sys.stderr)
+            return None
+    return asked
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -248,7 +276,9 @@ def main() -> int:
     except ImportError as exc:
         print(f"gpu_check: needs torch and transformers ({exc})", file=sys.stderr)
         return 2
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    device = choose_device(args.device, torch)
+    if device is None:
+        return 2
     on_gpu = device.startswith("cuda")
     arch = args.arch or ("qwen3.5-2b" if on_gpu else "qwen3.5-tiny")
     dtype = args.dtype or ("bfloat16" if on_gpu else "float32")

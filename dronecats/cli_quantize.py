@@ -112,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         from models.profile import load_profile
         from models.quantize import (
             calibration_requests,
+            check_group_size,
+            check_recipe,
             load_for_quantization,
             quantize,
             write_serving_profile,
@@ -121,9 +123,20 @@ def run(args: argparse.Namespace) -> int:
         # The model (torch, llm-compressor, triton) before the simulator: triton's LLVM loaded
         # after Mesa's (the simulator's EGL renderer) crashes the process; the other order works.
         loaded = load_for_quantization(args.model, args.random_init, args.dtype, args.seed)
+        check_recipe(args.method, args.group_size)  # before the frames are rendered: a misfit is seconds
+        check_group_size(loaded.model, args.group_size)
         views = flight_views(args.suite, args.samples, args.seed)
         requests = calibration_requests(profile, views, args.seed)
+        if len(views) < args.samples:
+            print(
+                f"quantize: the suite gave {len(views)} of the {args.samples} samples asked", file=sys.stderr
+            )
         report = quantize(loaded, requests, args.out, args.method, args.group_size)
+        print(
+            f"quantize: calibrated on {report.samples} samples; {report.held_out} more held out to "
+            f"measure the logits' error ({len(requests)} drawn)",
+            file=sys.stderr,
+        )
         name = args.serving_name or Path(args.out).resolve().name
         serving = write_serving_profile(args.out, name, profile.name, report)
     except ImportError as exc:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
+import re
 import shutil
 import time
 from collections.abc import Sequence
@@ -68,7 +70,7 @@ class QuantizeReport(msgspec.Struct):
     scheme: str
     method: str
     group_size: int
-    samples: int
+    samples: int  # calibrated on; the held_out ones more were drawn to measure the error
     calibration_tokens: int
     quantized_modules: int
     kept_16bit: list[str]
@@ -76,6 +78,43 @@ class QuantizeReport(msgspec.Struct):
     seconds: float
     logits_relative_error: float | None = None
     notes: list[str] = msgspec.field(default_factory=list)
+    held_out: int = 0
+
+
+def quantized_linears(model: Any) -> list[tuple[str, Any]]:
+    """The linear layers the recipe quantises: all but IGNORE (lm_head, the vision tower)."""
+    import torch
+
+    exact = {p for p in IGNORE if not p.startswith("re:")}
+    patterns = [re.compile(p[3:]) for p in IGNORE if p.startswith("re:")]
+    return [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear)
+        and name.rsplit(".", 1)[-1] not in exact
+        and name not in exact
+        and not any(p.fullmatch(name) for p in patterns)
+    ]
+
+
+def check_group_size(model: Any, group_size: int) -> None:
+    """Before any calibration: every quantised layer's input width must be a multiple of the group
+    size (a group never spans two rows), else a ConfigError names the layers and the group size that
+    fits (llm-compressor would fail after calibrating, on an unflatten of the first such layer)."""
+    layers = quantized_linears(model)
+    misfits = [(name, m.in_features) for name, m in layers if m.in_features % group_size]
+    if not misfits:
+        return
+    common = math.gcd(*(m.in_features for _, m in layers))
+    fits = 1 << ((common & -common).bit_length() - 1)  # the largest power of two dividing them all
+    hint = (
+        f"--group-size {fits} fits every layer" if fits >= 8 else "no group size of 8 or more fits them all"
+    )
+    name, width = misfits[0]
+    raise ConfigError(
+        f"group size {group_size} does not divide the input width of {len(misfits)} of "
+        f"{len(layers)} layers (e.g. {name}: {width}); {hint}"
+    )
 
 
 def calibration_requests(
@@ -147,13 +186,17 @@ def load_for_quantization(model: str, random_init: bool, dtype: str, seed: int =
     return LoadedModel(net.eval(), inputs, source, random_init or is_random_weights_dir(source))
 
 
+def check_recipe(method: str, group_size: int) -> None:
+    if method not in METHODS:
+        raise ConfigError(f"method {method!r} must be one of {METHODS}")
+    if group_size < 8 or group_size & (group_size - 1):
+        raise ConfigError(f"group size {group_size} must be a power of two >= 8")
+
+
 def recipe(method: str, group_size: int) -> Any:
     from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
 
-    if method not in METHODS:
-        raise ConfigError(f"quantize: method {method!r} must be one of {METHODS}")
-    if group_size < 8 or group_size & (group_size - 1):
-        raise ConfigError(f"quantize: group size {group_size} must be a power of two >= 8")
+    check_recipe(method, group_size)
     weights = QuantizationArgs(
         num_bits=4, type="int", symmetric=True, strategy="group", group_size=group_size
     )
@@ -189,7 +232,9 @@ def quantize(
     from transformers import AutoModelForImageTextToText, CompressedTensorsConfig
 
     if len(requests) < held_out + 1:
-        raise ConfigError(f"quantize: {len(requests)} samples; need more than the {held_out} held out")
+        raise ConfigError(f"{len(requests)} samples; need more than the {held_out} held out")
+    check_recipe(method, group_size)  # a bad method or group size is refused before anything runs
+    check_group_size(loaded.model, group_size)
     out = Path(out_dir)
     started = time.perf_counter()
     samples = [model_inputs(loaded.inputs, r) for r in requests]
@@ -246,6 +291,7 @@ def quantize(
         seconds=round(time.perf_counter() - started, 1),
         logits_relative_error=round(sum(errors) / len(errors), 5),
         notes=notes,
+        held_out=held_out,
     )
     (out / "quantize_report.json").write_text(json.dumps(msgspec.to_builtins(report), indent=2) + "\n")
     return report

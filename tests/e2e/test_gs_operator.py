@@ -31,7 +31,14 @@ from tests.support.pilots import serve_pilot_process
 pytestmark = pytest.mark.slow
 
 FINISHED = {"action": "finished", "point": None, "depth_m": None, "angle_deg": None}
-SETTINGS = ["min_decision_period_s=0.5", "t_max_s=400", "stop_on_declaration=false"]
+# No truth and a declaration every step: a flood for the station to show (on_declaration=continue; the
+# default, a hold for the operator's verdict, has its own rows in tests/faults/test_fault_declaration.py).
+SETTINGS = [
+    "min_decision_period_s=0.5",
+    "t_max_s=400",
+    "stop_on_declaration=false",
+    "on_declaration=continue",
+]
 FLOOD_S = 12.0  # the 60 s scaled down: the same rule applies to every declaration after the first
 
 

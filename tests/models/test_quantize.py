@@ -128,3 +128,19 @@ def test_round_to_nearest_keeps_every_weight_within_half_a_step(
     assert checked == report["quantized_modules"] > 0
     assert max(errors) <= 0.5 + 1e-3
     print(f"\nRTN W4A16 (tiny): logits relative error {report['logits_relative_error']}")
+
+
+def test_a_group_size_that_does_not_fit_the_layers_is_refused_before_calibrating(tmp_path: Path) -> None:
+    """The default group size (128) on the tiny model's 64-wide layers: refused in one line naming a
+    layer and the size that fits, before any calibration (it used to die after 50 s of it)."""
+    cmd = [sys.executable, "-m", "dronecats", "quantize", "--model", "qwen3.5-tiny", "--random-init"]
+    cmd += ["--out", str(tmp_path / "q"), "--samples", "5", "--dtype", "float32"]
+    env = {**os.environ, "DRONECATS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("quantize: group size 128 does not divide the input width of "), proc.stderr[
+        -2000:
+    ]
+    assert f"--group-size {GROUP} fits every layer" in line and "Traceback" not in proc.stderr, line
+    assert not (tmp_path / "q").exists()
