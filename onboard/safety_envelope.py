@@ -93,6 +93,23 @@ class FleetTraffic:
         return out
 
 
+def world_clamp(
+    rule: str,
+    asked: Setpoint,
+    world_ne_m_s: tuple[float, float],
+    up_m_s: float,
+    pose: Pose,
+    detail: str,
+    clamps: list[Clamp],
+) -> Setpoint:
+    """The setpoint a clamp worked out in the world frame (horizontal velocity north/east, climb), back
+    in the body frame at the pose's heading, with the clamp recorded."""
+    fwd, right, _ = world_to_body(world_ne_m_s[0], world_ne_m_s[1], 0.0, pose.yaw_deg)
+    sent = Setpoint(fwd, right, up_m_s, asked.yaw_rate_deg_s)
+    clamps.append(Clamp(rule, asked, sent, detail))
+    return sent
+
+
 class Envelope:
     """The clamps, in the order the governor applies them: speed_caps, fence, separate."""
 
@@ -124,7 +141,7 @@ class Envelope:
         """Cut the components that would carry the drone out of the fence around `home` within the
         look-ahead."""
         c = self.config
-        fwd, right, up, yaw = sp
+        fwd, right, up, _ = sp
         vn, ve, _ = body_to_world(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
         rn, re = pose.x_m - home.x_m, pose.y_m - home.y_m
         r = math.hypot(rn, re)
@@ -144,9 +161,7 @@ class Envelope:
             details.append(f"ceiling alt={altitude_m:.1f} m (limit {c.altitude_ceiling_m} m)")
         if not details:
             return sp
-        sent = Setpoint(*world_to_body(vn, ve, 0.0, pose.yaw_deg)[:2], up, yaw)
-        clamps.append(Clamp("fence", sp, sent, "; ".join(details)))
-        return sent
+        return world_clamp("fence", sp, (vn, ve), up, pose, "; ".join(details), clamps)
 
     def recover(self, sp: Setpoint, pose: Pose, home: Pose, clamps: list[Clamp]) -> Setpoint:
         """A vehicle already outside the envelope is flown back in at recover_m_s (capped by the speed
@@ -179,7 +194,7 @@ class Envelope:
         if not traffic:
             return sp
         c = self.config
-        fwd, right, up, yaw = sp
+        fwd, right, up, _ = sp
         vn, ve, _ = body_to_world(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
         closest = None
         for n, e, d in traffic:
@@ -200,8 +215,5 @@ class Envelope:
                 closest = dist if closest is None else min(closest, dist)
         if closest is None:
             return sp
-        sent = Setpoint(*world_to_body(vn, ve, 0.0, pose.yaw_deg)[:2], up, yaw)
-        clamps.append(
-            Clamp("separation", sp, sent, f"fleet drone {closest:.1f} m away (keep {c.separation_m} m)")
-        )
-        return sent
+        detail = f"fleet drone {closest:.1f} m away (keep {c.separation_m} m)"
+        return world_clamp("separation", sp, (vn, ve), up, pose, detail, clamps)

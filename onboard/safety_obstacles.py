@@ -29,9 +29,9 @@ import msgspec
 
 from common.obstacles import MAX_OBSTACLES, Obstacle, ObstacleSource, check_obstacle
 from common.pose import Pose
-from onboard.controller import body_to_world, world_to_body
+from onboard.controller import body_to_world
 from onboard.safety_config import SafetyConfig
-from onboard.safety_envelope import Clamp
+from onboard.safety_envelope import Clamp, world_clamp
 from onboard.setpoints import Setpoint
 from onboard.vehicle_failures import FailureStreak
 
@@ -115,7 +115,7 @@ def keep_clear(
     or the drone is inside one (see the module docstring)."""
     if not obstacles:
         return sp
-    fwd, right, up, yaw = sp
+    fwd, right, up, _ = sp
     vn, ve, _ = body_to_world(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
     lookahead_s = max(c.lookahead_s, 1e-3)
     climb_m_s = min(c.recover_m_s, c.max_vertical_m_s)
@@ -144,6 +144,4 @@ def keep_clear(
             details.append(f"{'inside' if inside else 'closing'} {o.name}: climbing")
     if not details:
         return sp
-    sent = Setpoint(*world_to_body(vn, ve, 0.0, pose.yaw_deg)[:2], up, yaw)
-    clamps.append(Clamp("obstacle", sp, sent, "; ".join(details)))
-    return sent
+    return world_clamp("obstacle", sp, (vn, ve), up, pose, "; ".join(details), clamps)
