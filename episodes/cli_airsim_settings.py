@@ -19,33 +19,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="settings.json to write")
     parser.add_argument("--clock-speed", type=float, default=1.0, help="ClockSpeed (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of a built-in suite")
+    parser.add_argument(
+        "--only",
+        default=None,
+        metavar="IDS",
+        help="comma-separated episode ids (a subset of one camera profile)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from common.camera import camera_profile
     from common.errors import DroneCatsError
     from common.pose import Pose
-    from episodes.suites import SUITES, generate, load_suite
+    from episodes.suites import open_suite
     from sim_bridge.settings import settings_for
 
     try:
         if not args.clock_speed > 0:
             raise ValueError(f"--clock-speed {args.clock_speed} must be > 0")
-        if Path(args.suite).is_file():
-            suite = load_suite(args.suite)
-        elif args.suite in SUITES:
-            suite = generate(SUITES[args.suite](), seed=args.seed, name=args.suite)
-        else:
-            raise ValueError(
-                f"{args.suite!r} is neither a file nor a built-in suite ({', '.join(sorted(SUITES))})"
-            )
+        suite = open_suite(args.suite, args.seed, args.only)
         if not suite.episodes:
             raise ValueError(f"suite {suite.name!r} has no episodes")
         first = suite.episodes[0].record
         cameras = {e.record.camera for e in suite.episodes}
         if len(cameras) > 1:
             raise ValueError(
-                f"suite {suite.name!r} mixes camera profiles {sorted(cameras)}: one settings file each"
+                f"suite {suite.name!r} mixes camera profiles {sorted(cameras)}: one settings file each; "
+                "choose the episodes of one with --only IDS, or a built-in suite of one profile "
+                "(single-outdoor)"
             )
         vehicles = [(d.name, Pose.from_list(list(d.start_pose))) for d in first.drones]
         settings = settings_for(vehicles, camera_profile(first.camera), args.clock_speed)

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from common.errors import DroneCatsError
     from episodes.episode import LatencySpec, RunOptions
     from episodes.runner import run_suite
-    from episodes.suites import SUITES, Suite, generate, load_suite
+    from episodes.suites import open_suite
 
     say = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
     try:
@@ -123,25 +123,7 @@ def run(args: argparse.Namespace) -> int:
         if args.repeat < 1 or args.jobs < 1:
             print("dronecats episodes run: --repeat and --jobs must be >= 1", file=sys.stderr)
             return 2
-        if Path(args.suite).is_file():
-            suite = load_suite(args.suite)
-        elif args.suite in SUITES:
-            say(f"generating the built-in suite {args.suite!r} (seed {args.seed}) ...")
-            suite = generate(SUITES[args.suite](), seed=args.seed, name=args.suite)
-        else:
-            print(
-                f"dronecats episodes run: {args.suite!r} is neither a file nor a built-in suite "
-                f"({', '.join(sorted(SUITES))})",
-                file=sys.stderr,
-            )
-            return 2
-        if args.only:
-            wanted = [part.strip() for part in args.only.split(",") if part.strip()]
-            problem = unknown_ids(wanted, [e.record.id for e in suite.episodes])
-            if problem:
-                print(f"dronecats episodes run: --only: {problem}", file=sys.stderr)
-                return 2
-            suite = Suite(suite.name, [e for e in suite.episodes if e.record.id in set(wanted)], suite.seed)
+        suite = open_suite(args.suite, args.seed, args.only, say)
         options = RunOptions(
             pilot=args.pilot,
             latency=LatencySpec.parse(args.latency),
@@ -189,26 +171,6 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 1 if errors else 0
-
-
-def unknown_ids(wanted: list[str], known: list[str]) -> str | None:
-    """None when every id is in the suite; else one line naming each unknown id and its close matches."""
-    import difflib
-
-    if not wanted:
-        return "no episode ids given"
-    parts = []
-    for episode_id in wanted:
-        if episode_id in known:
-            continue
-        close = difflib.get_close_matches(episode_id, known, n=3, cutoff=0.6)
-        parts.append(
-            f"unknown episode id {episode_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")
-        )
-    if not parts:
-        return None
-    sample = ", ".join(known[:3]) + (", ..." if len(known) > 3 else "")
-    return "; ".join(parts) + f" (the suite's {len(known)} ids: {sample})"
 
 
 def _flyer(args: argparse.Namespace) -> Any:

@@ -19,7 +19,7 @@ from pathlib import Path
 import msgspec
 
 from common.config import file_errors
-from common.errors import RecordError
+from common.errors import ConfigError, RecordError
 from common.pose import wrap_deg
 from episodes.preflight import Expectation, check, expectation_for
 from episodes.records import (
@@ -312,6 +312,49 @@ SUITES: dict[str, Callable[[], list[tuple[str, str, int]]]] = {
     "single-outdoor": lambda: single_plan(10, 0),
     "smoke": lambda: [("residential", "approach", 2), ("residential", "search", 1)],
 }
+
+
+def open_suite(
+    spec: str, seed: int = 0, only: str | None = None, say: Callable[[str], None] | None = None
+) -> Suite:
+    """A suite file, record file or built-in suite name (generated from `seed`), cut to the
+    comma-separated episode ids of `only` when given; a ConfigError names what is wrong (an unknown
+    suite, an unknown id and its close matches)."""
+    if Path(spec).is_file():
+        suite = load_suite(spec)
+    elif spec in SUITES:
+        if say is not None:
+            say(f"generating the built-in suite {spec!r} (seed {seed}) ...")
+        suite = generate(SUITES[spec](), seed=seed, name=spec)
+    else:
+        raise ConfigError(f"{spec!r} is neither a file nor a built-in suite ({', '.join(sorted(SUITES))})")
+    if only is None:
+        return suite
+    wanted = [part.strip() for part in only.split(",") if part.strip()]
+    problem = unknown_ids(wanted, [e.record.id for e in suite.episodes])
+    if problem:
+        raise ConfigError(f"--only: {problem}")
+    return Suite(suite.name, [e for e in suite.episodes if e.record.id in set(wanted)], suite.seed)
+
+
+def unknown_ids(wanted: list[str], known: list[str]) -> str | None:
+    """None when every id is in the suite; else one line naming each unknown id and its close matches."""
+    import difflib
+
+    if not wanted:
+        return "no episode ids given"
+    parts = []
+    for episode_id in wanted:
+        if episode_id in known:
+            continue
+        close = difflib.get_close_matches(episode_id, known, n=3, cutoff=0.6)
+        parts.append(
+            f"unknown episode id {episode_id!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")
+        )
+    if not parts:
+        return None
+    sample = ", ".join(known[:3]) + (", ..." if len(known) > 3 else "")
+    return "; ".join(parts) + f" (the suite's {len(known)} ids: {sample})"
 
 
 def iter_ids(suite: Suite, repeat: int = 1) -> Iterator[tuple[SuiteEntry, str]]:

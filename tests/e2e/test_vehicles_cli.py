@@ -25,11 +25,17 @@ def test_onboard_flies_dronecats_sim_mavlink(tmp_path) -> None:
         out = tmp_path / "flight"
         result = run_dronecats(
             *baseline_onboard_args(
-                url, out, "--set", "t_max_s=60", "--set", "min_decision_period_s=0.5",
-                "--set", "judgement_wait_s=3",
+                url,
+                out,
+                "--set",
+                "t_max_s=60",
+                "--set",
+                "min_decision_period_s=0.5",
+                "--set",
+                "judgement_wait_s=3",
             ),
             timeout_s=120,
-        )  # fmt: skip
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         summary = json.loads(result.stdout.strip().splitlines()[-1])
         # No ground truth on a PX4 and no operator here: the first declaration holds for a verdict, and

@@ -37,9 +37,15 @@ def test_without_an_operator_a_declaration_holds_then_lands_after_the_wait(sim, 
     log_dir = tmp_path / "flight"
     with PoseRecorder(port) as poses:
         drone = onboard(
-            port, log_dir, "--set", "on_declaration=hold", "--set", f"judgement_wait_s={WAIT_S:g}",
-            "--set", "t_max_s=120",
-        )  # fmt: skip
+            port,
+            log_dir,
+            "--set",
+            "on_declaration=hold",
+            "--set",
+            f"judgement_wait_s={WAIT_S:g}",
+            "--set",
+            "t_max_s=120",
+        )
         try:
             rc = drone.wait(timeout=120)
         finally:
@@ -84,9 +90,17 @@ def test_an_operator_rejects_then_accepts_and_the_run_ends_accepted(sim, tmp_pat
         arrived.set()
 
     drone = onboard(
-        port, log_dir, "--gs", address, "--set", "t_max_s=120", "--set", "on_declaration=hold",
-        "--set", "judgement_wait_s=60",
-    )  # fmt: skip
+        port,
+        log_dir,
+        "--gs",
+        address,
+        "--set",
+        "t_max_s=120",
+        "--set",
+        "on_declaration=hold",
+        "--set",
+        "judgement_wait_s=60",
+    )
     link = GroundLink(GroundLinkConfig(), Insecure(), on_declaration=on_declaration)
     link.start()
     try:
