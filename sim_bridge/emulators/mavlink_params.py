@@ -5,9 +5,11 @@ Defaults as the firmware declares them:
 - PX4 (v1.15): src/modules/commander/commander_params.c (COM_OF_LOSS_T, COM_OBL_RC_ACT, COM_DL_LOSS_T,
   COM_DISARM_*, COM_FAIL_ACT_T, COM_DLL_EXCEPT, COM_RCL_EXCEPT), src/modules/navigator/navigator_params.c
   (NAV_DLL_ACT, NAV_RCL_ACT), geofence_params.c (GF_ACTION), mission_params.c (MIS_TAKEOFF_ALT),
-  rtl_params.c (RTL_RETURN_ALT, RTL_DESCEND_ALT, RTL_LAND_DELAY), mc_pos_control_params.c (MPC_*).
+  rtl_params.c (RTL_RETURN_ALT, RTL_DESCEND_ALT, RTL_LAND_DELAY, RTL_CONE_ANG, RTL_MIN_DIST),
+  navigator_params.c (NAV_ACC_RAD), mc_pos_control_params.c (MPC_*).
 - ArduCopter (4.5): ArduCopter/Parameters.cpp (GUID_TIMEOUT, FS_GCS_ENABLE, FS_GCS_TIMEOUT, FS_OPTIONS,
-  RTL_ALT, RTL_LOIT_TIME, SYSID_MYGCS), AC_Fence (FENCE_ENABLE, FENCE_ACTION).
+  RTL_ALT, RTL_CONE_SLOPE, RTL_CLIMB_MIN, RTL_LOIT_TIME, SYSID_MYGCS), AC_Fence (FENCE_ENABLE,
+  FENCE_ACTION).
 
 Encoding of integers in PARAM_VALUE.param_value (a float field): PX4 copies the bytes of the int32
 (MAV_PROTOCOL_CAPABILITY_PARAM_ENCODE_BYTEWISE, what MAVSDK and QGroundControl expect from PX4);
@@ -46,6 +48,9 @@ PX4_DEFAULTS: dict[str, Param] = {
     "RTL_RETURN_ALT": Param(60.0, REAL32),  # m above home
     "RTL_DESCEND_ALT": Param(30.0, REAL32),
     "RTL_LAND_DELAY": Param(0.0, REAL32),  # s hovering above home, then land
+    "RTL_CONE_ANG": Param(45, INT32),  # deg, half angle of the return cone over home (0: no cone)
+    "RTL_MIN_DIST": Param(10.0, REAL32),  # m from home within which the cone lowers the return
+    "NAV_ACC_RAD": Param(10.0, REAL32),  # m, acceptance radius
     "MPC_XY_CRUISE": Param(5.0, REAL32),  # m/s
     "MPC_LAND_SPEED": Param(0.7, REAL32),
     "MPC_TKO_SPEED": Param(1.5, REAL32),
@@ -60,6 +65,8 @@ APM_DEFAULTS: dict[str, Param] = {
     "FS_OPTIONS": Param(0, INT32),
     "SYSID_MYGCS": Param(255, INT16),  # only heartbeats from this system id are the GCS
     "RTL_ALT": Param(1500, INT16),  # cm
+    "RTL_CONE_SLOPE": Param(3.0, REAL32),  # return altitude per horizontal distance (< 0.5: no cone)
+    "RTL_CLIMB_MIN": Param(0, INT16),  # cm, the least climb before returning
     "RTL_LOIT_TIME": Param(5000, INT32),  # ms above home before landing
     "LAND_SPEED": Param(50, INT16),  # cm/s
     "WPNAV_SPEED": Param(1000, REAL32),  # cm/s

@@ -304,3 +304,48 @@ def test_ardupilot_matrix(rig: Rig) -> None:
         assert rig.emu.mode_name == "LAND"
 
     rig.run(body)
+
+
+@pytest.mark.parametrize(
+    "rig",
+    [{"dialect": "px4"}, {"dialect": "ardupilot"}],
+    indirect=["rig"],
+    ids=["px4", "ardupilot"],
+)
+def test_rtl_near_home_returns_through_the_cone_and_lands(rig: Rig) -> None:
+    """With the firmwares' default return altitudes (PX4 1.15 RTL_RETURN_ALT 60 m, ArduCopter 4.5
+    RTL_ALT 15 m), an RTL 4 m from home climbs only as the return cone asks: PX4, inside NAV_ACC_RAD
+    (10 m), to twice the distance; ArduCopter to RTL_CONE_SLOPE (3) times it. Then it lands at home."""
+
+    async def body(drone: Any) -> None:
+        for stream in ("position", "home", "landed_state"):  # ArduPilot streams only what is asked
+            await getattr(drone.telemetry, f"set_rate_{stream}")(10.0)
+        await drone.action.set_takeoff_altitude(4.0)
+        await drone.action.arm()
+        await drone.action.takeoff()
+        await wait_until("the take-off to 4 m", lambda: rig.altitude_m() > 3.85, 20.0)
+        await asyncio.sleep(0.5)
+        await drone.offboard.set_position_ned(PositionNedYaw(4.0, 0.0, -4.0, 0.0))
+        await drone.offboard.start()
+
+        def there() -> bool:
+            x, y = rig.xy()
+            return math.hypot(x - 4.0, y) < 0.3 and abs(rig.altitude_m() - 4.0) < 0.3
+
+        await wait_until("4 m north of home at 4 m", there, 20.0)
+        await asyncio.sleep(1.0)  # settled
+        distance_m = math.hypot(*rig.xy())
+        expected_m = (2.0 if rig.emu.px4 else 3.0) * distance_m
+        started = time.monotonic()
+        await drone.action.return_to_launch()
+        peak = 0.0
+        while rig.emu.armed and time.monotonic() - started < 45.0:
+            peak = max(peak, rig.altitude_m())
+            await asyncio.sleep(0.05)
+        landed_s = time.monotonic() - started
+        x, y = rig.xy()
+        assert not rig.emu.armed and math.hypot(x, y) < 0.5 and rig.altitude_m() < 0.05, (landed_s, x, y)
+        assert peak == pytest.approx(expected_m, abs=0.3), (peak, expected_m, distance_m)
+        print(f"RTL from {distance_m:.2f} m out: peak {peak:.2f} m, landed and disarmed in {landed_s:.1f} s")
+
+    rig.run(body)
