@@ -109,6 +109,7 @@ def simulator_identity(url: str) -> dict[str, Any]:
 
     target = parse_sim_url(url)
     server = target.server
+    client = None
     try:
         api = resolve_api(server.api, server.host, server.port)
         client = client_module(api).MultirotorClient(ip=server.host, port=server.port, timeout_value=30)
@@ -116,6 +117,9 @@ def simulator_identity(url: str) -> dict[str, Any]:
         names = sorted(n for n in client.simListSceneObjects() if not n.startswith(RUN_OBJECT_PREFIX))
     except Exception as exc:  # the server is outside: whatever its client raises is one line
         raise ConfigError(f"--sim {url!r}: no AirSim server answers there ({exc})") from None
+    finally:
+        if client is not None:
+            client.client.close()  # a probe: its connection is not kept for the run
     fingerprint = hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
     return {
         "kind": "hil",

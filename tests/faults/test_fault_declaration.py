@@ -17,18 +17,21 @@ import time
 import pytest
 
 from ground_station.fleet.launch import free_port_block
-from tests.support.failsafe import PoseRecorder, describe, events, first, jsonl, onboard, reset_world
+from tests.support.failsafe import (
+    PoseRecorder,
+    describe,
+    end_record,
+    events,
+    first,
+    jsonl,
+    onboard,
+    reset_world,
+)
 from tests.support.processes import stop_process
 
 pytestmark = pytest.mark.slow
 
 WAIT_S = 4.0
-
-
-def end_record(log_dir):
-    import json
-
-    return json.loads((log_dir / "episode.json").read_text())["run"]
 
 
 def test_without_an_operator_a_declaration_holds_then_lands_after_the_wait(sim, tmp_path) -> None:

@@ -7,7 +7,6 @@ end-of-run record and the touchdown are in the logs, the exit status is the docu
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import time
@@ -19,6 +18,7 @@ from common.errors import VEHICLE_LOST_EXIT
 from tests.support.failsafe import (
     PoseRecorder,
     describe,
+    end_record,
     events,
     first,
     jsonl,
@@ -34,10 +34,6 @@ from tests.support.processes import stop_process
 RUN_ENDS_S = 2.0  # the bound the runtime keeps: a stop to the end-of-run record, whatever the model does
 LOADED_MARGIN_S = 4.0  # this shared 2-core machine's scheduling, on top of the bound
 HANG_S = 120.0  # the stand-in holds each reply this long: longer than any test waits
-
-
-def end_record(log_dir: Path) -> dict:
-    return json.loads((log_dir / "episode.json").read_text()).get("run", {})
 
 
 def fly_until_hang(sim, tmp_path: Path, server, *extra: str) -> tuple[subprocess.Popen, Path, float]:

@@ -70,27 +70,17 @@ def test_bad_settings_get_one_line_and_a_non_zero_exit(tmp_path: Path) -> None:
 
 def test_a_suite_mixing_camera_profiles_is_refused_and_only_picks_one(tmp_path: Path) -> None:
     out = tmp_path / "settings.json"
-    mixed = run_dronecats("episodes", "airsim-settings", str(SUITES / "single.json"), "--out", str(out))
+
+    def settings(*only: str):
+        return run_dronecats(
+            "episodes", "airsim-settings", str(SUITES / "single.json"), "--out", str(out), *only
+        )
+
+    mixed = settings()
     assert mixed.returncode == 2 and not out.exists(), mixed.stderr
     assert "mixes camera profiles ['indoor', 'outdoor']" in mixed.stderr and "--only IDS" in mixed.stderr
-    picked = run_dronecats(
-        "episodes",
-        "airsim-settings",
-        str(SUITES / "single.json"),
-        "--out",
-        str(out),
-        "--only",
-        "indoor-approach-01,indoor-search-02",
-    )
+    picked = settings("--only", "indoor-approach-01,indoor-search-02")
     assert picked.returncode == 0, picked.stderr
     assert json.loads(picked.stdout.strip().splitlines()[-1])["camera"] == "indoor"
-    typo = run_dronecats(
-        "episodes",
-        "airsim-settings",
-        str(SUITES / "single.json"),
-        "--out",
-        str(out),
-        "--only",
-        "indoor-aproach-01",
-    )
+    typo = settings("--only", "indoor-aproach-01")
     assert typo.returncode == 2 and "did you mean indoor-approach-01" in typo.stderr, typo.stderr

@@ -124,6 +124,11 @@ class PoseRecorder:
         return self.latest()
 
 
+def end_record(log_dir: Path) -> dict[str, Any]:
+    """The end-of-run record (episode.json's `run`; empty before the run wrote it)."""
+    return json.loads((log_dir / "episode.json").read_text()).get("run", {})
+
+
 def jsonl(path: Path) -> list[dict[str, Any]]:
     """Every line parses (a line cut in half would raise here)."""
     if not path.exists():
