@@ -14,6 +14,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from episodes.report import EpisodeRow
 
 # The issue's floors for the baseline pilot on the built-in simulator.
 BASELINE_FLOORS = {"approach": 0.8, "search": 0.6, "track": 0.6, "search+track": 0.4}
@@ -72,11 +76,16 @@ def write_report(args: argparse.Namespace) -> dict:
     (out / "summary.csv").write_text(summary_csv(stats))
     (out / "episodes.csv").write_text(episodes_csv(rows))
     others = []
+    mismatches: dict[str, str] = {}
     for other_dir in args.vs:
         other_rows = load_rows(Path(other_dir))
         if not other_rows:
             raise FileNotFoundError(f"--vs {other_dir}: no episode directories")
         others.append((Path(other_dir).name, groups(other_rows)))
+        if mismatch := episode_set_mismatch(rows, other_rows):
+            # SR over different episodes compares the episodes, not the runs: say so where it is read
+            mismatches[other_dir] = mismatch
+            print(f"dronecats episodes report: --vs {other_dir}: {mismatch}", file=sys.stderr)
     bars_png(
         stats,
         out / "bars.png",
@@ -122,6 +131,7 @@ def write_report(args: argparse.Namespace) -> dict:
         lines += [
             f"## Comparison with `{other_dir}`",
             "",
+            *([f"**Not like for like:** {mismatches[other_dir]}.", ""] if other_dir in mismatches else []),
             compare_markdown(stats, other_stats, root.name, other_name),
             "",
         ]
@@ -157,6 +167,23 @@ def write_report(args: argparse.Namespace) -> dict:
             ]
     (out / "report.md").write_text("\n".join(lines))
     return {"out": str(out), "episodes": len(rows), "groups": len(stats)}
+
+
+def episode_set_mismatch(rows: list[EpisodeRow], other_rows: list[EpisodeRow]) -> str:
+    """'' when both runs hold the same episodes (by directory name); else how they differ."""
+    here, there = {r.run_name for r in rows}, {r.run_name for r in other_rows}
+    if here == there:
+        return ""
+    only_here, only_there = sorted(here - there), sorted(there - here)
+
+    def few(names: list[str]) -> str:
+        return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+    parts = [
+        f"{len(only_here)} episodes only in this run ({few(only_here)})" if only_here else "",
+        f"{len(only_there)} only in the other ({few(only_there)})" if only_there else "",
+    ]
+    return "the runs hold different episodes: " + "; ".join(p for p in parts if p)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ run side by side, short pilot labels and the reference run's noise band."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import cv2
@@ -103,6 +104,23 @@ def test_report_writes_png_and_pdf_at_a_readable_size_and_vs_bars_side_by_side(t
     assert "distractors ▲ and look-alikes ✖" in md
     series = bar_series(groups(load_rows(a)), [(b.name, groups(load_rows(b)))], a.name)
     assert [label for label, _ in series] == ["measured: baseline (fixed:0.5)", "slow: baseline (fixed:1.5)"]
+
+
+def test_report_vs_a_run_of_other_episodes_says_it_is_not_like_for_like(two_runs, tmp_path) -> None:
+    a, b = two_runs
+    other = tmp_path / "other"
+    shutil.copytree(b, other)
+    (episode,) = [d for d in other.iterdir() if d.is_dir()]
+    episode.rename(other / "some-other-episode")
+    out = tmp_path / "report"
+    done = run_dronecats(
+        "episodes", "report", str(a), "--vs", str(other), "--vs", str(b), "--out", str(out), timeout_s=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    warned = [line for line in done.stderr.splitlines() if "different episodes" in line]
+    assert len(warned) == 1 and str(other) in warned[0] and "some-other-episode" in warned[0], done.stderr
+    md = (out / "report.md").read_text()
+    assert md.count("**Not like for like:**") == 1  # the same episodes (b) get no warning
 
 
 @pytest.mark.parametrize(
