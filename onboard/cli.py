@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -100,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = config_overrides(args)
     try:
-        config = load_config(RuntimeConfig, args.config, overrides, base=REALTIME_DEFAULTS)
+        base = {**REALTIME_DEFAULTS, **vehicle_named_defaults(args.vehicle)}
+        config = load_config(RuntimeConfig, args.config, overrides, base=base)
         log.info(
             "decisions at most every %.2f s; frames at most %g/s and %d MiB (config/--set to change)",
             config.min_decision_period_s,
@@ -216,6 +218,14 @@ def _stop_on_sigterm(runtime: Any) -> Callable[[int, Any], None]:
             threading.Thread(target=runtime.stop, name="sigterm-stop", daemon=True).start()
 
     return handler
+
+
+def vehicle_named_defaults(vehicle_url: str) -> dict[str, Any]:
+    """`drone`: the vehicle's own name where its URL has one (`airsim://HOST:PORT/Drone2`), so a second
+    drone does not call itself Drone1 to the ground station; a config file or --set still decides."""
+    parts = urllib.parse.urlsplit(vehicle_url)
+    name = parts.path.strip("/").split("/", 1)[0]
+    return {"drone": urllib.parse.unquote(name)} if parts.scheme == "airsim" and name else {}
 
 
 def config_overrides(args: argparse.Namespace) -> list[str]:

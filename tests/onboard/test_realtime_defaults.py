@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from common.config import load_config
-from onboard.cli import REALTIME_DEFAULTS
+from onboard.cli import REALTIME_DEFAULTS, vehicle_named_defaults
 from onboard.recorder import FlightRecorder, RecorderConfig
 from onboard.runtime import RuntimeConfig
 
@@ -22,6 +22,21 @@ def test_defaults_apply_and_a_config_file_or_set_overrides_them(tmp_path: Path) 
     config = load_config(RuntimeConfig, path, ["recorder.frames_max_hz=0"], base=REALTIME_DEFAULTS)
     assert config.min_decision_period_s == 0.0  # the file's explicit 0 wins over the default
     assert config.recorder.frames_max_hz == 0.0 and config.recorder.frames_max_bytes == 64 * 1024 * 1024
+
+
+def test_the_drone_is_named_by_its_airsim_vehicle_unless_the_config_names_it(tmp_path: Path) -> None:
+    def named(url: str, *overrides: str, path: Path | None = None) -> str:
+        base = {**REALTIME_DEFAULTS, **vehicle_named_defaults(url)}
+        return load_config(RuntimeConfig, path, list(overrides), base=base).drone
+
+    assert named("airsim://127.0.0.1:41451/Drone2") == "Drone2"
+    assert named("airsim://127.0.0.1:41451/Drone2/front_center?api=cosys") == "Drone2"
+    assert named("airsim://127.0.0.1:41451") == "Drone1"  # no name in the URL: the default
+    assert named("tello://192.168.10.1") == named("mavlink://udpin:0.0.0.0:14540") == "Drone1"
+    assert named("airsim://127.0.0.1:41451/Drone2", "drone=Scout") == "Scout"
+    path = tmp_path / "onboard.yaml"
+    path.write_text("drone: Alpha\n")
+    assert named("airsim://127.0.0.1:41451/Drone2", path=path) == "Alpha"
 
 
 def test_the_recorder_saves_at_most_frames_max_hz_in_episode_time(tmp_path: Path) -> None:
