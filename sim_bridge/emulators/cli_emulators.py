@@ -1,13 +1,18 @@
 """`dronecats sim --tello` / `--mavlink`: real-protocol emulators in front of the simulator's vehicles,
-to rehearse a flight with the real client libraries (djitellopy, pymavlink, QGroundControl).
+to rehearse a flight with the real client libraries (djitellopy, pymavlink, MAVSDK, MAVProxy);
+docs/howto/emulators.md has the recipes.
 
 Drone k (1-based) gets:
-- Tello: commands on 127.0.0.(k+1):(9000+k) (`--tello-port`; djitellopy holds 8889 on every address),
-  state to the client's 8890, H.264 video to the client's 11110+k (so drone 1 uses the stock 11111).
+- Tello: commands on 127.0.0.(k+1):(9000+k) (`--tello-port`), state to the client's 8890, H.264 video
+  to the client's 11110+k (so drone 1 uses the stock 11111). Not 8889: djitellopy binds 0.0.0.0:8889
+  without SO_REUSEADDR, so no other socket on the host can have that port on any address (EADDRINUSE
+  in either order), and its commands to any local address:8889 come back to djitellopy itself.
+  djitellopy therefore needs its one extra line, `tello.address = (ip, port)`, printed below the URL.
 - MAVLink: the autopilot sends to 127.0.0.1:(14539+k) (PX4 SITL's offboard port for drone 1) and the
   camera as H.264 datagrams to 127.0.0.1:(5599+k).
 Each printed URL is what `dronecats onboard --vehicle` takes (with the spawn point, so poses are in
-the episode's world frame).
+the episode's world frame); the indented lines under it say what the emulator is, how third-party
+clients reach it, and that every new flight starts back at that spawn (flight_reset.py).
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ def add_emulator_arguments(parser: argparse.ArgumentParser) -> None:
         "--tello-port",
         type=port_arg,
         default=9001,
-        help="Tello command port of drone 1 (drone k: +k-1); 0 picks free ports (printed)",
+        help="Tello command port of drone 1 (drone k: +k-1); 0 picks free ports (printed). Not 8889: "
+        "djitellopy holds it; set `tello.address = (ip, port)` as printed",
     )
     parser.add_argument(
         "--tello-auto-land-s",
@@ -134,6 +140,8 @@ def start_emulators(world: World, args: argparse.Namespace) -> list[Any]:
             started.append(emu)
             print(
                 f"tello {name}: tello://{cfg.ip}:{emu.command_port}?video_port={cfg.client_video_port}&{spawn}",
+                *_tello_lines(emu, world, name),
+                sep="\n  ",
                 flush=True,
             )
         if getattr(args, "mavlink", False):
@@ -157,6 +165,51 @@ def start_emulators(world: World, args: argparse.Namespace) -> list[Any]:
             print(
                 f"mavlink {name}: mavlink://udpin:127.0.0.1:{port}?dialect={args.dialect}"
                 f"&camera=h264udp://127.0.0.1:{video}&{spawn}",
+                *_mavlink_lines(emulator, world, name),
+                sep="\n  ",
                 flush=True,
             )
     return started
+
+
+TELLO_MODELS = {"1.3": "Tello", "2.0": "Tello EDU", "3.0": "RoboMaster TT"}
+
+
+def _start_of_flight(world: World, name: str) -> str:
+    """Where and how each flight starts, as the emulators' FlightReset puts it back."""
+    model = world.vehicle(name).model
+    s, pct = model.spawn, 100 * model.battery.config.start_fraction
+    return f"spawn {s.x_m:g},{s.y_m:g},{s.z_m:g},{s.yaw_deg:g} with a {pct:g} % pack"
+
+
+def _tello_lines(emu: Any, world: World, name: str) -> list[str]:
+    """What the Tello emulator is, where each of its streams goes, and djitellopy's one extra line.
+    (Indented under the URL line, so `NAME: URL` stays the line that starts with the name.)"""
+    cfg = emu.config
+    ip, port = cfg.ip, emu.command_port
+    video = "" if cfg.client_video_port == 11111 else f", vs_udp={cfg.client_video_port}"
+    return [
+        f"{TELLO_MODELS[cfg.sdk]} (SDK {cfg.sdk}) at {ip}: commands to UDP {ip}:{port} (not 8889: djitellopy "
+        f"holds it), state to the client's UDP {cfg.client_state_port}, H.264 video to its UDP "
+        f"{cfg.client_video_port} after streamon",
+        f'djitellopy: tello = Tello(host="{ip}"{video}); tello.address = ("{ip}", {port})',
+        f'resets per flight: a "command" on the ground after a landing starts back at '
+        f"{_start_of_flight(world, name)}; it lands by itself after {cfg.auto_land_s:g} s without a command",
+    ]
+
+
+def _mavlink_lines(emu: Any, world: World, name: str) -> list[str]:
+    """What the autopilot emulator is, and how MAVSDK and MAVProxy reach it."""
+    host, port = emu.config.companion
+    camera = (
+        ""
+        if emu.config.video_dest is None
+        else ", camera as H.264 in UDP datagrams to {}:{}".format(*emu.config.video_dest)
+    )
+    return [
+        f"{emu.autopilot.flavour.firmware} autopilot (MAVLink 2 over UDP): sends to {host}:{port}, so a "
+        f"client listens there (udpin) and is answered{camera}",
+        f"MAVSDK: mavsdk_server udpin://{host}:{port}  MAVProxy: mavproxy.py --master udpin:{host}:{port}",
+        "resets per flight: arming after a landed disarm starts back at home = "
+        + _start_of_flight(world, name),
+    ]

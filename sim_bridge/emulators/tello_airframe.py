@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.pose import Pose, wrap_deg
+from sim_bridge.emulators.flight_reset import FlightReset
 from sim_bridge.emulators.tello_sdk import TelloEmulatorConfig, TelloStatus
 from sim_bridge.sim.world import World, YawMode
 
@@ -51,6 +52,7 @@ class TelloAirframe:
         self.config = config
         self._stop = stop
         self.spawn_yaw_deg = world.vehicle(vehicle).model.spawn.yaw_deg
+        self.flights = FlightReset.of(world, vehicle)  # each new "command" session after a landing
 
     def _model(self):
         return self.world.vehicle(self.vehicle).model
@@ -103,6 +105,7 @@ class TelloAirframe:
         ok = task.wait(32.0)
         self.status.flying = False
         self.status.motor_on_s = None
+        self.flights.flight_ended()
         return ok
 
     def flip(self) -> bool:
@@ -196,6 +199,8 @@ class TelloAirframe:
             p = m.position_ned
             pose = Pose(float(p[0]), float(p[1]), float(m.floor_z_m), m.yaw_deg)
         self.world.set_vehicle_pose(self.vehicle, pose)
+        if self.status.flying:
+            self.flights.flight_ended()
         self.status.flying = False
         self.status.motor_on_s = None
 

@@ -94,9 +94,27 @@ class TelloCommands:
     video: H264Streamer
     serial: str
 
+    def __post_init__(self) -> None:
+        # the client ports as configured: SDK 3.0 `port` changes them until the drone powers off
+        self._power_on_ports = (self.config.client_state_port, self.config.client_video_port)
+
     def emergency(self) -> None:
         self.status.record("emergency", "")
         self.airframe.emergency()
+
+    def _new_session(self) -> None:
+        """A "command" on the ground after a flight is a new flight: the drone back at its spawn with a
+        fresh pack (tello_airframe's FlightReset, where and why), and so powered on afresh. A real
+        Tello keeps its place and state across sessions; on one long-lived `dronecats sim` a re-run
+        script expects the start the server printed. Within one session a second take-off starts
+        where the drone landed, as on the real drone."""
+        st = self.status
+        if st.flying or st.busy is not None or not self.airframe.flights.new_flight():
+            return
+        st.power_on(self.config.default_speed_cm_s)
+        self.config.client_state_port, self.config.client_video_port = self._power_on_ports
+        if self.video.fps != self.config.video_fps:  # SDK 3.0 setfps, undone by the power-off
+            self.video.set_fps(self.config.video_fps)
 
     def handle(self, text: str, addr: Addr) -> str | None:
         """The reply to send now; None when there is none now (rc, a manoeuvre answering later,
@@ -107,6 +125,7 @@ class TelloCommands:
             return "error"
         word, args = parts[0], parts[1:]
         if word == "command":
+            self._new_session()
             st.client_ip = addr[0]
             st.sdk_mode = True
             return "ok"

@@ -78,6 +78,15 @@ class TelloStatus:
     link_down: threading.Event = field(default_factory=threading.Event)
     log: list[tuple[float, str, str]] = field(default_factory=list)  # (monotonic, command, reply or "")
 
+    def power_on(self, speed_cm_s: int) -> None:
+        """Back to how a Tello wakes up (a new flight after a battery swap): no stream, no mission pads,
+        motors off, the default speed, sticks centred. The client, the SDK mode, the link fault and
+        the log are the session's and stay."""
+        self.flying = self.streaming = self.mission_pads = self.motors_idle = self.auto_landed = False
+        self.motor_on_s = None
+        self.speed_cm_s = speed_cm_s
+        self.rc = (0, 0, 0, 0)
+
     def record(self, command: str, reply: str) -> None:
         self.log.append((time.monotonic(), command, reply))
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from common.pose import Pose, wrap_deg
+from sim_bridge.emulators.flight_reset import FlightReset
 from sim_bridge.sim.multirotor import Multirotor
 from sim_bridge.sim.world import World, YawMode
 
@@ -17,6 +18,9 @@ class Airframe:
         self.world = world
         self.vehicle = vehicle
         self.home = world.vehicle(vehicle).model.spawn  # local NED positions are from here
+        # Each arm after a flight starts back at home: PX4 takes its home where it arms, and this
+        # emulator's home is fixed at the spawn the server printed (flight_reset.py says why).
+        self.flights = FlightReset.of(world, vehicle)
 
     def model(self) -> Multirotor:
         return self.world.vehicle(self.vehicle).model

@@ -5,7 +5,9 @@ COMMAND_ACK.
   offboardCheck.cpp), else TEMPORARILY_REJECTED; its RC modes need an RC link. ArduCopter AUTO needs
   a mission, which is not emulated.
 - Arming: refused with the pre-arm failure's text (core.Autopilot.prearm_failure); force (21196)
-  skips the checks and disarms in the air.
+  skips the checks and disarms in the air. An arm after a flight starts the next flight: the vehicle
+  back at home (airframe.flights, flight_reset.py) and PX4 out of the Land/Return it disarmed in
+  (core.Autopilot.leave_landing_mode), both before the checks.
 - Take-off: PX4 accepts MAV_CMD_NAV_TAKEOFF (AUTO.TAKEOFF to MIS_TAKEOFF_ALT, then AUTO.LOITER);
   ArduCopter takes off in GUIDED when armed (else MAV_RESULT_FAILED, GCS_Mavlink.cpp).
 - Identity: AUTOPILOT_VERSION on MAV_CMD_REQUEST_MESSAGE (512) or REQUEST_AUTOPILOT_CAPABILITIES (520).
@@ -165,6 +167,10 @@ class Commands:
             return int(m.MAV_RESULT_ACCEPTED)
         if ap.armed:
             return int(m.MAV_RESULT_ACCEPTED)
+        # a new flight: back at home first if the last one left the vehicle there (airframe.flights),
+        # so the pre-arm checks see the fresh pack
+        ap.airframe.flights.new_flight()
+        ap.leave_landing_mode()
         why = None if force else ap.prearm_failure()
         if why is not None:
             ap.statustext(m.MAV_SEVERITY_CRITICAL, why)

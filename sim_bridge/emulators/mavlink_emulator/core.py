@@ -2,6 +2,15 @@
 (pre-arm, offboard availability, data link) and the transitions every other part shares (mode
 change announced by HEARTBEAT, arm, disarm, hover, land, motors off).
 
+PX4's mode after disarming (commander/UserModeIntention.cpp, v1.14+): a mode the user (a command, the
+RC switch, the navigator's end of take-off) selects is remembered unless it prevents arming (Land,
+Return) or is a take-off; a failsafe's mode is not the user's. PX4 goes back to the one remembered
+when it disarms, so a drone that landed in AUTO.LAND can be armed again (MAVSDK's `arm()` does not
+leave Land first: without this a second MAVSDK flight is refused "Arming denied"). Here the switch
+waits for the next arm command (`leave_landing_mode`), so the landed, disarmed vehicle still reads
+AUTO.LAND / AUTO.RTL until a new flight begins, as this emulator's callers have always read it.
+ArduCopter stays in its mode (LAND after a landing) and refuses to arm there, as the firmware does.
+
 Callers hold the emulator's lock: the receive thread (commands, setpoints) and the telemetry thread
 (the rules) both change this state.
 """
@@ -21,12 +30,18 @@ from sim_bridge.emulators.mavlink_emulator.protocol import (
     PX4_AUTO,
     PX4_AUTO_LAND,
     PX4_AUTO_RTL,
+    PX4_AUTO_TAKEOFF,
     PX4_NEEDS_RC,
     PX4_OFFBOARD,
 )
 from sim_bridge.emulators.mavlink_params import ParamStore
 
 log = logging.getLogger(__name__)
+
+
+def prevents_arming(main: int, sub: int) -> bool:
+    """PX4's modes that refuse arming (mode_requirements: mode_req_prevent_arming): Land and Return."""
+    return main == PX4_AUTO and sub in (PX4_AUTO_LAND, PX4_AUTO_RTL)
 
 
 @dataclass
@@ -64,6 +79,9 @@ class Autopilot:
         self.flight: Flight | None = None
         self.guided_stopped = False
         self.flew = False  # took off since arming (else COM_DISARM_PRFLT disarms)
+        self.airborne = False  # left the ground since arming, however (take-off, offboard climb)
+        self.mode_after_disarm = (self.main_mode, self.sub_mode)  # PX4's UserModeIntention
+        self.disarmed_in_landing_mode = False  # PX4 leaves it for mode_after_disarm at the next arm
 
     # ---- reading the state
     def setting(self, setting: Setting) -> float:
@@ -101,7 +119,7 @@ class Autopilot:
                 return "Preflight Fail: No connection to the ground control station"
             if self.main_mode in PX4_NEEDS_RC and not self.config.rc_present:
                 return "Preflight Fail: No manual control input"
-            if self.main_mode == PX4_AUTO and self.sub_mode in (PX4_AUTO_LAND, PX4_AUTO_RTL):
+            if prevents_arming(self.main_mode, self.sub_mode):
                 return "Arming denied: not possible in this mode"
             if self.main_mode == PX4_OFFBOARD and not self.offboard_available(now):
                 return "Arming denied: no offboard signal"
@@ -124,7 +142,16 @@ class Autopilot:
         self.link.statustext(severity, text)
 
     # ---- transitions
-    def set_mode(self, main: int, sub: int = 0) -> None:
+    def set_mode(self, main: int, sub: int = 0, intended: bool = True) -> None:
+        """`intended`: the user's choice (False: a failsafe's), remembered for after disarming (PX4)."""
+        if (
+            self.px4
+            and intended
+            and not prevents_arming(main, sub)
+            and (main, sub) != (PX4_AUTO, PX4_AUTO_TAKEOFF)
+        ):
+            self.mode_after_disarm = (main, sub)
+        self.disarmed_in_landing_mode = False  # a mode chosen since the disarm stands
         changed = (main, sub) != (self.main_mode, self.sub_mode)
         if changed:
             log.info("emulator %s: mode %s -> (%d, %d)", self.vehicle, self.mode_name, main, sub)
@@ -143,10 +170,15 @@ class Autopilot:
         self.armed_s = time.monotonic()
         self.landed_s = None
         self.flew = False
+        self.airborne = False
         self.airframe.set_armed(True)
         self.heartbeat()
 
     def disarm(self) -> None:
+        if self.airborne:  # a flight is over, on the ground: the next arm starts the next one
+            self.airframe.flights.flight_ended()
+        self.airborne = False
+        self.disarmed_in_landing_mode = self.px4 and prevents_arming(self.main_mode, self.sub_mode)
         self.armed = False
         self.flew = False
         self.flight = None
@@ -154,6 +186,11 @@ class Autopilot:
         self.pending_failsafe = None
         self.airframe.set_armed(False)
         self.heartbeat()
+
+    def leave_landing_mode(self) -> None:
+        """An arm command after disarming in Land/Return: PX4's mode after disarming first (see above)."""
+        if self.disarmed_in_landing_mode:
+            self.set_mode(*self.mode_after_disarm)
 
     def motors_off(self) -> None:
         self.airframe.drop_to_floor()

@@ -95,7 +95,7 @@ class Px4Failsafes:
             ap.offboard_lost = False  # the condition cleared (WhenConditionClears)
             if ap.pending_failsafe is not None and ap.main_mode == PX4_AUTO:
                 ap.pending_failsafe = None
-                ap.set_mode(PX4_OFFBOARD)
+                ap.set_mode(PX4_OFFBOARD, intended=False)
 
     def _datalink_rules(self, now: float) -> None:
         ap = self.ap
@@ -125,7 +125,7 @@ class Px4Failsafes:
         delay_s = ap.params.get("COM_FAIL_ACT_T")
         if action in (ACT_HOLD, ACT_RTL, ACT_LAND) and delay_s > 0 and ap.armed and not ap.airframe.landed():
             ap.flight = None
-            ap.set_mode(PX4_AUTO, PX4_AUTO_LOITER)
+            ap.set_mode(PX4_AUTO, PX4_AUTO_LOITER, intended=False)
             ap.hover()
             ap.pending_failsafe = (action, time.monotonic() + delay_s, why)
         else:
@@ -136,15 +136,17 @@ class Px4Failsafes:
         log.warning("emulator %s: failsafe action %s (%s)", ap.vehicle, ACTION_NAMES[action], why)
         ap.flight = None
         if action in (ACT_POSCTL, ACT_ALTCTL, ACT_STAB):
-            ap.set_mode({ACT_POSCTL: PX4_POSCTL, ACT_ALTCTL: PX4_ALTCTL, ACT_STAB: PX4_STAB}[action])
+            ap.set_mode(
+                {ACT_POSCTL: PX4_POSCTL, ACT_ALTCTL: PX4_ALTCTL, ACT_STAB: PX4_STAB}[action], intended=False
+            )
             ap.hover()
         elif action == ACT_HOLD:
-            ap.set_mode(PX4_AUTO, PX4_AUTO_LOITER)
+            ap.set_mode(PX4_AUTO, PX4_AUTO_LOITER, intended=False)
             ap.hover()
         elif action == ACT_RTL:
             self.manoeuvres.start_rtl()
         elif action == ACT_LAND:
-            ap.set_mode(PX4_AUTO, PX4_AUTO_LAND)
+            ap.set_mode(PX4_AUTO, PX4_AUTO_LAND, intended=False)
             ap.land()
         else:  # Terminate / Disarm: motors off, the vehicle drops
             ap.motors_off()

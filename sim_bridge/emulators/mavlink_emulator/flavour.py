@@ -57,6 +57,7 @@ class Flavour(ABC):
     """One firmware's facts; settings are read from the live parameters (PARAM_SET changes them)."""
 
     px4: bool
+    name: str  # the firmware, as `dronecats sim` introduces the emulator
     offboard_mode: int  # the mode that follows SET_POSITION_TARGET_LOCAL_NED
     takeover_mode: int  # where the RC mode switch puts the vehicle (rc_takeover)
     setpoint_frames: tuple[int, ...]
@@ -77,6 +78,12 @@ class Flavour(ABC):
     landed_disarm_s: Setting
     preflight_disarm_s: Setting  # armed on the ground this long without taking off: disarm
 
+    @property
+    def firmware(self) -> str:
+        """Name and version as AUTOPILOT_VERSION reports them, e.g. "PX4 v1.15.0"."""
+        sw = self.version[1]
+        return f"{self.name} v{sw >> 24}.{(sw >> 16) & 0xFF}.{(sw >> 8) & 0xFF}"
+
     @abstractmethod
     def initial_mode(self, rc_present: bool) -> tuple[int, int]: ...
 
@@ -90,6 +97,7 @@ class Flavour(ABC):
 
 class Px4(Flavour):
     px4 = True
+    name = "PX4"
     offboard_mode = PX4_OFFBOARD
     takeover_mode = PX4_POSCTL
     setpoint_frames = (FRAME_LOCAL_NED, FRAME_BODY_NED)
@@ -138,6 +146,7 @@ class Px4(Flavour):
 
 class ArduPilot(Flavour):
     px4 = False
+    name = "ArduCopter"
     offboard_mode = APM_GUIDED
     takeover_mode = APM_LOITER
     setpoint_frames = (FRAME_LOCAL_NED, FRAME_LOCAL_OFFSET_NED, FRAME_BODY_NED, FRAME_BODY_OFFSET_NED)

@@ -115,6 +115,7 @@ class Manoeuvres:
             return
         if not ap.airframe.landed():
             ap.landed_s = None
+            ap.airborne = True
             return
         if ap.flight is not None and ap.flight.kind == "takeoff":
             return
