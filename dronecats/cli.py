@@ -67,13 +67,15 @@ OPTIONAL_PACKAGES = {
     "PyQt6": "gui",
     "av": "vehicles",
     "pymavlink": "vehicles",
-    "djitellopy": "vehicles",
     "matplotlib": "plots",
     "transformers": "hf",
     "torch": "hf",
     "vllm": "vllm",
     "jtop": "jetson",
 }
+# packages that go in without their declared dependencies (djitellopy 2.5.0 asks for opencv-python,
+# whose cv2 would replace the headless one): the pin scripts/setup_env.sh installs
+NO_DEPS_PACKAGES = {"djitellopy": "djitellopy==2.5.0"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -208,12 +210,13 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
         return exc.exit_code, _one_line(str(exc))
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
-        extra = OPTIONAL_PACKAGES.get(top)
-        how = (
-            f"pip install 'dronecats[{extra}]'"
-            if extra
-            else "scripts/setup_env.sh installs it; the README's environment notes say how"
-        )
+        extra, pin = OPTIONAL_PACKAGES.get(top), NO_DEPS_PACKAGES.get(top)
+        if extra:
+            how = f"pip install 'dronecats[{extra}]'"
+        elif pin:
+            how = f"pip install --no-deps {pin}, as scripts/setup_env.sh does"
+        else:
+            how = "scripts/setup_env.sh installs it; the README's environment notes say how"
         return FAILURE_EXIT, f"this needs the Python package {top!r}, which is not installed ({how})"
     if isinstance(exc, UnicodeDecodeError):  # a ValueError too: a file that is not UTF-8 text
         return USAGE_EXIT, f"not UTF-8 text ({exc.reason} at byte {exc.start})"

@@ -35,12 +35,27 @@ echo "setting up .venv (extras: $extras) ..." >&2
 # msgpack<1 (which would break our msgpack 1.x wire codec): build it without isolation or deps.
 .venv/bin/python -c 'import airsim' 2>/dev/null ||
     "${pip[@]}" install --no-deps --no-build-isolation airsim==1.8.1
-# djitellopy asks for opencv-python, which would clobber the headless cv2 build.
+# djitellopy 2.5.0's metadata asks for opencv-python (plus numpy, av, pillow), whose cv2 would
+# overwrite the headless one; its code imports only av and numpy, which the vehicles extra and the
+# core dependencies bring. So it goes in without its declared dependencies, and is named in no extra.
 .venv/bin/python -c 'import djitellopy' 2>/dev/null || "${pip[@]}" install --no-deps djitellopy==2.5.0
-# MAVProxy (dev: a third-party ground station in the tests) asks for opencv-python, vtk, matplotlib
-# and wx-era extras; its console with the mode/arm/cmdlong/param modules needs only pymavlink and
-# pyserial (the dev extra).
+# MAVProxy (dev: a third-party ground station in the tests): 1.8.75's metadata asks, on CPython
+# Linux, for opencv-python>=4.10, vtk, quantized-mesh-tile and matplotlib (its map and 3-D modules)
+# besides pymavlink, pyserial, numpy, defusedxml and pynmeagps; its console with the
+# mode/arm/cmdlong/param modules needs only pymavlink and pyserial (the dev extra). Named in no extra,
+# so pip never resolves those requirements.
 [[ $dev == 1 ]] && { .venv/bin/python -c 'import MAVProxy' 2>/dev/null ||
     "${pip[@]}" install --no-deps MAVProxy==1.8.75; }
 "${pip[@]}" install -e ".[$extras]"
+# One OpenCV wheel: the headless build. opencv-python and the contrib builds unpack into the same
+# cv2 directory (the last one installed wins, with a Qt plugin set that has no `offscreen`), and a
+# .venv made while djitellopy was in the vehicles extra holds opencv-python too. Removing one
+# removes the files they share, so the headless wheel is laid down again, at the version it had.
+others=(opencv-python opencv-contrib-python opencv-contrib-python-headless)
+if "${pip[@]}" show "${others[@]}" >/dev/null 2>&1; then
+    echo "removing the OpenCV wheels other than opencv-python-headless ..." >&2
+    "${pip[@]}" uninstall -y "${others[@]}" 2>/dev/null  # quiet about the ones that are absent
+    headless="$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("opencv-python-headless"))')"
+    "${pip[@]}" install --no-deps --force-reinstall "opencv-python-headless==$headless"
+fi
 echo "$want" > "$stamp"

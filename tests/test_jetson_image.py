@@ -1,11 +1,14 @@
 """The Jetson image's structure (no Docker here): every path Dockerfile.jetson copies and runs exists,
-every package the editable install needs is copied, its pip list is pyproject's pure-Python
-dependencies (never numpy/OpenCV/torch, which JetPack provides); the entrypoint and the health check
-behave with a real OpenAI-compatible server (serve-pilot) standing in for the engine."""
+every package the editable install needs is copied, its pip lists are pyproject's dependencies
+(never numpy/OpenCV/torch, which the base image provides) and what every vehicle scheme imports;
+the entrypoint and the health check behave with a real OpenAI-compatible server (serve-pilot)
+standing in for the engine."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -32,6 +35,20 @@ else:  # pragma: no cover
 
 DOCKERFILE = ROOT / "Dockerfile.jetson"
 IMAGE_ROOT = "/opt/dronecats"
+# What the base image (NVIDIA's vLLM for Jetson) provides and the image must never replace.
+FROM_BASE = {"numpy", "opencv-python-headless"}
+NEVER_INSTALLED = FROM_BASE | {"torch", "opencv-python", "opencv-contrib-python", "vllm"}
+# The project's own top-level packages (pyproject's packages.find include).
+OUR_PACKAGES = {
+    "dronecats",
+    "common",
+    "models",
+    "onboard",
+    "ground_station",
+    "sim_bridge",
+    "calibration",
+    "episodes",
+}
 FAKE_ENGINE = "{python} -m dronecats serve-pilot --port {port} --model-name {served_model}"
 
 
@@ -86,18 +103,158 @@ def test_every_installed_package_is_copied() -> None:
         assert top in copied, f"pyproject package {top} is not copied: pip install -e . would fail"
 
 
-def test_pip_installs_pyprojects_pure_python_dependencies_only() -> None:
-    runs = " ".join(args for word, args in instructions() if word == "RUN")
-    installs = re.findall(r"pip install --no-cache-dir\s+((?:\"[^\"]+\"\s*)+)", runs)
+def run_commands() -> list[list[str]]:
+    """Each command of the RUN instructions (split at &&) as argv."""
+    runs = [args for word, args in instructions() if word == "RUN"]
+    return [shlex.split(command) for run in runs for command in run.split("&&")]
+
+
+def pip_installs() -> list[tuple[set[str], list[str]]]:
+    """(options, requirements) of each `pip install` in the RUN instructions ("." for the project)."""
+    installs = []
+    for argv in run_commands():
+        if "pip" in argv and "install" in argv:
+            rest = argv[argv.index("install") + 1 :]
+            installs.append(
+                ({a for a in rest if a.startswith("-")}, [a for a in rest if not a.startswith("-")])
+            )
+    return installs
+
+
+def installed_names() -> set[str]:
+    return {requirement_name(r) for _, reqs in pip_installs() for r in reqs if r != "."}
+
+
+def test_pip_installs_pyprojects_dependencies_but_never_the_base_images_builds() -> None:
+    installs = pip_installs()
     assert installs, "no dependency install found"
-    names = {requirement_name(s) for s in shlex.split(" ".join(installs))}
+    names = installed_names()
     wanted = {requirement_name(d) for d in pyproject()["project"]["dependencies"]}
-    from_jetpack = {"numpy", "opencv-python-headless"}
-    assert wanted - from_jetpack <= names, f"missing from the image: {wanted - from_jetpack - names}"
-    assert not names & (from_jetpack | {"torch", "opencv-python", "vllm"}), "would replace JetPack's builds"
-    jetson_extra = {requirement_name(d) for d in pyproject()["project"]["optional-dependencies"]["jetson"]}
-    assert jetson_extra <= names, f"the jetson extra is not installed: {jetson_extra - names}"
-    assert "pip install --no-cache-dir --no-deps -e ." in runs
+    assert wanted - FROM_BASE <= names, f"missing from the image: {wanted - FROM_BASE - names}"
+    assert not names & NEVER_INSTALLED, "would replace the base image's builds"
+    extras = pyproject()["project"]["optional-dependencies"]
+    for extra in ("jetson", "vehicles", "airsim"):
+        missing = {requirement_name(d) for d in extras[extra]} - names
+        assert not missing, f"the {extra} extra is not installed in the image: {missing}"
+    assert ({"--no-cache-dir", "--no-deps", "-e"}, ["."]) in installs
+
+
+def test_the_no_deps_installs_are_setup_envs_pins() -> None:
+    """The packages whose declared requirements would replace a build (djitellopy's opencv-python,
+    airsim's opencv-contrib-python and msgpack<1) go in --no-deps at the same pins as in
+    scripts/setup_env.sh; MAVProxy there is the dev-only ground station of the tests."""
+    script = (ROOT / "scripts" / "setup_env.sh").read_text()
+    pins = set(re.findall(r"install --no-deps (?:--no-build-isolation )?([\w.-]+==[\w.]+)", script))
+    runtime_pins = {p for p in pins if requirement_name(p) != "mavproxy"}
+    assert runtime_pins, "no --no-deps pins found in scripts/setup_env.sh"
+    image = {r for options, reqs in pip_installs() if "--no-deps" in options for r in reqs if r != "."}
+    assert image == runtime_pins
+
+
+def third_party_imports(start: str) -> set[str]:
+    """Top-level names of the non-project, non-stdlib modules that `start` and the project modules it
+    reaches import, at module level or inside functions (adapters import their clients lazily); the
+    `if TYPE_CHECKING:` blocks are skipped, as at run time."""
+    found: set[str] = set()
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        path = ROOT / Path(*name.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        if name in seen or not path.is_file():
+            continue  # an attribute (`from x import name`), not a module
+        seen.add(name)
+        nodes: list[ast.AST] = [ast.parse(path.read_text())]
+        while nodes:
+            node = nodes.pop()
+            if (
+                isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name)
+                and node.test.id == "TYPE_CHECKING"
+            ):
+                nodes.extend(node.orelse)
+                continue
+            nodes.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                if top in OUR_PACKAGES:
+                    todo.append(module)
+                elif top not in sys.stdlib_module_names and top != "__future__":
+                    found.add(top)
+    return found
+
+
+def interfaces_factory_module(scheme: str) -> str:
+    """The module of the adapter that opens `scheme://` URLs (common.interfaces' registry)."""
+    from common import interfaces
+
+    factory = interfaces._VEHICLES.factory(f"{scheme}://")
+    assert factory is not None
+    return factory.__module__
+
+
+def scheme_imports() -> dict[str, set[str]]:
+    """Every vehicle scheme -> what its adapter imports (the airsim:// adapter also imports its client
+    packages by name, `CLIENT_PACKAGES`)."""
+    from common import interfaces
+    from sim_bridge.airsim_vehicle import CLIENT_PACKAGES
+
+    out = {
+        scheme: third_party_imports(interfaces_factory_module(scheme))
+        for scheme in interfaces.vehicle_schemes()
+    }
+    out["airsim"] |= set(CLIENT_PACKAGES.values())
+    return out
+
+
+def import_time_modules(module: str) -> set[str]:
+    """Top-level modules of installed distributions (not ours) that importing `module` loads, here."""
+    code = f"import sys; before = set(sys.modules); import {module}; print(*set(sys.modules) - before)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    loaded = {m.split(".")[0] for m in result.stdout.split()}
+    return loaded & set(importlib.metadata.packages_distributions()) - OUR_PACKAGES
+
+
+def distributions_of(module: str) -> set[str]:
+    names = importlib.metadata.packages_distributions().get(module, [module])
+    return {requirement_name(n).replace("_", "-") for n in names}
+
+
+def test_every_vehicle_scheme_has_what_it_imports_in_the_image() -> None:
+    schemes = scheme_imports()
+    assert {"airsim", "mavlink", "tello"} <= set(schemes)
+    names = installed_names() | FROM_BASE
+    core = {requirement_name(d) for d in pyproject()["project"]["dependencies"]}
+    checked = [argv for argv in run_commands() if argv[:2] == ["python3", "-c"] and "import" in argv[2]]
+    assert len(checked) == 1, "the build's import check is missing"
+    build_imports = {m.strip() for m in checked[0][2].removeprefix("import").split(",")}
+    for scheme, modules in schemes.items():
+        adapter = interfaces_factory_module(scheme)
+        assert adapter in build_imports, f"the build does not import {adapter} ({scheme}://)"
+        for module in modules:
+            dists = distributions_of(module)
+            assert dists & names, f"{scheme}://: {module} is not installed in the image"
+            if not dists & core:  # a core dependency is imported by the adapter itself
+                assert module in {m.split(".")[0] for m in build_imports}, (
+                    f"the build does not import {module}"
+                )
+    # the packages installed --no-deps bring none of their declared requirements: what they load on
+    # import must be in the image too (djitellopy: av and numpy; airsim: msgpackrpc, tornado, numpy)
+    for options, reqs in pip_installs():
+        for req in reqs if "--no-deps" in options else []:
+            if req != ".":
+                dist = importlib.metadata.distribution(requirement_name(req))
+                top = (dist.read_text("top_level.txt") or requirement_name(req)).split()[0]
+                for module in import_time_modules(top):
+                    assert distributions_of(module) & names, f"{req} imports {module}, not in the image"
 
 
 def load_healthcheck() -> ModuleType:

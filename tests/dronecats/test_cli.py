@@ -67,5 +67,7 @@ def test_describe_failure_maps_the_error_hierarchy_to_exit_codes() -> None:
     assert describe_failure(TimeoutError("timed out")) == (1, "timed out")
     code, line = describe_failure(ModuleNotFoundError("no", name="PyQt6.QtCore"))
     assert code == 1 and "'PyQt6'" in line and "dronecats[gui]" in line
+    _, line = describe_failure(ModuleNotFoundError("no", name="djitellopy"))
+    assert "pip install --no-deps djitellopy==2.5.0" in line  # no extra installs it (one OpenCV wheel)
     code, line = describe_failure(KeyError("k"))
     assert code == 1 and line.startswith("unexpected KeyError") and "--debug" in line
