@@ -77,6 +77,11 @@ def test_every_command_block_says_how_it_runs() -> None:
     ] + [
         f"{b.where}: say why it cannot run here" for b in all_blocks() if b.mode == "manual" and not b.reason
     ]
+    incomplete += [
+        f"{b.where}: a run block's clauses are `needs MODULE` and `exits N`"
+        for b in all_blocks()
+        if set(b.clauses()) - {"needs", "exits"} or not b.clauses().get("exits", "0").isdigit()
+    ]
     assert not unmarked + unlabelled + incomplete, "\n".join(unmarked + unlabelled + incomplete)
 
 
@@ -102,8 +107,7 @@ def test_page_commands_run_as_written(page: Path, tmp_path: Path) -> None:
     for block in blocks(page):
         # `run: needs torch`: the page runs where that module is installed (CI's model step, after the
         # hf extra); elsewhere it is skipped, named
-        needs = block.reason.removeprefix("needs ").split() if block.mode == "run" and block.reason else []
-        missing = [m for m in needs if importlib.util.find_spec(m) is None]
+        missing = [m for m in block.needs if importlib.util.find_spec(m) is None]
         if missing:
             pytest.skip(
                 f"{block.where} needs {', '.join(missing)} (the hf extra; .ci/run's model step runs it)"
@@ -120,8 +124,11 @@ def test_page_commands_run_as_written(page: Path, tmp_path: Path) -> None:
                 run.save_block(block)
             elif block.mode == "run":
                 done = run.run_block(block, BLOCK_TIMEOUT_S)
-                if done.returncode != 0:
-                    failures.append(f"{block.where}: exit {done.returncode}\n{done.stdout[-4000:]}")
+                if done.returncode != block.exit_status:
+                    failures.append(
+                        f"{block.where}: exit {done.returncode} (the page says {block.exit_status})\n"
+                        f"{done.stdout[-4000:]}"
+                    )
                     break  # the page's later blocks build on this one
     finally:
         run.close()

@@ -3,7 +3,10 @@
 Every fenced block of shell (```bash) or Python (```python) in README.md, docs/ and the packages'
 READMEs says, on the line before its fence, what a reader can do with it here:
 
-    <!-- doc-test: run -->              run as written, in order with the page's other blocks
+    <!-- doc-test: run -->              run as written, in order with the page's other blocks; it
+                                        must exit 0. Clauses after a colon, `;`-separated:
+    <!-- doc-test: run: needs torch; exits 1 -->   runs only where the module is installed (else
+                                        the page is skipped, named), and must exit with that status
     <!-- doc-test: serve -->            each command is a server a user starts in a terminal of its
                                         own; it keeps running while the page's later blocks run
     <!-- doc-test: save: FILE -->       the text says to save the block as FILE (a later block runs it)
@@ -54,6 +57,21 @@ class Block:
     text: str
     mode: str  # run | serve | manual | "" (no marker)
     reason: str
+
+    def clauses(self) -> dict[str, str]:
+        """A run block's `needs MODULE ...; exits N` as {"needs": "MODULE ...", "exits": "N"}."""
+        if self.mode != "run":
+            return {}
+        pairs = (c.strip().split(None, 1) for c in self.reason.split(";") if c.strip())
+        return {pair[0]: (pair[1] if len(pair) > 1 else "") for pair in pairs}
+
+    @property
+    def needs(self) -> list[str]:
+        return self.clauses().get("needs", "").split()
+
+    @property
+    def exit_status(self) -> int:
+        return int(self.clauses().get("exits", "0"))
 
     @property
     def where(self) -> str:
