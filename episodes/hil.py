@@ -534,6 +534,12 @@ def _fly_hil(
     realtime: RealTimeMovers | None = None
     truth: RemoteTruth | None = None
     try:
+        if target.lockstep:
+            # The episode's time line starts at 0 (as in-process): the runtime's clock, the adapter's
+            # stamps and the movers' times are then the same numbers whatever the server's clock read
+            # (real time between runs, earlier episodes); on absolute seconds every sum rounds
+            # differently and the same command flies another trajectory.
+            vehicle.epoch_ns = vehicle.sim_stamp_ns()
         t0_s = vehicle.sim_time_s()
         for obj in (*record.targets, *record.distractors):
             if obj.moving:

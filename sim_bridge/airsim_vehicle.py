@@ -14,6 +14,10 @@ URL: ``airsim://HOST:PORT/VEHICLE[?spawn=x,y,z][&camera=0][&watchdog_s=0.25][&ap
 - Lock-step (`lockstep = True`, set by episodes.hil): the server is paused and a driver advances it
   with simContinueForTime (`continue_for_time`, on this thread's connection, so that the commands sent
   before it are applied before the time runs); take-off then only starts the climb.
+- Time line: telemetry, frame and `sim_time_s` times are the server's nanosecond stamps less
+  `epoch_ns` (0: the server's own clock). Lock-step sets it to the stamp at the episode's start, so the
+  episode runs from 0 whatever the server's clock read: the integer difference is exact, whereas
+  float seconds of a server that has run for hours round every sum differently.
 - E-stop: `emergency_stop()` disarms (armDisarm(False)), the stock RPC's only way to stop the motors.
 - The vehicle's own last resort, for when onboard itself dies: on connect the adapter asks the built-in
   simulator to land the vehicle after `silence_land_s` (default 5 s, 0: don't ask) in the air without a
@@ -185,6 +189,7 @@ class AirSimVehicle(Vehicle):
         self._connected = False
         self._api: str | None = None if target.api == "auto" else target.api
         self.lockstep = False  # episodes.hil: the server is paused and advanced by a driver
+        self.epoch_ns = 0  # the server stamp that is time 0 of this adapter's times (module docstring)
         self.segmentation = False  # camera reads add a Segmentation image (point-on-target)
         self.has_silence_landing: bool | None = None  # known once connected (and asked)
         self.has_obstacles: bool | None = None  # known at the first known_obstacles()
@@ -361,9 +366,17 @@ class AirSimVehicle(Vehicle):
         """Run the paused server for duration_s of simulation time (returns when it has run)."""
         self._client().simContinueForTime(float(duration_s))
 
+    def sim_stamp_ns(self) -> int:
+        """The server's simulation time as it stamps it (ns): the vehicle state's time stamp."""
+        return int(self._client().getMultirotorState(self.name).timestamp)
+
     def sim_time_s(self) -> float:
-        """The server's simulation time: the vehicle state's time stamp."""
-        return float(self._client().getMultirotorState(self.name).timestamp) / 1e9
+        """The server's simulation time on this adapter's time line (since `epoch_ns`)."""
+        return self._seconds(self.sim_stamp_ns())
+
+    def _seconds(self, stamp_ns: Any) -> float:
+        """A server stamp (ns) on this adapter's time line: the integer difference first (exact)."""
+        return (int(stamp_ns) - self.epoch_ns) / 1e9
 
     def telemetry(self) -> Telemetry:
         try:
@@ -378,7 +391,7 @@ class AirSimVehicle(Vehicle):
         yaw = quat_yaw_deg(q)
         x, y, z = self._to_world(p.x_val, p.y_val, p.z_val)
         return Telemetry(
-            time_s=float(state.timestamp) / 1e9,
+            time_s=self._seconds(state.timestamp),
             pose=Pose(x, y, z, wrap_deg(yaw)),
             velocity_ned_m_s=(float(v.x_val), float(v.y_val), float(v.z_val)),
             # AirSim's (and Cosys-AirSim's) RPC carries no battery: getMultirotorState has none and
@@ -462,8 +475,9 @@ def spawn_offset(client: Any, vehicle: str) -> Pose:
 
 class AirSimCamera:
     """Camera.read(): one raw BGR Scene image, stamped with its sim time (the response's time_stamp,
-    as capture_time_s in seconds and meta["time_stamp_ns"]), the vehicle pose at capture and the
-    camera's attitude (Frame.camera_attitude: its pitch and roll from the response's camera pose).
+    as capture_time_s in seconds on the vehicle's time line and as the server's meta["time_stamp_ns"]),
+    the vehicle pose at capture and the camera's attitude (Frame.camera_attitude: its pitch and roll
+    from the response's camera pose).
     With `vehicle.segmentation`, the same simGetImages request also takes a raw Segmentation image,
     kept in `Frame.meta["segmentation"]` (BGR) for point-on-target questions about this very frame."""
 
@@ -513,7 +527,7 @@ class AirSimCamera:
             meta["segmentation"] = _bgr(responses[1], v.name)
         return Frame(
             image=image,
-            capture_time_s=float(r.time_stamp) / 1e9,
+            capture_time_s=v._seconds(r.time_stamp),
             pose=pose,
             camera=v.target.camera,
             meta=meta,

@@ -243,7 +243,8 @@ class RemoteTruth:
             # The built-in simulator's optional fast path: the frame's segmentation as it served it
             # (by time stamp and pose). Any other server: unknown function, and box2D from then on.
             try:
-                stamp_ns = round(frame.capture_time_s * 1e9)
+                # the server's own stamp: capture_time_s is on the adapter's time line (its epoch_ns)
+                stamp_ns = int(frame.meta.get("time_stamp_ns", round(frame.capture_time_s * 1e9)))
                 pose = [float(v) for v in frame.pose.as_list()]
                 u, v = float(point_xy[0]), float(point_xy[1])
                 answer = self.client().client.call(

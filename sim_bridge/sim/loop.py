@@ -41,15 +41,21 @@ class SimLoop:
             raise VehicleError(
                 "advance() needs the simulation paused (World.pause()) or its loop not started"
             )
-        end = self.clock.now() + duration_s
-        wall0, sim0 = time.monotonic(), self.clock.now()
+        # The ticks are counted from this advance's start, never from the clock's reading: `end - now`
+        # rounds differently at every absolute time, so a server that had run for another while
+        # (another episode, real time between runs) would get ticks an ulp longer or shorter and fly
+        # another trajectory. `elapsed_s` sums the same tick sizes for the same duration_s, always.
+        elapsed_s = 0.0
+        wall0 = time.monotonic()
         while True:
-            remaining = end - self.clock.now()
-            if remaining <= 1e-9:
+            remaining_s = duration_s - elapsed_s
+            if remaining_s <= 1e-9:
                 break
-            self.step(min(self.tick_s, remaining))
+            tick_s = min(self.tick_s, remaining_s)
+            self.step(tick_s)
+            elapsed_s += tick_s
             if pace and self.speed > 0:
-                lag = (self.clock.now() - sim0) / self.speed - (time.monotonic() - wall0)
+                lag = elapsed_s / self.speed - (time.monotonic() - wall0)
                 if lag > 0:
                     time.sleep(lag)
         return self.clock.now()
@@ -67,8 +73,14 @@ class SimLoop:
                     self._run_cond.wait(0.5)
                 wall0, sim0 = time.monotonic(), self.clock.now()
                 speed = self.speed
-            while not self._stop.is_set() and not self._paused and speed == self.speed:
-                self.step(None)
+            while not self._stop.is_set() and speed == self.speed:
+                # Checked under the world's lock, which pause() takes after setting _paused: a tick
+                # can no longer slip in after simPause(True) has returned (a paused server that moves
+                # on its own makes lock-step over RPC depend on when the pause came).
+                with self.lock:
+                    if self._paused:
+                        break
+                    self.step(None)
                 ahead_s = (self.clock.now() - sim0) / speed - (time.monotonic() - wall0)
                 if ahead_s > 0:
                     time.sleep(ahead_s)
