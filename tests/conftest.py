@@ -12,9 +12,15 @@ from tests.support import ROOT
 
 # Under pytest-xdist (scripts/test.sh), each test file runs whole on one worker, in its order: several
 # files fly one module-scoped flight that their tests inspect in turn. djitellopy binds UDP 8889/8890
-# for its whole process, so every file that drives it shares one group, and so one worker.
-# (The fault row's onboard process binds them itself: it runs before the in-process files, by path.)
-DJITELLOPY_TEST_FILES = ("tests/e2e/test_vehicles_cli.py", "tests/faults/test_fault_onboard_killed.py")
+# for its whole process (without SO_REUSEADDR, until the process ends), so every file that drives it
+# shares one group, and so one worker. These files drive it from a child process (an onboard, a
+# documented script), which can bind the ports only before the worker's own djitellopy has: they run
+# first (pytest_collection_modifyitems), whatever their paths.
+DJITELLOPY_CHILD_FILES = (
+    "tests/e2e/test_vehicles_cli.py",
+    "tests/faults/test_fault_onboard_killed.py",
+    "tests/test_docs_commands.py",  # docs/howto/emulators.md's djitellopy script
+)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -22,10 +28,21 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     if item.get_closest_marker("xdist_group") is not None:
         return
     path = item.path.relative_to(ROOT).as_posix()
-    if "tello" in item.path.name or path in DJITELLOPY_TEST_FILES:
+    if "tello" in item.path.name or path in DJITELLOPY_CHILD_FILES[:2]:
         item.add_marker(pytest.mark.xdist_group("djitellopy"))
     else:
         item.add_marker(pytest.mark.xdist_group(path))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The djitellopy group's child-process tests first (a stable sort: every other order stays)."""
+
+    def child_first(item: pytest.Item) -> int:
+        group = item.get_closest_marker("xdist_group")
+        in_group = group is not None and group.args[:1] == ("djitellopy",)
+        return 0 if in_group and item.path.relative_to(ROOT).as_posix() in DJITELLOPY_CHILD_FILES else 1
+
+    items.sort(key=child_first)
 
 
 @pytest.fixture(scope="session")

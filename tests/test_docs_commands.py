@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.djitellopy_ports import free_for_a_child_process
 from tests.support.doc_commands import (
     ROOT,
     RUNNABLE_LANGS,
@@ -112,6 +113,8 @@ def test_page_commands_run_as_written(page: Path, tmp_path: Path) -> None:
             pytest.skip(
                 f"{block.where} needs {', '.join(missing)} (the hf extra; .ci/run's model step runs it)"
             )
+    if page_options(page).get("xdist-group") == "djitellopy":
+        free_for_a_child_process()  # the page's djitellopy script binds them
     run = PageRun(page, tmp_path / "work")
     entry_point = ROOT / ".venv" / "bin" / "dronecats"
     installed = entry_point.read_bytes()  # a block that reinstalled into the shared .venv changes it

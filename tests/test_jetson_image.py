@@ -24,7 +24,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, project_packages
 from tests.support.ports import free_port
 from tests.support.processes import subprocess_env
 
@@ -38,17 +38,7 @@ IMAGE_ROOT = "/opt/dronecats"
 # What the base image (NVIDIA's vLLM for Jetson) provides and the image must never replace.
 FROM_BASE = {"numpy", "opencv-python-headless"}
 NEVER_INSTALLED = FROM_BASE | {"torch", "opencv-python", "opencv-contrib-python", "vllm"}
-# The project's own top-level packages (pyproject's packages.find include).
-OUR_PACKAGES = {
-    "dronecats",
-    "common",
-    "models",
-    "onboard",
-    "ground_station",
-    "sim_bridge",
-    "calibration",
-    "episodes",
-}
+OUR_PACKAGES = set(project_packages())
 FAKE_ENGINE = "{python} -m dronecats serve-pilot --port {port} --model-name {served_model}"
 
 

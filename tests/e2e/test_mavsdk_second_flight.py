@@ -12,11 +12,11 @@ import subprocess
 import threading
 import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from tests.support.async_wait import wait_until
 from tests.support.ports import free_port
 from tests.support.processes import kill_if_running, mavlink_sim
 
@@ -30,14 +30,6 @@ pytestmark = [pytest.mark.timeout(90)]
 
 SERVER = os.path.join(os.path.dirname(mavsdk.__file__), "bin", "mavsdk_server")
 OUT_M = 3.0  # the first flight lands this far north of the spawn
-
-
-async def wait_until(what: str, cond: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 class SimPoses:

@@ -8,10 +8,9 @@ djitellopy xdist group keeps this file off the workers running the other Tello f
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
+from tests.support.djitellopy_ports import djitellopy_ports  # noqa: F401 (autouse)
 from tests.support.processes import emulator_url, sim_server
 
 djitellopy = pytest.importorskip("djitellopy")
@@ -21,24 +20,6 @@ pytestmark = [pytest.mark.timeout(90), pytest.mark.xdist_group("djitellopy")]
 
 FORWARD_CM = 100
 TURN_DEG = 90
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.bind(("", port))
-            return True
-        except OSError:
-            return False
-
-
-@pytest.fixture(scope="module", autouse=True)
-def djitellopy_ports():
-    import djitellopy.tello as dt
-
-    if not dt.threads_initialized and not (_port_free(8889) and _port_free(8890)):
-        pytest.skip("UDP 8889/8890 are taken by another djitellopy process on this host")
-    yield
 
 
 def _tello(host: str, port: int) -> Tello:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.djitellopy_ports import free_for_a_child_process
 from tests.support.failsafe import PoseRecorder, airsim_client, reset_world, wait_until
 from tests.support.processes import dronecats_cmd, kill_if_running, stop_process, subprocess_env
 
@@ -231,18 +231,8 @@ def assert_pymavlink_sees_landed(url: str) -> None:
         conn.close()
 
 
-def _udp_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
-
-
 def test_tello_lands_by_itself_after_onboard_is_killed(rehearsal: Rehearsal, tmp_path: Path) -> None:
-    if not (_udp_free(8889) and _udp_free(8890)):
-        pytest.skip("UDP 8889/8890 are taken by another djitellopy process on this host")
+    free_for_a_child_process()  # the onboard process's djitellopy binds them
     url = rehearsal.urls["tello"] + "&mode=rc&keepalive_s=1"  # keep-alives well inside the 3 s here
     with PoseRecorder(rehearsal.port) as recorder:
         killed_s, height_m = fly_then_kill(rehearsal, url, tmp_path / "tello", recorder)

@@ -7,7 +7,6 @@ each test uses its own alias IP (djitellopy routes replies by source IP)."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -20,34 +19,13 @@ from onboard.safety import SafetyConfig
 from onboard.vehicles.tello import TelloVehicle, parse_tello_url
 from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
 from sim_bridge.sim.world import World
+from tests.support.djitellopy_ports import djitellopy_ports  # noqa: F401 (autouse)
 from tests.support.vehicles import events, make_runtime, make_world, spawn_query, steps, verdict
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def _port_free(port: int) -> bool:
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.bind(("", port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
 _IPS = iter(f"127.0.0.{k}" for k in range(2, 250))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def djitellopy_ports():
-    import djitellopy.tello as dt
-
-    # djitellopy's global sockets are created by the first Tello() of the process; if another process
-    # holds the ports, nothing here can run (one djitellopy process per host)
-    if not dt.threads_initialized and not (_port_free(8889) and _port_free(8890)):
-        pytest.skip("UDP 8889/8890 are taken by another djitellopy process on this host")
-    yield
 
 
 def airborne(vehicle, query: str):

@@ -25,6 +25,7 @@ from sim_bridge.emulators.mavlink_emulator import (
     MavlinkEmulator,
     MavlinkEmulatorConfig,
 )
+from tests.support.async_wait import wait_until
 from tests.support.vehicles import make_world
 
 with warnings.catch_warnings():  # mavsdk 3.x announces its rename to mavsdk-grpc
@@ -95,14 +96,6 @@ def rig(request):
     r = Rig(kwargs.pop("dialect", "px4"), **kwargs)
     yield r
     r.close()
-
-
-async def wait_until(what: str, cond: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 async def first(stream: Any) -> Any:

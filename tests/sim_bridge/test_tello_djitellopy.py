@@ -11,7 +11,6 @@ each drone has its own alias IP (127.0.0.150+)."""
 from __future__ import annotations
 
 import itertools
-import socket
 import threading
 import time
 
@@ -19,6 +18,7 @@ import pytest
 
 from common.pose import wrap_deg
 from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
+from tests.support.djitellopy_ports import djitellopy_ports  # noqa: F401 (autouse)
 from tests.support.vehicles import make_world
 
 djitellopy = pytest.importorskip("djitellopy")
@@ -27,24 +27,6 @@ from djitellopy import Tello, TelloException  # noqa: E402
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 _IPS = iter(f"127.0.0.{k}" for k in range(150, 250))
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.bind(("", port))
-            return True
-        except OSError:
-            return False
-
-
-@pytest.fixture(scope="module", autouse=True)
-def djitellopy_ports():
-    import djitellopy.tello as dt
-
-    if not dt.threads_initialized and not (_port_free(8889) and _port_free(8890)):
-        pytest.skip("UDP 8889/8890 are taken by another djitellopy process on this host")
-    yield
 
 
 class YawTracker:
