@@ -19,8 +19,10 @@ from tests.support import ROOT
 DJITELLOPY_CHILD_FILES = (
     "tests/e2e/test_vehicles_cli.py",
     "tests/faults/test_fault_onboard_killed.py",
-    "tests/test_docs_commands.py",  # docs/howto/emulators.md's djitellopy script
+    "tests/faults/test_fault_onboard_stopped_tello.py",
 )
+# docs/howto/emulators.md's djitellopy script, whose page test joins the group by its page marker
+DJITELLOPY_CHILD_PAGES = "tests/test_docs_commands.py"
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -28,7 +30,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     if item.get_closest_marker("xdist_group") is not None:
         return
     path = item.path.relative_to(ROOT).as_posix()
-    if "tello" in item.path.name or path in DJITELLOPY_CHILD_FILES[:2]:
+    if "tello" in item.path.name or path in DJITELLOPY_CHILD_FILES:
         item.add_marker(pytest.mark.xdist_group("djitellopy"))
     else:
         item.add_marker(pytest.mark.xdist_group(path))
@@ -40,7 +42,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def child_first(item: pytest.Item) -> int:
         group = item.get_closest_marker("xdist_group")
         in_group = group is not None and group.args[:1] == ("djitellopy",)
-        return 0 if in_group and item.path.relative_to(ROOT).as_posix() in DJITELLOPY_CHILD_FILES else 1
+        path = item.path.relative_to(ROOT).as_posix()
+        return 0 if in_group and (path in DJITELLOPY_CHILD_FILES or path == DJITELLOPY_CHILD_PAGES) else 1
 
     items.sort(key=child_first)
 

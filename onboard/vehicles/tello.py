@@ -165,8 +165,13 @@ class TelloVehicle(Vehicle):
             raise VehicleError(f"{self.name}: Tello refused {text!r}: {reply!r}")
 
     def _send_rc(self, a: int, b: int, c: int, d: int) -> None:
+        """Every rc that goes out (setpoints, hold, the keep-alive's zero sticks) is what the drone
+        flies from now on, so it is what the reckoning integrates: the stick values it was actually
+        told (quantised), not what was asked."""
         self.tello.send_command_without_return(f"rc {a} {b} {c} {d}")
         self._last_sent_s = time.monotonic()
+        k = self.target.rc_full_scale_m_s
+        self.reckoner.command(b * k / 100.0, a * k / 100.0, self._last_sent_s)
 
     # ---- Vehicle
     def connect(self) -> None:
@@ -233,7 +238,6 @@ class TelloVehicle(Vehicle):
         with self._go_lock:
             self._go_pending = [0.0, 0.0, 0.0, 0.0]
         self._send_rc(0, 0, 0, 0)
-        self.reckoner.command(0.0, 0.0)
 
     def emergency_stop(self) -> None:
         self.landing = True
@@ -263,8 +267,6 @@ class TelloVehicle(Vehicle):
         d = _stick(yaw_rate_deg_s, self.target.rc_full_scale_yaw_deg_s)
         self._send_rc(a, b, c, d)
         self.sent_rc += 1
-        # reckon with what the drone was actually told (quantised), not what was asked
-        self.reckoner.command(b * k / 100.0, a * k / 100.0)
 
     def _height_m(self) -> float:
         state = self.tello.get_current_state()

@@ -30,8 +30,30 @@ def test_dead_reckoning_follows_commands_through_the_lag_and_the_measured_yaw() 
         t += 0.05
         x, y = r.update(t, 90.0)
     assert y == pytest.approx(5.0, abs=0.08)  # coasting out of the lag gives the distance back
-    r.update(t + 30.0, 90.0)  # a stall is integrated as max_step_s at most
+    r.update(t + 30.0, 90.0)  # stopped: a stall of this process moves nothing
     assert r.y_m == pytest.approx(y, abs=0.01)
+
+
+def test_dead_reckoning_flies_a_stall_on_the_last_command_as_the_drone_does() -> None:
+    """A gap between updates is this process stalled while the Tello flew its last sticks: one update
+    2 s later counts what forty updates 0.05 s apart count, and the Tello's 15 s auto-land bounds it."""
+    steady, stalled = DeadReckoner(), DeadReckoner()
+    for r in (steady, stalled):
+        r.command(1.0, 0.0)
+        r.update(0.0, 0.0)
+    for k in range(1, 41):
+        steady.update(0.05 * k, 0.0)
+    x, _ = stalled.update(2.0, 0.0)
+    assert x == pytest.approx(steady.x_m, abs=1e-9) and x == pytest.approx(2.0 - 0.3, abs=0.01)
+    assert stalled.v_north_m_s == pytest.approx(steady.v_north_m_s, abs=1e-9)
+    x, _ = stalled.update(2.0 + 60.0, 0.0)  # past the auto-land: 15 s of flight at most
+    assert x == pytest.approx(2.0 - 0.3 + 15.0, abs=0.01)
+    # a stall ended by a new command (the hold after it): the gap was flown on the old one
+    held = DeadReckoner()
+    held.command(1.0, 0.0, now_s=0.0)
+    held.update(0.0, 0.0)
+    held.command(0.0, 0.0, now_s=2.0)
+    assert held.x_m == pytest.approx(2.0 - 0.3, abs=0.01)
 
 
 def test_fault_reporter_keeps_history_and_survives_a_failing_sink() -> None:
