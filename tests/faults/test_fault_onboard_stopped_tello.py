@@ -62,7 +62,7 @@ def test_a_stopped_onboard_reckons_the_flight_the_tello_made_meanwhile(tmp_path:
                     "--set",
                     "stop_on_declaration=false",
                     "--set",
-                    "t_max_s=14",
+                    "t_max_s=24",  # room to be cruising on a loaded machine, well short of the car
                     "--set",
                     "takeoff_altitude_m=1.5",
                 )
