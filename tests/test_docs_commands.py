@@ -187,7 +187,7 @@ def _check_command(command: str) -> str:
         if not rest:
             return ""  # `dronecats episodes`: the family's name in prose
         if rest[0] not in nested.choices:
-            return f"no action {rest[0] if rest else ''!r} (choose from {', '.join(nested.choices)})"
+            return f"no action {rest[0]!r} (choose from {', '.join(nested.choices)})"
         parser, rest = nested.choices[rest[0]], rest[1:]
     known = _option_names(parser) | top_options
     bad = [
@@ -195,7 +195,6 @@ def _check_command(command: str) -> str:
         for w in rest
         if w.startswith("--") and w.split("=", 1)[0].strip("[]|") not in known
     ]
-    bad = [w for w in bad if w.strip("[]") not in known]
     return f"unknown options {bad}" if bad else ""
 
 

@@ -60,10 +60,7 @@ class Block:
 
     def clauses(self) -> dict[str, str]:
         """A run block's `needs MODULE ...; exits N` as {"needs": "MODULE ...", "exits": "N"}."""
-        if self.mode != "run":
-            return {}
-        pairs = (c.strip().split(None, 1) for c in self.reason.split(";") if c.strip())
-        return {pair[0]: (pair[1] if len(pair) > 1 else "") for pair in pairs}
+        return keyed_clauses(self.reason) if self.mode == "run" else {}
 
     @property
     def needs(self) -> list[str]:
@@ -135,9 +132,12 @@ def blocks(path: Path) -> list[Block]:
 def page_options(path: Path) -> dict[str, str]:
     """The page's `doc-test-page` options: {"ports": "41451 5600", "xdist-group": "djitellopy"}."""
     found = PAGE_MARKER.search(path.read_text())
-    if not found:
-        return {}
-    pairs = (part.strip().split(None, 1) for part in found.group(1).split(";") if part.strip())
+    return keyed_clauses(found.group(1)) if found else {}
+
+
+def keyed_clauses(text: str) -> dict[str, str]:
+    """A marker's `KEY VALUE ...; KEY VALUE` clauses: {"KEY": "VALUE ...", ...}."""
+    pairs = (clause.strip().split(None, 1) for clause in text.split(";") if clause.strip())
     return {pair[0]: (pair[1] if len(pair) > 1 else "") for pair in pairs}
 
 
