@@ -26,7 +26,13 @@ import pytest
 
 from tests.support.djitellopy_ports import free_for_a_child_process
 from tests.support.failsafe import PoseRecorder, airsim_client, reset_world, wait_until
-from tests.support.processes import dronecats_cmd, kill_if_running, stop_process, subprocess_env
+from tests.support.processes import (
+    baseline_onboard_args,
+    dronecats_cmd,
+    kill_if_running,
+    stop_process,
+    subprocess_env,
+)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -105,23 +111,18 @@ def fly_then_kill(
         dronecats_cmd(
             "--log-level",
             "INFO",  # the adapter says at INFO what it armed
-            "onboard",
-            "--vehicle",
-            vehicle_url,
-            "--pilot",
-            "baseline",
-            "--instruction",
-            "go to the red car",
-            "--log-dir",
-            str(log_dir),
-            "--set",
-            "min_decision_period_s=0.5",
-            "--set",
-            "stop_on_declaration=false",
-            "--set",
-            "t_max_s=120",
-            "--set",
-            "takeoff_altitude_m=1.5",  # a short climb and descent: the row stays quick
+            *baseline_onboard_args(
+                vehicle_url,
+                log_dir,
+                "--set",
+                "min_decision_period_s=0.5",
+                "--set",
+                "stop_on_declaration=false",
+                "--set",
+                "t_max_s=120",
+                "--set",
+                "takeoff_altitude_m=1.5",  # a short climb and descent: the row stays quick
+            ),
         ),
         env=subprocess_env(),
         stdout=out,
