@@ -70,11 +70,12 @@ def run(args: argparse.Namespace) -> int:
     from common.errors import BackendError, ConfigError
     from dronecats.demo_pilot import DecisionLog, is_random_weights, make_demo_pilot
     from dronecats.demo_scene import demo_record
-    from episodes.episode import RunOptions, runtime_config
+    from episodes.episode import runtime_config
     from episodes.local_flight import fly_record
     from episodes.logs import read_episode
     from episodes.preflight import check
     from episodes.records import record_to_json
+    from episodes.run_options import RunOptions
     from episodes.scenario import build_world
     from episodes.verifier import VerifierSettings, verify
     from onboard.recorder import FlightRecorder
@@ -117,17 +118,18 @@ def run(args: argparse.Namespace) -> int:
         recorder.write_metadata(**json.loads(record_to_json(record)))
 
         def progress(rt: OnboardRuntime) -> None:
-            decisions.add(rt)
-            if not rt.history:
+            decisions.add(rt.state)
+            flight = rt.state.snapshot()
+            last = flight.last_action
+            if last is None:
                 return
-            last = rt.history[-1]
             t = rt.actuator.last_telemetry
             pose = t.pose if t else None
             sample = rt.truth.sample(rt.config.drone) if rt.truth else None
             dist = f"{sample.distance_m:5.1f} m" if sample and sample.distance_m is not None else "?"
             where = f"({pose.x_m:5.1f}, {pose.y_m:5.1f}, alt {pose.altitude_m:4.1f})" if pose else ""
             name = action_name(last)
-            say(f"t={rt.t():5.1f} s  step {rt.steps:3d}  {name:8s} target at {dist}  drone {where}")
+            say(f"t={rt.t():5.1f} s  step {flight.steps:3d}  {name:8s} target at {dist}  drone {where}")
 
         say(f"flying: {record.instruction!r} (pilot {pilot.name}, lock-step time, log in {out})")
         if random_weights:

@@ -8,7 +8,7 @@
   applied here between lock-step rounds instead of on link events).
 - `multi`: one model call sees every drone's frame and answers one action per drone
   (models.pilot.decide_multi); the drones run in remote mode and execute those actions with the pose
-  and age of their frames (OnboardRuntime.remote_action), as with the ground station's one-context
+  and age of their frames (DecisionStep.apply_remote), as with the ground station's one-context
   structure. Calls where every drone got the same `go` are counted (coordinate copying).
 
 All drones log into one FlightRecorder (one steps/trace/declarations file set, a `drone` field per
@@ -20,16 +20,30 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from common.actions import Go
+from common.capabilities import Closeable
 from common.errors import ConfigError
 from common.pose import Frame
 from episodes.records import EpisodeRecord
+
+if TYPE_CHECKING:
+    from episodes.run_options import RunOptions
+    from models.commanders import Commander, CommanderInput
+    from models.pilot import Pilot
+    from onboard.lockstep import JointDecision, MultiLockstepDriver
+    from onboard.recorder import FlightRecorder
+    from onboard.runtime import OnboardRuntime
+    from onboard.runtime_config import RuntimeConfig
+
+# An episode's injected latency (episodes.run_options.LatencySpec.model): seconds for a call, whatever
+# it was (a pilot's pending decision, or None for a commander's or a joint call).
+InjectedLatency = Callable[[Any], float]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +69,7 @@ class DroneRecorder:
     because the recorder merges dicts by reference and N runtimes would otherwise overwrite each
     other's `run` fields (and alias each other's counters)."""
 
-    def __init__(self, shared: Any, drone: str) -> None:
+    def __init__(self, shared: FlightRecorder, drone: str) -> None:
         self.shared = shared
         self.drone = drone
         self.step = shared.step
@@ -78,11 +92,11 @@ class LockstepCommander:
 
     def __init__(
         self,
-        commander: Any,
-        runtimes: Sequence[Any],
+        commander: Commander,
+        runtimes: Sequence[OnboardRuntime],
         instruction: str,
         expires_after_steps: int = ORDER_EXPIRES_AFTER_STEPS,
-        latency: Any = None,
+        latency: InjectedLatency | None = None,
     ) -> None:
         self.commander = commander
         # an injected-latency model, or None: the call's measured time (which makes the episode
@@ -98,36 +112,36 @@ class LockstepCommander:
         self.calls = 0
         self.latencies_s: list[float] = []
 
-    def __call__(self, driver: Any) -> None:
+    def __call__(self, driver: MultiLockstepDriver) -> None:
         whys = [] if self.replans else ["start"]
         for rt in self.runtimes:
             drone = rt.config.drone
             order = self.active[drone]
-            declared = rt.declarations > self._declarations[drone]
-            self._declarations[drone] = rt.declarations
-            if order is None or rt.operator.order_id != order:
+            flight = rt.state.snapshot()
+            declared = flight.declarations > self._declarations[drone]
+            self._declarations[drone] = flight.declarations
+            if order is None or flight.order_id != order:
                 continue
             if declared:  # a `finished` executed under this order (its last step included)
                 whys.append(f"finished:{drone}")
                 self.active[drone] = None
-            elif rt.operator.order_steps_left is None:  # the order ran out of steps: the drone holds
+            elif flight.order_steps_left is None:  # the order ran out of steps: the drone holds
                 whys.append(f"expired:{drone}")
                 self.active[drone] = None
         if whys:
             self.replan(",".join(whys), driver)
 
-    def _situation(self) -> Any:
-        from ground_station.fleet.commanders import CommanderInput, DroneView
+    def _situation(self) -> CommanderInput:
+        from models.commanders import CommanderInput, DroneView
 
         views = []
         for rt in self.runtimes:
-            telemetry = rt.actuator.last_telemetry or rt.vehicle.telemetry()
+            telemetry = rt.newest_telemetry()
             image = rt.camera.read().image  # the newest frame, as the ground station would have it
-            last = rt.history[-1] if rt.history else None
-            views.append(DroneView(rt.config.drone, telemetry.pose, image, last))
+            views.append(DroneView(rt.config.drone, telemetry.pose, image, rt.state.last_action()))
         return CommanderInput(self.instruction, views)
 
-    def replan(self, why: str, driver: Any) -> None:
+    def replan(self, why: str, driver: MultiLockstepDriver) -> None:
         situation = self._situation()
         started = time.perf_counter()
         orders = self.commander.plan(situation)
@@ -138,7 +152,8 @@ class LockstepCommander:
         self.replans.append(why)
         # the commander's thinking costs episode time too (docs/safety.md#lock-step-time)
         driver.advance(latency_s)
-        recorder, t = self.runtimes[0].recorder.shared, self.runtimes[0].t()
+        # the fleet's shared files (a DroneRecorder's event is the shared recorder's)
+        recorder, t = self.runtimes[0].recorder, self.runtimes[0].t()
         recorder.event(
             "commander",
             t,
@@ -157,11 +172,11 @@ class LockstepCommander:
             order_id = f"o{self.calls}-{index + 1}"
             rt.operator.set_order(order_id, text, self.expires_after_steps)
             self.active[rt.config.drone] = order_id
-            self._declarations[rt.config.drone] = rt.declarations
+            self._declarations[rt.config.drone] = rt.state.declarations
 
     def summary(self) -> dict[str, Any]:
         return {
-            "commander": getattr(self.commander, "name", type(self.commander).__name__),
+            "commander": self.commander.name,
             "commander_calls": self.calls,
             "replans": self.replans,
             "commander_errors": self.errors,
@@ -172,7 +187,9 @@ class LockstepCommander:
 class JointModel:
     """One-context pilot: every drone's frame in one call (models.pilot.decide_multi)."""
 
-    def __init__(self, url: str, runtimes: Sequence[Any], latency: Any = None) -> None:
+    def __init__(
+        self, url: str, runtimes: Sequence[OnboardRuntime], latency: InjectedLatency | None = None
+    ) -> None:
         from models.backends import open_backend
         from models.pilot import profile_for_url
         from models.pilot_prompt import MultiDronePrompt
@@ -187,9 +204,9 @@ class JointModel:
         self.all_go_calls = 0
         # calls where every drone got the same go (coordinate copying, docs/protocol.md#several-drones)
         self.copying_calls = 0
-        self._last_images: list[Any] = [None] * len(self.runtimes)
+        self._last_images: list[np.ndarray | None] = [None] * len(self.runtimes)
 
-    def __call__(self, frames: Sequence[Frame | None]) -> Any:
+    def __call__(self, frames: Sequence[Frame | None]) -> JointDecision:
         from models.pilot import decide_multi
         from onboard.lockstep import JointDecision
 
@@ -202,9 +219,11 @@ class JointModel:
                 shape = next(f.image.shape for f in frames if f is not None)
                 image = np.zeros(shape, np.uint8)
             images.append(image)
-        histories = [list(rt.history[-5:]) for rt in self.runtimes]
+        histories = [list(rt.state.recent()[0]) for rt in self.runtimes]
         started = time.perf_counter()
-        decision = decide_multi(self.backend, self.prompt, self.runtimes[0].instruction, images, histories)
+        decision = decide_multi(
+            self.backend, self.prompt, self.runtimes[0].state.instruction, images, histories
+        )
         measured_s = time.perf_counter() - started
         self.calls += 1
         if decision.error is not None:
@@ -240,8 +259,8 @@ class JointModel:
         self.backend.close()
 
 
-def _commander(spec: str | None, n_drones: int, camera: str | None) -> Any:
-    from ground_station.fleet.commanders import ModelCommander, RuleCommander
+def _commander(spec: str | None, n_drones: int, camera: str | None) -> Commander:
+    from models.commanders import ModelCommander, RuleCommander
 
     if spec in (None, "", "rule"):
         from common.camera import camera_profile
@@ -254,9 +273,9 @@ def _commander(spec: str | None, n_drones: int, camera: str | None) -> Any:
 
 def fly_fleet_local(
     record: EpisodeRecord,
-    config: Any,
-    options: Any,
-    recorder: Any,
+    config: RuntimeConfig,
+    options: RunOptions,
+    recorder: FlightRecorder,
     structure: str,
     seed: int,
 ) -> FleetOutcome:
@@ -279,9 +298,9 @@ def fly_fleet_local(
             f"--structure multi needs a model URL as --pilot (one call for all drones), not {options.pilot!r}"
         )
     world = build_world(record)
-    pilots: list[Any] = []
+    pilots: list[Pilot] = []
     joint: JointModel | None = None
-    commander: Any = None
+    commander: LockstepCommander | None = None
     try:
         check_or_refuse(world, record, recorder)
         names = [d.name for d in record.drones]
@@ -326,22 +345,25 @@ def fly_fleet_local(
         reason = driver.run()
         injected = [] if options.latency.kind == "measured" else driver.injected_latencies_s
         summary: dict[str, Any] = {"name": structure, "rounds": driver.rounds, "drones": names}
-        summary.update(joint.summary() if joint is not None else commander.summary())
+        chosen = joint if joint is not None else commander
+        assert chosen is not None  # one of the two structures
+        summary.update(chosen.summary())
+        results = [rt.result(rt.stop_reason() or reason) for rt in runtimes]
         per_drone = {
             rt.config.drone: {
-                "end_reason": rt.stop_reason() or reason,
-                "mode": rt.governor.mode.value,
-                "steps": rt.steps,
-                "declarations": rt.declarations,
-                "qualifying_t": rt.qualifying_t,
-                "counters": dict(rt.counters.__dict__),
+                "end_reason": result.reason,
+                "mode": result.mode,
+                "steps": result.steps,
+                "declarations": result.declarations,
+                "qualifying_t": result.qualifying_declaration_t,
+                "counters": dict(result.counters.__dict__),
             }
-            for rt in runtimes
+            for rt, result in zip(runtimes, results, strict=True)
         }
         recorder.write_metadata(run={"structure_summary": summary, "per_drone": per_drone})
         return FleetOutcome(
             reason,
-            sum(rt.steps for rt in runtimes),
+            sum(result.steps for result in results),
             runtimes[0].t(),
             injected,
             per_drone,
@@ -349,11 +371,10 @@ def fly_fleet_local(
         )
     finally:
         for pilot in pilots:
-            close = getattr(pilot, "close", None)
-            if close is not None:
-                close()
+            if isinstance(pilot, Closeable):
+                pilot.close()
         if joint is not None:
             joint.close()
-        if commander is not None and hasattr(commander.commander, "close"):
+        if commander is not None and isinstance(commander.commander, Closeable):
             commander.commander.close()
         world.close()

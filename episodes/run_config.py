@@ -15,12 +15,16 @@ import hashlib
 import importlib.metadata
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from common.errors import ConfigError
 from episodes.records import EpisodeRecord, record_to_json
+
+if TYPE_CHECKING:
+    from episodes.run_options import RunOptions
+    from onboard.runtime_config import RuntimeConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,12 +83,14 @@ def pilot_identity(spec: str) -> dict[str, Any]:
     return identity
 
 
-def run_configuration(record: EpisodeRecord, options: Any, runtime_config: Any) -> dict[str, Any]:
+def run_configuration(
+    record: EpisodeRecord, options: RunOptions, runtime_config: RuntimeConfig
+) -> dict[str, Any]:
     """The configuration that determines one episode's outcome (JSON-ready, compared on resume)."""
     structure = options.structure or record.structure
-    runtime = msgspec.to_builtins(runtime_config)
+    runtime_fields = msgspec.to_builtins(runtime_config)
     for key in _NOT_OUTCOME:
-        runtime.pop(key, None)
+        runtime_fields.pop(key, None)
     return {
         "pilot": pilot_identity(options.pilot),
         "latency": str(options.latency),
@@ -95,7 +101,7 @@ def run_configuration(record: EpisodeRecord, options: Any, runtime_config: Any) 
         # asset map, server version or map does not.
         "sim": _simulator(options.sim_url),
         "record_sha256": hashlib.sha256(record_to_json(record)).hexdigest()[:16],
-        "runtime": runtime,
+        "runtime": runtime_fields,
     }
 
 
@@ -107,7 +113,7 @@ def _simulator(sim_url: str | None) -> dict[str, Any]:
     return simulator_identity(sim_url)
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+def _flatten(value: object, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, dict):
         flat: dict[str, Any] = {}
         for key, item in value.items():

@@ -17,24 +17,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
+from common.capabilities import VehicleCapabilities, vehicle_capabilities
 from common.clock import Clock
 from common.interfaces import Camera, Vehicle
 from models.pilot import Pilot
+from onboard.decision import RunResult
 from onboard.lockstep import LatencyModel, LockstepDriver, Stepper, measured_latency
 from onboard.recorder import FlightRecorder
-from onboard.runtime import OnboardRuntime, Publisher, RunResult, RuntimeConfig
+from onboard.reporter import Publisher
+from onboard.runtime import OnboardRuntime
+from onboard.runtime_config import RuntimeConfig
 from onboard.vehicles.faults import attach_vehicle_faults
 
 if TYPE_CHECKING:
     from common.truth import GroundTruth
 
 
-def vehicle_camera(vehicle: Any) -> Camera:
+def vehicle_camera(vehicle: Vehicle, capabilities: VehicleCapabilities) -> Camera:
     """The camera a vehicle carries (airsim://, tello://, mavlink:// with a camera: `camera()`); a
-    vehicle without that method is its own camera."""
-    return vehicle.camera() if hasattr(vehicle, "camera") else vehicle
+    vehicle without one is its own camera (a test double that is both)."""
+    if capabilities.camera is not None:
+        return capabilities.camera.camera()
+    return cast(Camera, vehicle)
 
 
 def assemble(
@@ -55,17 +61,18 @@ def assemble(
     the runtime's events and safety governor."""
     if isinstance(recorder, str | Path):
         recorder = FlightRecorder(recorder, config.recorder)
+    capabilities = vehicle_capabilities(vehicle)
     runtime = OnboardRuntime(
         config,
         vehicle,
-        camera if camera is not None else vehicle_camera(vehicle),
+        camera if camera is not None else vehicle_camera(vehicle, capabilities),
         pilot,
         clock,
         recorder,
         truth=truth,
         publisher=publisher,
     )
-    attach_vehicle_faults(runtime)
+    attach_vehicle_faults(capabilities.faults, runtime.operator, runtime.reporter)
     return runtime
 
 
@@ -91,6 +98,7 @@ def fly_lockstep(
     """Fly in lock-step over `stepper` (a paused World, or a paused server over RPC): each decision
     costs episode time by the `latency` model (None: the pilot's measured time). `on_step(runtime)`
     runs after each step (the demo's progress line)."""
-    driver = LockstepDriver(runtime, stepper, latency=latency or measured_latency, on_step=on_step)
+    progress = None if on_step is None else (lambda: on_step(runtime))
+    driver = LockstepDriver(runtime, stepper, latency=latency or measured_latency, on_step=progress)
     result = driver.run()
     return LockstepRun(result, driver.injected_latencies_s if latency is not None else [])

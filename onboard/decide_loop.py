@@ -6,20 +6,22 @@ What differs is only how time passes and how latency is charged, and that is a `
 `RealTimePacer` sleeps on the runtime's clock (latency has already passed while the pilot thought);
 onboard.lockstep's pacer advances the paused simulation, ticking the actuation loop, by the measured
 or injected latency. Several drones in one world (onboard.lockstep.MultiLockstepDriver) run their
-rounds through the same `run_loop` with the same per-drone pieces.
+rounds through the same `run_loop` with the same per-drone pieces. The loop holds a drone's
+`DecisionStep` (onboard.decision_step) and the question whether it may decide, never its runtime.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from common.clock import Clock
 from onboard.controller import ControlPlan
+from onboard.decision import PendingDecision
+from onboard.decision_step import DecisionStep
 from onboard.pilot_call import PilotCallAbandoned
+from onboard.runtime_config import RuntimeConfig
 from onboard.safety import Mode
-
-if TYPE_CHECKING:
-    from onboard.runtime import OnboardRuntime, PendingDecision
 
 STREAM_PERIOD_S = 0.05  # remote mode: frames go out at most this often
 IDLE_S = 0.1  # nothing to decide (holding, no instruction): time passes in steps of this
@@ -49,7 +51,7 @@ class Pacer(Protocol):
         """The pilot has answered: its latency costs episode time before the reply is applied."""
         ...
 
-    def after_step(self, rt: OnboardRuntime, started_s: float, plan: ControlPlan | None) -> None:
+    def after_step(self, started_s: float, plan: ControlPlan | None) -> None:
         """The reply was applied (plan: what the actuation loop flies, None if discarded)."""
         ...
 
@@ -57,25 +59,26 @@ class Pacer(Protocol):
 class RealTimePacer:
     """Real time: the pilot's latency has passed already; waits sleep on the runtime's clock."""
 
-    def __init__(self, rt: OnboardRuntime) -> None:
-        self.rt = rt
+    def __init__(self, clock: Clock, config: RuntimeConfig) -> None:
+        self.clock = clock
+        self.config = config
 
     def idle(self) -> None:
-        self.rt.clock.sleep(IDLE_S)  # hold and wait for an operator (new instruction or resume)
+        self.clock.sleep(IDLE_S)  # hold and wait for an operator (new instruction or resume)
 
     def after_stream(self, started_s: float) -> None:
-        self.rt.clock.sleep_until(started_s + max(self.rt.config.min_decision_period_s, STREAM_PERIOD_S))
+        self.clock.sleep_until(started_s + max(self.config.min_decision_period_s, STREAM_PERIOD_S))
 
     def after_capture_failure(self, started_s: float) -> None:
-        self.rt.clock.sleep_until(started_s + max(self.rt.config.min_decision_period_s, CAPTURE_RETRY_S))
+        self.clock.sleep_until(started_s + max(self.config.min_decision_period_s, CAPTURE_RETRY_S))
 
     def charge(self, pending: PendingDecision) -> None:
         pass
 
-    def after_step(self, rt: OnboardRuntime, started_s: float, plan: ControlPlan | None) -> None:
-        if plan is not None and rt.config.loop == "naive":  # the naive loop waits for the plan to finish
-            rt.clock.sleep_until(rt.clock.now() + plan_duration_s(plan))
-        rt.clock.sleep_until(started_s + rt.config.min_decision_period_s)
+    def after_step(self, started_s: float, plan: ControlPlan | None) -> None:
+        if plan is not None and self.config.loop == "naive":  # the naive loop waits for the plan to finish
+            self.clock.sleep_until(self.clock.now() + plan_duration_s(plan))
+        self.clock.sleep_until(started_s + self.config.min_decision_period_s)
 
 
 def run_loop(
@@ -100,40 +103,40 @@ def run_loop(
     return reason
 
 
-def ask_pilot(rt: OnboardRuntime) -> PendingDecision | None:
+def ask_pilot(step: DecisionStep) -> PendingDecision | None:
     """Capture and ask the pilot; None when the camera failed (the drone holds, counted, said why)."""
     try:
-        return rt.capture_and_decide()
+        return step.capture_and_decide()
     except PilotCallAbandoned:
         raise  # not the camera: the run is ending
     except Exception as exc:  # the camera failed (video lost, stale frame refused)
-        rt.capture.failed(exc)
+        step.capture.failed(exc)
         return None
 
 
-def decide_step(rt: OnboardRuntime, pacer: Pacer) -> ControlPlan | None:
+def decide_step(step: DecisionStep, pacer: Pacer) -> ControlPlan | None:
     """One decision: capture -> decide -> latency -> apply -> wait."""
-    started_s = rt.clock.now()
-    pending = ask_pilot(rt)
+    started_s = step.clock.now()
+    pending = ask_pilot(step)
     if pending is None:
         pacer.after_capture_failure(started_s)
         return None
     pacer.charge(pending)
-    plan = rt.apply_decision(pending)
-    pacer.after_step(rt, started_s, plan)
+    plan = step.apply_decision(pending)
+    pacer.after_step(started_s, plan)
     return plan
 
 
-def loop_step(rt: OnboardRuntime, pacer: Pacer) -> None:
+def loop_step(step: DecisionStep, can_decide: Callable[[], bool], pacer: Pacer) -> None:
     """One pass of a single drone's loop: stream (remote mode), wait (nothing to decide), or decide."""
-    if rt.config.remote and rt.governor.mode == Mode.FLYING:
-        started_s = rt.clock.now()
+    if step.config.remote and step.governor.mode == Mode.FLYING:
+        started_s = step.clock.now()
         try:
-            rt.capture.stream()
+            step.capture.stream()
         except Exception as exc:  # video lost: nothing to send, and no motion on old frames
-            rt.capture.failed(exc)
+            step.capture.failed(exc)
         pacer.after_stream(started_s)
-    elif not rt.can_decide():
+    elif not can_decide():
         pacer.idle()
     else:
-        decide_step(rt, pacer)
+        decide_step(step, pacer)

@@ -8,7 +8,7 @@ Every command was range-checked while decoding (common.messages); `handle` adds 
 need the runtime's state: a GoTo inside the geofence and altitude limits; a RemoteAction only in
 remote mode, with a capture time that is not in the future (beyond a small clock skew) and not
 older than its deadline. A refused command is acked "rejected" with the reason, counted by the
-link (`refused`) and reported in every Telemetry.
+link (`refused`) and reported in every TelemetryMessage.
 """
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 
+from common.capabilities import GroundLinkVehicle
+from common.clock import Clock
 from common.errors import ConfigError
 from common.link.admission import AdmissionConfig
 from common.link.drone import CommandOutcome, DroneLink, DroneLinkConfig, ReceivedCommand
@@ -44,14 +47,16 @@ from common.messages import (
     RemoteAction,
     ReturnHome,
     Step,
-    Telemetry,
+    TelemetryMessage,
     Traffic,
 )
 from common.pose import Frame, Pose, wrap_deg
 from onboard.decision import StageLatencies
-from onboard.reporter import StepExtras, TelemetrySnapshot
+from onboard.decision_step import DecisionStep
+from onboard.operator import Operator
+from onboard.reporter import StepExtras, StepReporter, TelemetrySnapshot
 from onboard.runtime import OnboardRuntime
-from onboard.safety import LINK
+from onboard.safety import LINK, SafetyGovernor
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +75,40 @@ def endpoints(base: str) -> tuple[str, str, str]:
     return (f"tcp://{host}:{parts.port}", f"tcp://{host}:{parts.port + 1}", f"tcp://{host}:{parts.port + 2}")
 
 
+@dataclass(frozen=True)
+class LinkedDrone:
+    """What the link reaches of one drone's runtime: its name and clock, its command surface, the
+    remote steps of the one-context fleet mode, its safety governor and its events."""
+
+    drone: str
+    clock: Clock
+    remote: bool  # the ground station's model decides (RuntimeConfig.remote)
+    operator: Operator
+    decisions: DecisionStep
+    governor: SafetyGovernor
+    reporter: StepReporter
+    ground_link: GroundLinkVehicle | None  # a vehicle told whether the ground station is up
+
+    @classmethod
+    def of(cls, runtime: OnboardRuntime) -> LinkedDrone:
+        vehicle = runtime.vehicle
+        return cls(
+            runtime.config.drone,
+            runtime.clock,
+            runtime.config.remote,
+            runtime.operator,
+            runtime.decisions,
+            runtime.governor,
+            runtime.reporter,
+            vehicle if isinstance(vehicle, GroundLinkVehicle) else None,
+        )
+
+
 class RuntimeLink:
     """Implements the runtime's Publisher over a DroneLink and routes commands to the runtime."""
 
-    def __init__(self, runtime: OnboardRuntime, link: DroneLink) -> None:
-        self.runtime = runtime
+    def __init__(self, drone: LinkedDrone, link: DroneLink) -> None:
+        self.drone = drone
         self.link = link
         self.frame_seq = -1  # the seq of the newest frame sent (DroneLink numbers the frames it queues)
         self.declaration_times: dict[str, float] = {}  # declaration_id -> t, for judgements
@@ -91,8 +125,8 @@ class RuntimeLink:
         battery_pct = None if battery is None or not math.isfinite(battery) else 100.0 * battery
         counts = self.link.stats.telemetry_counts()
         try:
-            telemetry = Telemetry(
-                time_s=self.runtime.clock.now(),
+            telemetry = TelemetryMessage(
+                time_s=self.drone.clock.now(),
                 pose_ned=_wire_pose(vehicle.pose.as_list()),
                 velocity_ned_m_s=vehicle.velocity_ned_m_s,
                 battery_pct=None if battery_pct is None else min(max(battery_pct, 0.0), 100.0),
@@ -143,7 +177,7 @@ class RuntimeLink:
         self.link.publish_step(body)
 
     def publish_declaration(self, declaration: DeclarationLine) -> None:
-        declaration_id = f"{self.runtime.config.drone}-{declaration.t:.3f}"[-MAX_ID_CHARS:]
+        declaration_id = f"{self.drone.drone}-{declaration.t:.3f}"[-MAX_ID_CHARS:]
         self.declaration_times[declaration_id] = float(declaration.t)
         try:
             body = Declaration(
@@ -175,38 +209,40 @@ class RuntimeLink:
         self._refusals[by] += 1
         count = self._refusals[by]
         if count <= 5 or count % 100 == 0:
-            self.runtime.event("refused", command=command, by=by, reason=reason, count=count)
+            self.drone.reporter.event("refused", command=command, by=by, reason=reason, count=count)
 
     def _handle(self, command: ReceivedCommand) -> CommandOutcome:
-        rt, body = self.runtime, command.body
+        drone, operator, body = self.drone, self.drone.operator, command.body
         if isinstance(body, Instruction):
-            rt.operator.set_instruction(body.text)
+            operator.set_instruction(body.text)
         elif isinstance(body, Order):
             if body.expires_after_steps < 1:
                 return CommandOutcome(False, f"expires_after_steps={body.expires_after_steps} must be >= 1")
-            rt.operator.set_order(body.order_id, body.text, body.expires_after_steps)
+            operator.set_order(body.order_id, body.text, body.expires_after_steps)
         elif isinstance(body, EStop):
-            rt.operator.estop(body.reason or "ground-station e-stop")
+            operator.estop(body.reason or "ground-station e-stop")
         elif isinstance(body, Hold):
-            rt.operator.hold(body.reason or "ground-station hold")
+            operator.hold(body.reason or "ground-station hold")
         elif isinstance(body, Land):
-            rt.operator.land(body.reason or "ground-station land")
+            operator.land(body.reason or "ground-station land")
         elif isinstance(body, ReturnHome):
-            rt.operator.return_home()
+            operator.return_home()
         elif isinstance(body, GoTo):
-            refusal = rt.operator.goto(body.goto_id, body.target_ned_m)
+            refusal = operator.goto(body.goto_id, body.target_ned_m)
             if refusal:
                 return CommandOutcome(False, refusal)
         elif isinstance(body, Judgement):
             if body.declaration_id not in self.declaration_times:
                 return CommandOutcome(False, f"unknown declaration {body.declaration_id!r}")
-            rt.operator.judge(body.verdict == "accept", self.declaration_times[body.declaration_id])
+            operator.judge(body.verdict == "accept", self.declaration_times[body.declaration_id])
         elif isinstance(body, RemoteAction):
             refusal = self._remote_refusal(body)
             if refusal:
                 return CommandOutcome(False, refusal)
-            age_s = max(0.0, rt.clock.now() - body.capture_time_s)
-            if not rt.operator.remote_action(body.action, body.frame_pose_ned, age_s, body.call_id, body.raw):
+            age_s = max(0.0, drone.clock.now() - body.capture_time_s)
+            if not drone.decisions.apply_remote(
+                body.action, body.frame_pose_ned, age_s, body.call_id, body.raw
+            ):
                 return CommandOutcome(False, f"stale: frame {age_s:.2f} s old")
         else:
             return CommandOutcome(False, f"unsupported command {type(body).__name__}")
@@ -214,9 +250,9 @@ class RuntimeLink:
 
     def _remote_refusal(self, body: RemoteAction) -> str:
         """Why a RemoteAction must not be executed ("" when it may); its numbers are already in range."""
-        if not self.runtime.config.remote:
+        if not self.drone.remote:
             return "not in remote mode: this drone's own pilot decides (remote actions are refused)"
-        ahead_s = body.capture_time_s - self.runtime.clock.now()
+        ahead_s = body.capture_time_s - self.drone.clock.now()
         if ahead_s > MAX_CLOCK_SKEW_S:
             return f"capture_time_s={body.capture_time_s:.3f} is {ahead_s:.2f} s in the future"
         return ""
@@ -224,8 +260,8 @@ class RuntimeLink:
     def on_traffic(self, traffic: Traffic) -> None:
         """Fleet mates' positions relayed by the ground station: into the safety governor, which keeps
         this drone's separation from them on every tick (the link has checked the numbers are finite)."""
-        entries = [e for e in traffic.entries if e.drone_id != self.runtime.config.drone]
-        self.runtime.governor.set_traffic(
+        entries = [e for e in traffic.entries if e.drone_id != self.drone.drone]
+        self.drone.governor.set_traffic(
             [e.position_ned_m for e in entries],
             [e.velocity_ned_m_s for e in entries],
             [e.age_s for e in entries],
@@ -233,7 +269,7 @@ class RuntimeLink:
         ids = sorted(e.drone_id for e in entries)
         if ids != self._traffic_ids:  # logged when the set of fleet mates changes, not per message
             self._traffic_ids = ids
-            self.runtime.event("traffic", drones=ids)
+            self.drone.reporter.event("traffic", drones=ids)
 
     def last_heard_s(self) -> float | None:
         """When the ground station was last heard, on the runtime's clock (the link times it on its
@@ -243,24 +279,23 @@ class RuntimeLink:
             return None
         if heard != self._heard_link_s:  # converted once per heartbeat, so that it stays one number
             self._heard_link_s = heard
-            self._heard_runtime_s = self.runtime.clock.now() - max(0.0, time.monotonic() - heard)
+            self._heard_runtime_s = self.drone.clock.now() - max(0.0, time.monotonic() - heard)
         return self._heard_runtime_s
 
     def on_link(self, event: LinkEvent) -> None:
         """Logged with the last-heard time. The hold and the landing need no event: the governor times
         the silence on every tick (a link that never came up is silent since it was bound)."""
-        rt = self.runtime
+        drone = self.drone
         # a MAVLink vehicle sends GCS heartbeats on the ground station's behalf only while it is up
-        ground_link = getattr(rt.vehicle, "set_ground_link", None)
-        if callable(ground_link):
-            ground_link(event.state == "up")
+        if drone.ground_link is not None:
+            drone.ground_link.set_ground_link(event.state == "up")
         heard = self.last_heard_s()
-        rt.event(
+        drone.reporter.event(
             "link",
             state=event.state,
             silence_s=event.silence_s,
-            last_heard_t=None if heard is None else heard - rt.reporter.t0_s,
-            mode=rt.governor.mode.value,
+            last_heard_t=None if heard is None else heard - drone.reporter.t0_s,
+            mode=drone.governor.mode.value,
         )
 
     def close(self) -> None:
@@ -336,12 +371,12 @@ def attach_link(
         on_traffic=lambda traffic: holder["link"].on_traffic(traffic),
         on_refused=lambda envelope, kind, reason: holder["link"].refused(envelope.type, kind, reason),
     )
-    bridge = RuntimeLink(runtime, link)
+    bridge = RuntimeLink(LinkedDrone.of(runtime), link)
     holder["link"] = bridge
     # Timed from now: a ground station that never connects holds, then lands, the drone just the same.
     runtime.governor.watch(LINK, runtime.clock.now(), poll=bridge.last_heard_s)
     link.start()
-    runtime.reporter.publisher = bridge
+    runtime.reporter.add_publisher(bridge)
     # In the episode record and events.jsonl, so an insecure flight is never mistaken for a secure one.
     runtime.recorder.write_metadata(run={"link_security": bridge.security, "link_address": gs_address})
     runtime.event("link", state="listening", address=gs_address)

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from common.actions import Action
+from common.clock import Clock
 from common.pose import Frame
+from onboard.actuation import Actuator
+from onboard.capture import FrameCapture
 from onboard.controller import ControlPlan
 from onboard.decide_loop import (
     CAPTURE_RETRY_S,
@@ -28,8 +31,11 @@ from onboard.decide_loop import (
     run_loop,
 )
 from onboard.decision import PendingDecision, RunResult
+from onboard.decision_step import DecisionStep
+from onboard.flight_state import FlightState
 from onboard.runtime import OnboardRuntime
-from onboard.safety import Mode
+from onboard.runtime_config import RuntimeConfig
+from onboard.safety import Mode, SafetyGovernor
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +54,53 @@ def measured_latency(pending: PendingDecision) -> float:
     return pending.stages.pilot_s
 
 
+@dataclass(frozen=True)
+class SteppedDrone:
+    """What a lock-step driver reaches of one drone's runtime, named once: the flight's life cycle
+    (start without threads, begin the flight after the climb, the stop reasons, finish), its decision
+    step and frame capture, its actuation loop (ticked by the driver), its safety governor, its events."""
+
+    name: str
+    config: RuntimeConfig
+    clock: Clock
+    state: FlightState
+    decisions: DecisionStep
+    capture: FrameCapture
+    actuator: Actuator
+    governor: SafetyGovernor
+    event: Callable[..., None]
+    takeoff_altitude_m: float
+    start: Callable[[bool], None]
+    begin_flight: Callable[[float], None]
+    climbed: Callable[[], bool]
+    stop_reason: Callable[[], str | None]
+    can_decide: Callable[[], bool]
+    finish: Callable[[str, bool], None]
+    result: Callable[[str], RunResult]
+
+    @classmethod
+    def of(cls, runtime: OnboardRuntime) -> SteppedDrone:
+        return cls(
+            runtime.config.drone,
+            runtime.config,
+            runtime.clock,
+            runtime.state,
+            runtime.decisions,
+            runtime.capture,
+            runtime.actuator,
+            runtime.governor,
+            runtime.event,
+            runtime.takeoff_altitude_m,
+            runtime.start,
+            runtime.begin_flight,
+            runtime.climbed,
+            runtime.stop_reason,
+            runtime.can_decide,
+            runtime.finish,
+            runtime.result,
+        )
+
+
 class LockstepDriver:
     def __init__(
         self,
@@ -55,27 +108,27 @@ class LockstepDriver:
         stepper: Stepper,
         latency: LatencyModel = measured_latency,
         takeoff_timeout_s: float = 30.0,
-        on_step: Callable[[OnboardRuntime], None] | None = None,
+        on_step: Callable[[], None] | None = None,
     ) -> None:
-        self.runtime = runtime
+        self.drone = SteppedDrone.of(runtime)
         self.stepper = stepper
         self.latency = latency
         self.takeoff_timeout_s = takeoff_timeout_s
-        self.on_step = on_step
-        self.period_s = 1.0 / runtime.config.rate_hz
+        self.on_step = on_step  # after each step (the demo's progress line)
+        self.period_s = 1.0 / self.drone.config.rate_hz
         self._next_tick_s: float | None = None
         self.injected_latencies_s: list[float] = []
 
     def advance(self, duration_s: float) -> None:
         """Advance the simulation by duration_s, ticking the actuation loop every period."""
-        clock = self.runtime.clock
+        clock = self.drone.clock
         end_s = clock.now() + duration_s
         if self._next_tick_s is None:
             self._next_tick_s = clock.now()
         while True:
             now = clock.now()
             if now >= self._next_tick_s - 1e-9:
-                self.runtime.actuator.tick(now)
+                self.drone.actuator.tick(now)
                 self._next_tick_s += self.period_s
             if now >= end_s - 1e-9:
                 break
@@ -83,31 +136,30 @@ class LockstepDriver:
 
     def _climb(self) -> None:
         """Lock-step take-off: the vehicle climbs while simulation time advances."""
-        vehicle, clock = self.runtime.vehicle, self.runtime.clock
-        target_alt = self.runtime.takeoff_altitude_m
-        home_alt = self.runtime.governor.home.altitude_m
-        deadline = clock.now() + self.takeoff_timeout_s
-        while clock.now() < deadline:
+        drone = self.drone
+        deadline = drone.clock.now() + self.takeoff_timeout_s
+        while drone.clock.now() < deadline:
             self.stepper.advance(0.1)
-            if vehicle.telemetry().pose.altitude_m - home_alt >= 0.95 * target_alt:
+            if drone.climbed():
                 break
         else:
-            log.warning("take-off did not reach %.1f m in %.0f s", target_alt, self.takeoff_timeout_s)
+            log.warning(
+                "take-off did not reach %.1f m in %.0f s", drone.takeoff_altitude_m, self.takeoff_timeout_s
+            )
 
     def run(self) -> RunResult:
-        rt = self.runtime
-        rt.start(threaded=False)
+        drone = self.drone
+        drone.start(False)
         self._climb()
-        rt.reporter.t0_s = rt.clock.now()
-        rt.governor.flight_started(
-            rt.reporter.t0_s
-        )  # the failsafes time the flight from the end of the climb
+        drone.begin_flight(drone.clock.now())  # episode time, and the failsafes, run from the climb's end
         pacer = LockstepPacer(self)
-        reason = run_loop(rt.stop_reason, lambda: loop_step(rt, pacer), self._finish)
-        return rt.result(reason)
+        reason = run_loop(
+            drone.stop_reason, lambda: loop_step(drone.decisions, drone.can_decide, pacer), self._finish
+        )
+        return drone.result(reason)
 
     def _finish(self, reason: str) -> None:
-        self.runtime.finish(reason, threaded=False)
+        self.drone.finish(reason, False)
         self.advance(self.period_s)  # one tick so a landing request reaches the vehicle
 
 
@@ -118,14 +170,14 @@ class LockstepPacer:
 
     def __init__(self, driver: LockstepDriver) -> None:
         self.driver = driver
-        self.config = driver.runtime.config
+        self.config = driver.drone.config
 
     def idle(self) -> None:
         self.driver.advance(IDLE_S)
 
     def after_stream(self, started_s: float) -> None:
         period_s = max(self.config.min_decision_period_s, STREAM_PERIOD_S)
-        self.driver.advance(max(self.driver.period_s, started_s + period_s - self.driver.runtime.clock.now()))
+        self.driver.advance(max(self.driver.period_s, started_s + period_s - self.driver.drone.clock.now()))
 
     def after_capture_failure(self, started_s: float) -> None:
         self.driver.advance(max(self.driver.period_s, self.config.min_decision_period_s, CAPTURE_RETRY_S))
@@ -135,11 +187,14 @@ class LockstepPacer:
         self.driver.injected_latencies_s.append(latency_s)
         self.driver.advance(latency_s)
 
-    def after_step(self, rt: OnboardRuntime, started_s: float, plan: ControlPlan | None) -> None:
-        if self.driver.on_step is not None:
-            self.driver.on_step(rt)
-        wait_s = max(self.driver.period_s, started_s + rt.config.min_decision_period_s - rt.clock.now())
-        if plan is not None and rt.config.loop == "naive":
+    def after_step(self, started_s: float, plan: ControlPlan | None) -> None:
+        driver = self.driver
+        if driver.on_step is not None:
+            driver.on_step()
+        wait_s = max(
+            driver.period_s, started_s + self.config.min_decision_period_s - driver.drone.clock.now()
+        )
+        if plan is not None and self.config.loop == "naive":
             wait_s = max(wait_s, plan_duration_s(plan))
         self.driver.advance(wait_s)
 
@@ -185,17 +240,17 @@ class MultiLockstepDriver:
     ) -> None:
         if not runtimes:
             raise ValueError("MultiLockstepDriver needs at least one runtime")
-        clocks = {id(rt.clock) for rt in runtimes}
+        self.drones = [SteppedDrone.of(runtime) for runtime in runtimes]
+        clocks = {id(drone.clock) for drone in self.drones}
         if len(clocks) != 1:
             raise ValueError(f"the {len(runtimes)} runtimes must share one clock (got {len(clocks)})")
-        self.runtimes = list(runtimes)
         self.stepper = stepper
         self.latency = latency
         self.joint = joint
         self.takeoff_timeout_s = takeoff_timeout_s
         self.on_round = on_round
-        self.clock = runtimes[0].clock
-        self.period_s = 1.0 / max(rt.config.rate_hz for rt in runtimes)
+        self.clock = self.drones[0].clock
+        self.period_s = 1.0 / max(drone.config.rate_hz for drone in self.drones)
         self._next_tick_s: float | None = None
         self.injected_latencies_s: list[float] = []
         self.rounds = 0
@@ -209,8 +264,8 @@ class MultiLockstepDriver:
             now = self.clock.now()
             if now >= self._next_tick_s - 1e-9:
                 self._share_traffic()
-                for rt in self.runtimes:
-                    rt.actuator.tick(now)
+                for drone in self.drones:
+                    drone.actuator.tick(now)
                 self._next_tick_s += self.period_s
             if now >= end_s - 1e-9:
                 break
@@ -220,73 +275,72 @@ class MultiLockstepDriver:
         """Each drone's safety governor learns where the others are (their newest telemetry), so that
         fleet separation holds below every pilot (SafetyConfig.separation_m)."""
         positions = {}
-        for rt in self.runtimes:
-            telemetry = rt.actuator.last_telemetry
+        for drone in self.drones:
+            telemetry = drone.actuator.last_telemetry
             if telemetry is not None:
                 pose = telemetry.pose
-                positions[rt.config.drone] = (pose.x_m, pose.y_m, pose.z_m)
-        for rt in self.runtimes:
-            rt.governor.set_traffic([p for name, p in positions.items() if name != rt.config.drone])
+                positions[drone.name] = (pose.x_m, pose.y_m, pose.z_m)
+        for drone in self.drones:
+            drone.governor.set_traffic([p for name, p in positions.items() if name != drone.name])
 
     def _climb(self) -> None:
         """All drones climb together while simulation time advances."""
-        targets = []
-        for rt in self.runtimes:
-            targets.append((rt, rt.governor.home.altitude_m, rt.takeoff_altitude_m))
         deadline = self.clock.now() + self.takeoff_timeout_s
         while self.clock.now() < deadline:
             self.stepper.advance(0.1)
-            if all(rt.vehicle.telemetry().pose.altitude_m - home >= 0.95 * alt for rt, home, alt in targets):
+            if all(drone.climbed() for drone in self.drones):
                 break
         else:
             log.warning("take-off: not every drone reached its altitude in %.0f s", self.takeoff_timeout_s)
 
     def stop_reason(self) -> str | None:
         """Why the whole run ends now (a landed or e-stopped drone just stops deciding)."""
-        rts = self.runtimes
-        if any(rt.qualifying_t is not None and rt.config.stop_on_declaration for rt in rts):
+        drones = self.drones
+        if any(drone.state.qualifying_t is not None and drone.config.stop_on_declaration for drone in drones):
             return "declared"
-        reasons = [rt.stop_reason() for rt in rts]
+        reasons = [drone.stop_reason() for drone in drones]
         if all(r is not None for r in reasons):
             return (
                 reasons[0]
                 if len(set(reasons)) == 1
-                else "; ".join(f"{rt.config.drone}: {r}" for rt, r in zip(rts, reasons, strict=True))
+                else "; ".join(f"{drone.name}: {r}" for drone, r in zip(drones, reasons, strict=True))
             )
         return None
 
-    def _deciders(self) -> list[OnboardRuntime]:
+    def _deciders(self) -> list[SteppedDrone]:
         if self.joint is not None:
             return [
-                rt for rt in self.runtimes if rt.stop_reason() is None and rt.governor.mode == Mode.FLYING
+                drone
+                for drone in self.drones
+                if drone.stop_reason() is None and drone.governor.mode == Mode.FLYING
             ]
-        return [rt for rt in self.runtimes if rt.stop_reason() is None and rt.can_decide()]
+        return [drone for drone in self.drones if drone.stop_reason() is None and drone.can_decide()]
 
-    def _round_local(self, deciders: list[OnboardRuntime]) -> None:
-        pendings: list[tuple[float, int, OnboardRuntime, PendingDecision]] = []
-        for index, rt in enumerate(deciders):
-            pending = ask_pilot(rt)
+    def _round_local(self, deciders: list[SteppedDrone]) -> None:
+        pendings: list[tuple[float, int, SteppedDrone, PendingDecision]] = []
+        for index, drone in enumerate(deciders):
+            pending = ask_pilot(drone.decisions)
             if pending is None:  # the camera failed: that drone holds
                 continue
             latency_s = max(0.0, self.latency(pending))
             self.injected_latencies_s.append(latency_s)
-            pendings.append((latency_s, index, rt, pending))
+            pendings.append((latency_s, index, drone, pending))
         started_s = self.clock.now()
-        for latency_s, _, rt, pending in sorted(pendings, key=lambda p: (p[0], p[1])):
+        for latency_s, _, drone, pending in sorted(pendings, key=lambda p: (p[0], p[1])):
             self.advance(max(0.0, started_s + latency_s - self.clock.now()))
-            rt.apply_decision(pending)
+            drone.decisions.apply_decision(pending)
 
-    def _round_joint(self, deciders: list[OnboardRuntime]) -> None:
+    def _round_joint(self, deciders: list[SteppedDrone]) -> None:
         assert self.joint is not None
-        frames: list[Frame | None] = [None] * len(self.runtimes)
+        frames: list[Frame | None] = [None] * len(self.drones)
         captured: dict[int, float] = {}
-        for rt in deciders:
-            index = self.runtimes.index(rt)
+        for drone in deciders:
+            index = self.drones.index(drone)
             try:
-                frames[index] = rt.capture.stream()
+                frames[index] = drone.capture.stream()
                 captured[index] = self.clock.now()
             except Exception as exc:
-                rt.capture.failed(exc)
+                drone.capture.failed(exc)
         if not captured:
             return
         decision = self.joint(frames)
@@ -294,13 +348,13 @@ class MultiLockstepDriver:
         self.injected_latencies_s.append(latency_s)
         self.advance(latency_s)
         for index, capture_s in captured.items():
-            rt, frame = self.runtimes[index], frames[index]
+            drone, frame = self.drones[index], frames[index]
             action = decision.actions[index] if index < len(decision.actions) else None
             assert frame is not None
             if action is None:
-                rt.event("no_action", call_id=decision.call_id, error=decision.error)
+                drone.event("no_action", call_id=decision.call_id, error=decision.error)
                 continue
-            rt.operator.remote_action(
+            drone.decisions.apply_remote(
                 action,
                 frame.pose,
                 self.clock.now() - capture_s,
@@ -311,13 +365,12 @@ class MultiLockstepDriver:
 
     def run(self) -> str:
         """Fly every drone until the run ends; returns why it ended (each runtime's result() has more)."""
-        for rt in self.runtimes:
-            rt.start(threaded=False)
+        for drone in self.drones:
+            drone.start(False)
         self._climb()
         t0_s = self.clock.now()
-        for rt in self.runtimes:
-            rt.reporter.t0_s = t0_s  # one episode time for every drone
-            rt.governor.flight_started(t0_s)
+        for drone in self.drones:
+            drone.begin_flight(t0_s)  # one episode time for every drone
         return run_loop(self.stop_reason, self._round, self._finish)
 
     def _round(self) -> None:
@@ -337,10 +390,10 @@ class MultiLockstepDriver:
         self.rounds += 1
         if self.on_round is not None:
             self.on_round(self)
-        period_s = max(rt.config.min_decision_period_s for rt in deciders)
+        period_s = max(drone.config.min_decision_period_s for drone in deciders)
         self.advance(max(self.period_s, started_s + period_s - self.clock.now()))
 
     def _finish(self, reason: str) -> None:
-        for rt in self.runtimes:
-            rt.finish(reason, threaded=False)
+        for drone in self.drones:
+            drone.finish(reason, False)
         self.advance(self.period_s)  # one tick so the landing requests reach the vehicles

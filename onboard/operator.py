@@ -1,55 +1,49 @@
 """What the operator (the ground station, a commander, or a script) tells one drone's runtime.
 
 `Operator` is the runtime's one command surface: the instruction and a commander's order (with its
-step accounting), hold, land, e-stop, return home, an operator's GoTo, a ground station's remote
-action, and the verdict on a declaration. Each command only changes the runtime's state (mode,
-instruction, schedule) and returns at once, so the link's acks stay fast (onboard.link).
+step accounting), hold, land, e-stop, return home, an operator's GoTo, and the verdict on a
+declaration. Each command only changes the flight's state (onboard.flight_state), the governor's
+mode or the actuator's schedule and returns at once, so the link's acks stay fast (onboard.link).
+Every hold, whoever asks for it (the operator, an expired order, a waiting declaration, a vehicle
+fault), goes through `hold`, which logs it.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from common.actions import Action, Think
 from common.interfaces import Telemetry
 from common.logformat import pose_list
-from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose
+from common.pose import Pose
+from onboard.actuation import Actuator
 from onboard.controller import plan_toward
+from onboard.flight_state import FlightState
 from onboard.goto import GoToFlight, goto_refusal
-from onboard.safety import Mode
+from onboard.profiles import FlightProfile
+from onboard.reporter import StepReporter
+from onboard.safety import Mode, SafetyGovernor
+from onboard.safety_config import SafetyConfig
 from onboard.setpoints import MotionSchedule
 
-if TYPE_CHECKING:
-    from onboard.runtime import OnboardRuntime
 
-
+@dataclass(eq=False)
 class Operator:
     """The commands one runtime obeys, and the tasking they set (instruction, order, GoTo)."""
 
-    def __init__(self, runtime: OnboardRuntime, instruction: str = "") -> None:
-        self.rt = runtime
-        self.instruction = instruction
-        self.order_id: str | None = None
-        self.order_steps_left: int | None = None  # executed steps left on the current order
-        self.goto_s = -float("inf")  # when the last GoTo was accepted (runtime clock)
-        self.step_order: tuple[str | None, int | None] = (None, None)  # of the step being recorded
-        self._lock = threading.Lock()
-
-    def _task(self, instruction: str, order_id: str | None, steps_left: int | None) -> None:
-        """A new task: the pilot starts over (no history from the previous one)."""
-        with self._lock:
-            self.instruction = instruction
-            self.order_id = order_id
-            self.order_steps_left = steps_left
-            self.rt.history.clear()
-            self.rt.history_images.clear()
-        self.rt.judgement.end()  # the operator answered a waiting declaration with new work
+    state: FlightState
+    governor: SafetyGovernor
+    actuator: Actuator
+    reporter: StepReporter
+    profile: FlightProfile
+    safety: SafetyConfig
+    now_s: Callable[[], float]  # the runtime's clock
+    telemetry: Callable[[], Telemetry]  # the newest sample, asked of the vehicle when none is cached
 
     def set_instruction(self, text: str) -> None:
         self._task(text, None, None)
-        self.rt.governor.resume(f"new instruction: {text!r}")
-        self.rt.event("instruction", text=text)
+        self.governor.resume(f"new instruction: {text!r}")
+        self.reporter.event("instruction", text=text)
 
     def set_order(self, order_id: str, text: str, expires_after_steps: int) -> None:
         """A commander's order (docs/protocol.md#several-drones): the sub-agent is the single-drone agent
@@ -58,55 +52,53 @@ class Operator:
         if expires_after_steps < 1:
             raise ValueError(f"expires_after_steps={expires_after_steps} must be >= 1")
         self._task(text, order_id, expires_after_steps)
-        self.rt.governor.resume(f"order {order_id}: {text!r}")
-        self.rt.event("order", order_id=order_id, text=text, expires_after_steps=expires_after_steps)
+        self.governor.resume(f"order {order_id}: {text!r}")
+        self.reporter.event("order", order_id=order_id, text=text, expires_after_steps=expires_after_steps)
+
+    def _task(self, instruction: str, order_id: str | None, steps_left: int | None) -> None:
+        """A new task: the pilot starts over (no history from the previous one)."""
+        self.state.new_task(instruction, order_id, steps_left)
+        self.state.judgement.end()  # the operator answered a waiting declaration with new work
 
     def count_order_step(self) -> None:
         """A sub-agent's order lives for a number of executed steps, then it holds.
 
         See docs/protocol.md#several-drones."""
-        with self._lock:
-            if self.order_steps_left is None:
-                self.step_order = (None, None)
-                return
-            self.order_steps_left -= 1
-            self.step_order = (self.order_id, self.order_steps_left)
-            expired = self.order_steps_left <= 0
-            if expired:
-                self.order_steps_left = None
-                self.instruction = ""
-        if expired:
-            self.rt.governor.hold("order expired")
-            self.rt.actuator.set_schedule(None)
-            self.rt.event("order_expired", order_id=self.order_id)
+        if self.state.count_order_step():
+            self.hold("order expired")
+            self.reporter.event("order_expired", order_id=self.state.order_id)
 
     def hold(self, reason: str = "operator hold") -> None:
-        self.rt.governor.hold(reason)
-        self.rt.actuator.set_schedule(None)
-        self.rt.event("hold", reason=reason)
+        """Brake and hold here (a hold the pilot's next valid action cannot lift; docs/safety.md)."""
+        self.governor.hold(reason)
+        self.actuator.set_schedule(None)
+        self.reporter.event("hold", reason=reason)
 
     def land(self, reason: str = "operator land") -> None:
-        self.rt.governor.land(reason)
-        self.rt.event("land", reason=reason)
+        self.governor.land(reason)
+        self.reporter.event("land", reason=reason)
+
+    def resume(self, reason: str) -> None:
+        """Lift a hold (its cause is gone)."""
+        self.governor.resume(reason)
 
     def estop(self, reason: str = "operator e-stop") -> None:
-        self.rt.governor.estop(reason)
-        self.rt.actuator.set_schedule(None)
-        self.rt.event("estop", reason=reason)
+        self.governor.estop(reason)
+        self.actuator.set_schedule(None)
+        self.reporter.event("estop", reason=reason)
 
     def return_home(self) -> None:
         """Fly back over home at the current altitude, then hold (no pilot decisions meanwhile)."""
-        rt = self.rt
-        rt.governor.hold("returning home")
-        telemetry = rt.actuator.last_telemetry or rt.vehicle.telemetry()
-        home = rt.governor.home
+        self.governor.hold("returning home")
+        telemetry = self.telemetry()
+        home = self.governor.home
         goal = Pose(home.x_m, home.y_m, telemetry.pose.z_m, telemetry.pose.yaw_deg)
-        rt.governor.resume("return home")
-        self.instruction = ""
-        rt.actuator.set_schedule(
-            MotionSchedule(plan_toward(goal, telemetry.pose, rt.profile), rt.clock.now())
+        self.governor.resume("return home")
+        self.state.stop_tasking()
+        self.actuator.set_schedule(
+            MotionSchedule(plan_toward(goal, telemetry.pose, self.profile), self.now_s())
         )
-        rt.event("return_home", goal=goal.as_list())
+        self.reporter.event("return_home", goal=goal.as_list())
 
     def goto(self, goto_id: str, target_ned_m: tuple[float, float, float]) -> str:
         """An operator's GoTo: "" when accepted (flown from the next tick, then a hold), else why not.
@@ -115,28 +107,26 @@ class Operator:
         limits, and that the drone is flying (not landing or e-stopped, telemetry heard). Like a
         return home, it stops the pilot's decisions (the instruction and any order are dropped) and
         lifts a hold: the operator chose where the drone goes."""
-        rt = self.rt
-        refusal = goto_refusal(target_ned_m, rt.governor.home, rt.config.safety)
-        mode = rt.governor.mode
-        telemetry = rt.actuator.last_telemetry
+        governor = self.governor
+        refusal = goto_refusal(target_ned_m, governor.home, self.safety)
+        mode = governor.mode
+        telemetry = self.actuator.last_telemetry
         if not refusal and mode in (Mode.LANDING, Mode.ESTOP):
-            refusal = f"not flying: {mode.value} ({rt.governor.reason})"
+            refusal = f"not flying: {mode.value} ({governor.reason})"
         if not refusal and telemetry is None:
             refusal = "not flying yet: no vehicle telemetry"
         if refusal:
-            rt.event("goto", goto_id=goto_id, state="rejected", target=list(target_ned_m), reason=refusal)
+            self.reporter.event(
+                "goto", goto_id=goto_id, state="rejected", target=list(target_ned_m), reason=refusal
+            )
             return refusal
         assert telemetry is not None
-        with self._lock:
-            self.instruction = ""
-            self.order_id = None
-            self.order_steps_left = None
-            self.goto_s = rt.clock.now()
-        rt.governor.hold(f"operator goto {goto_id}")
-        rt.governor.resume(f"operator goto {goto_id}")
-        flight = GoToFlight.start(goto_id, target_ned_m, telemetry.pose, rt.profile, rt.clock.now())
-        rt.actuator.set_goto(flight)
-        rt.event(
+        self.state.take_over(self.now_s())
+        governor.hold(f"operator goto {goto_id}")
+        governor.resume(f"operator goto {goto_id}")
+        flight = GoToFlight.start(goto_id, target_ned_m, telemetry.pose, self.profile, self.now_s())
+        self.actuator.set_goto(flight)
+        self.reporter.event(
             "goto",
             goto_id=goto_id,
             state="accepted",
@@ -147,10 +137,10 @@ class Operator:
         )
         return ""
 
-    def on_goto(self, flight: Any, how: str, telemetry: Telemetry | None) -> None:
+    def on_goto(self, flight: GoToFlight, how: str, telemetry: Telemetry | None) -> None:
         """The actuation loop ended a GoTo: arrived -> hold there (the operator decides what next)."""
         pose = telemetry.pose if telemetry is not None else None
-        self.rt.event(
+        self.reporter.event(
             "goto",
             goto_id=flight.goto_id,
             state=how,
@@ -158,48 +148,17 @@ class Operator:
             pose=pose_list(pose) if pose is not None else None,
             error_m=round(flight.distance_m(pose), 3) if pose is not None else None,
             plans=flight.plans,
-            elapsed_s=round(self.rt.clock.now() - flight.started_s, 2),
+            elapsed_s=round(self.now_s() - flight.started_s, 2),
         )
         if how == "arrived" or how == "timed out":
-            self.rt.governor.hold(f"operator goto {flight.goto_id}: {how}")
-
-    def remote_action(
-        self,
-        action: Action,
-        capture_pose: Pose,
-        capture_age_s: float,
-        call_id: str | None = None,
-        raw: str = "",
-        camera_attitude: CameraAttitude = LEVEL_CAMERA,
-    ) -> bool:
-        """An action chosen by the ground station (one-context fleet mode), with its frame's pose
-        (and its camera's attitude, where the caller has the frame: lock-step).
-
-        The same tolerance rules as the pilot's: stale -> discarded and counted, else re-expressed.
-        Logged as a step (source "remote", the multi-drone call's call_id).
-        """
-        rt = self.rt
-        deadline_s = rt.config.plan_deadline_s if isinstance(action, Think) else rt.config.action_deadline_s
-        if capture_age_s > deadline_s:
-            rt.counters.stale += 1
-            rt.governor.pilot_failed(f"stale remote action ({capture_age_s:.2f} s)")
-            rt.event("discarded", why="stale", source="remote", age_s=capture_age_s)
-            return False
-        frame = Frame(
-            image=None,
-            capture_time_s=rt.clock.now() - capture_age_s,
-            pose=capture_pose,
-            camera_attitude=camera_attitude,
-        )
-        rt.counters.decisions += 1
-        rt.steps += 1
-        rt.execute(action, frame)
-        rt.governor.pilot_ok()
-        rt.reporter.remote_step(action, call_id, raw, rt.config.loop, self.step_order)
-        return True
+            self.governor.hold(f"operator goto {flight.goto_id}: {how}")
 
     def judge(self, accept: bool, declaration_t: float | None = None) -> None:
         """The operator's verdict on a declaration (docs/safety.md#real-flight): accept ends the run,
         reject lets it go on (and lifts the hold of a declaration waiting for it)."""
-        t = self.rt.reporter.judgement(accept, declaration_t, self.rt.actuator.last_telemetry)
-        self.rt.judged(accept, t)
+        t = self.reporter.judgement(accept, declaration_t, self.actuator.last_telemetry)
+        waited = self.state.judgement.end(accepted=accept)
+        if accept:
+            self.state.accepted(t)
+        elif waited:
+            self.governor.resume("declaration rejected: flying on")

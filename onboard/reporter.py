@@ -28,6 +28,7 @@ from common.pose import Frame, Pose
 from common.truth import GroundTruth, TruthSample
 from models.pilot import Decision, Pilot
 from onboard.decision import RunResult, StageLatencies
+from onboard.flight_state import FlightState
 from onboard.jetson import JetsonMonitor
 from onboard.profiles import FlightProfile
 from onboard.recorder import FlightRecorder
@@ -72,14 +73,11 @@ class TelemetrySnapshot:
 
 
 @dataclass(frozen=True)
-class RuntimeState:
-    """The runtime's side of a TelemetrySnapshot, read when one is due."""
+class ServedRate:
+    """The actuation loop's side of a TelemetrySnapshot, read when one is due."""
 
     served_rate_hz: float
     served_jitter_ms: float
-    stages: StageLatencies
-    instruction: str
-    last_action: Action | None
 
 
 class Publisher(Protocol):
@@ -94,6 +92,30 @@ class Publisher(Protocol):
     def publish_declaration(self, declaration: DeclarationLine) -> None: ...
 
 
+@dataclass(frozen=True)
+class Publishers:
+    """Several sinks behind one Publisher (the ground-station link, a live viewer), each handed every
+    record in turn. Each sink must return at once: publish_telemetry runs on the actuation thread."""
+
+    sinks: tuple[Publisher, ...]
+
+    def publish_step(self, step: StepExtras) -> None:
+        for sink in self.sinks:
+            sink.publish_step(step)
+
+    def publish_frame(self, frame: Frame) -> None:
+        for sink in self.sinks:
+            sink.publish_frame(frame)
+
+    def publish_telemetry(self, telemetry: TelemetrySnapshot) -> None:
+        for sink in self.sinks:
+            sink.publish_telemetry(telemetry)
+
+    def publish_declaration(self, declaration: DeclarationLine) -> None:
+        for sink in self.sinks:
+            sink.publish_declaration(declaration)
+
+
 @dataclass(eq=False)
 class StepReporter:
     """Turns the runtime's steps, declarations, telemetry and events into lines and messages."""
@@ -104,19 +126,24 @@ class StepReporter:
     truth: GroundTruth | None
     publisher: Publisher | None
     governor: SafetyGovernor
-    state: Callable[[], RuntimeState]  # the runtime's side of each TelemetrySnapshot
+    flight: FlightState  # its start is episode time 0; its tasking is in each TelemetrySnapshot
+    served: Callable[[], ServedRate]  # the actuation loop's side of each TelemetrySnapshot
     save_frames: bool = True
     rate_hz: float = 20.0
     jetson: JetsonMonitor = field(default_factory=JetsonMonitor)  # Jetson health; inert off a Jetson
 
     def __post_init__(self) -> None:
         self.telemetry_every = max(1, round(self.rate_hz / TELEMETRY_HZ))
-        self.t0_s = self.clock.now()
         self._trace_worker: ThreadPoolExecutor | None = None
         self._ticks = 0
         self._pending_declaration: DeclarationLine | None = None
         self.governor.on_transition = self.on_transition  # every mode change into events.jsonl, at once
         self.recorder.on_disk_error = self.on_disk_error
+
+    @property
+    def t0_s(self) -> float:
+        """Episode time 0 on the runtime's clock (the flight's start; until then, the runtime's creation)."""
+        return self.flight.t0_s
 
     def t(self) -> float:
         """Episode time: seconds since the flight started, on the runtime's clock."""
@@ -124,6 +151,16 @@ class StepReporter:
 
     def sample(self) -> TruthSample:
         return self.truth.sample(self.drone) if self.truth is not None else NO_TRUTH
+
+    def add_publisher(self, publisher: Publisher) -> None:
+        """Another sink beside those attached (the link, a live viewer): each gets every record."""
+        current = self.publisher
+        if current is None:
+            self.publisher = publisher
+        elif isinstance(current, Publishers):
+            self.publisher = Publishers((*current.sinks, publisher))
+        else:
+            self.publisher = Publishers((current, publisher))
 
     # ---- threads (a real-time flight; a lock-step driver writes everything from its one thread) ----
     def start_threads(self) -> None:
@@ -375,17 +412,17 @@ class StepReporter:
             self.publisher.publish_telemetry(self.snapshot(self.t(), telemetry, sent))
 
     def snapshot(self, t: float, telemetry: Telemetry, sent: Setpoint) -> TelemetrySnapshot:
-        status, state = self.governor.status(), self.state()
+        status, served, flight = self.governor.status(), self.served(), self.flight
         return TelemetrySnapshot(
             t=t,
             telemetry=telemetry,
             sent=sent,
             mode=status.mode.value,
             mode_reason=status.reason,
-            served_rate_hz=state.served_rate_hz,
-            served_jitter_ms=state.served_jitter_ms,
-            stages=state.stages,
-            instruction=state.instruction,
-            last_action=state.last_action,
+            served_rate_hz=served.served_rate_hz,
+            served_jitter_ms=served.served_jitter_ms,
+            stages=flight.last_stages,
+            instruction=flight.instruction,
+            last_action=flight.last_action(),
             jetson=self.jetson.snapshot(),
         )

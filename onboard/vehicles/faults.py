@@ -1,10 +1,11 @@
 """Vehicle faults (autopilot failsafe, RC takeover, stale video, link loss, refused commands) and how
 the onboard runtime hears of them.
 
-Vehicles own a `FaultReporter`; `attach_vehicle_faults(runtime)` subscribes the runtime so that every
-fault is written to the episode's events with its reason and acted on through the safety governor:
-"hold" faults hold (and "clear" ones resume a hold that a fault caused), "land" faults end the run
-through the governor's landing (a vehicle whose pilot took over ignores that landing itself).
+Vehicles own a `FaultReporter`; `attach_vehicle_faults` subscribes the runtime so that every fault is
+written to the episode's events with its reason and acted on through the operator's commands (the
+one hold path, with its event): "hold" faults hold (and "clear" ones resume a hold that a fault
+caused), "land" faults end the run through the governor's landing (a vehicle whose pilot took over
+ignores that landing itself).
 """
 
 from __future__ import annotations
@@ -14,19 +15,25 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+from onboard.vehicles.fault_kinds import FaultAction, FaultKind
+
+if TYPE_CHECKING:  # the runtime's side; vehicles import this module without it
+    from onboard.operator import Operator
+    from onboard.reporter import StepReporter
 
 log = logging.getLogger(__name__)
 
-ACTIONS = ("info", "hold", "land", "clear")
+ACTIONS = FaultAction.values()
 FAULT_PREFIX = "vehicle fault"
 
 
 @dataclass(frozen=True)
 class VehicleFault:
-    kind: str  # video_stale, video_ok, failsafe, control_lost, link_lost, link_ok, refused, ...
+    kind: FaultKind
     why: str
-    action: str = "info"  # info | hold | land | clear
+    action: FaultAction = FaultAction.INFO
     wall_s: float = 0.0
 
     def __post_init__(self) -> None:
@@ -48,12 +55,12 @@ class FaultReporter:
         with self._lock:
             self._sinks.append(sink)
 
-    def emit(self, kind: str, why: str, action: str = "info") -> VehicleFault:
+    def emit(self, kind: FaultKind, why: str, action: FaultAction = FaultAction.INFO) -> VehicleFault:
         fault = VehicleFault(kind, why, action, time.monotonic())
         with self._lock:
             self.history.append(fault)
             sinks = list(self._sinks)
-        level = logging.INFO if action in ("info", "clear") else logging.WARNING
+        level = logging.WARNING if FaultAction(action).is_warning else logging.INFO
         log.log(level, "%s: %s (%s) -> %s", self.vehicle_name, kind, why, action)
         for sink in sinks:
             try:
@@ -67,23 +74,21 @@ class FaultReporter:
             return [f.kind for f in self.history]
 
 
-def attach_vehicle_faults(runtime: Any) -> bool:
-    """Route the runtime's vehicle faults into its events and safety governor. False if the vehicle
-    reports none (simulated vehicles)."""
-    reporter = getattr(runtime.vehicle, "faults", None)
-    if not isinstance(reporter, FaultReporter):
+def attach_vehicle_faults(faults: object, operator: Operator, reporter: StepReporter) -> bool:
+    """Route a vehicle's faults (its FaultReporter) into the runtime's events and, through the
+    operator's commands, its safety governor. False if the vehicle reports none (simulated vehicles)."""
+    if not isinstance(faults, FaultReporter):
         return False
 
     def on_fault(fault: VehicleFault) -> None:
-        runtime.event("vehicle_fault", fault=fault.kind, why=fault.why, action=fault.action)
+        reporter.event("vehicle_fault", fault=fault.kind, why=fault.why, action=fault.action)
         reason = f"{FAULT_PREFIX} {fault.kind}: {fault.why}"
-        if fault.action == "hold":
-            runtime.governor.hold(reason)
-            runtime.actuator.set_schedule(None)
-        elif fault.action == "land":
-            runtime.governor.land(reason)
-        elif fault.action == "clear" and runtime.governor.reason.startswith(FAULT_PREFIX):
-            runtime.governor.resume(f"{fault.kind}: {fault.why}")
+        if fault.action == FaultAction.HOLD:
+            operator.hold(reason)
+        elif fault.action == FaultAction.LAND:
+            operator.land(reason)
+        elif fault.action == FaultAction.CLEAR and operator.governor.reason.startswith(FAULT_PREFIX):
+            operator.resume(f"{fault.kind}: {fault.why}")
 
-    reporter.subscribe(on_fault)
+    faults.subscribe(on_fault)
     return True

@@ -15,7 +15,8 @@ from episodes.local_flight import local_runtime
 from models.baseline.pilot import BaselinePilot
 from onboard.lockstep import MultiLockstepDriver
 from onboard.recorder import FlightRecorder
-from onboard.runtime import OnboardRuntime, RuntimeConfig
+from onboard.runtime import OnboardRuntime
+from onboard.runtime_config import RuntimeConfig
 from onboard.safety import Mode, SafetyConfig
 from sim_bridge.sim.world import World
 

@@ -18,7 +18,8 @@ from onboard.cli import GroundStationPilot
 from onboard.lockstep import LockstepDriver
 from onboard.recorder import FlightRecorder
 from onboard.reporter import StepExtras, TelemetrySnapshot
-from onboard.runtime import OnboardRuntime, RuntimeConfig
+from onboard.runtime import OnboardRuntime
+from onboard.runtime_config import RuntimeConfig
 from sim_bridge.sim.world import World
 
 
@@ -70,10 +71,10 @@ def test_remote_mode_streams_frames_and_logs_the_ground_stations_actions(world, 
     assert isinstance(publisher, Collector)
     frame = rt.capture.stream()
     assert publisher.frames and publisher.frames[-1] is frame and frame.image is not None
-    assert rt.operator.remote_action(
+    assert rt.decisions.apply_remote(
         Go(point=(500, 600), depth_m=12.0), frame.pose, 0.2, "call-1", '{"drones":[]}'
     )
-    assert not rt.operator.remote_action(
+    assert not rt.decisions.apply_remote(
         Go(point=(500, 600), depth_m=12.0), frame.pose, 10.0, "call-2"
     )  # stale
     steps = lines(tmp_path / "steps.jsonl")
@@ -81,7 +82,7 @@ def test_remote_mode_streams_frames_and_logs_the_ground_stations_actions(world, 
     assert steps[0]["source"] == "remote" and steps[0]["action"]["action"] == "go"
     assert steps[0]["distance_m"] == pytest.approx(20.0, abs=2.0)
     assert publisher.steps[-1].call_id == "call-1"
-    assert rt.counters.stale == 1
+    assert rt.state.counters.stale == 1
     assert rt.actuator.schedule() is not None  # the go is being flown
 
 
@@ -94,5 +95,5 @@ def test_an_order_expires_after_its_steps_and_the_drone_holds(world, tmp_path) -
     events = lines(tmp_path / "events.jsonl")
     assert any(e.get("event") == "order_expired" for e in events), events[-5:]
     # 12 s of flight time, yet 3 steps: the drone held from the expiry until the end
-    assert result.reason == "t_max" and result.steps == 3 and rt.instruction == ""
+    assert result.reason == "t_max" and result.steps == 3 and rt.state.instruction == ""
     assert any("order expired" in e for e in rt.governor.status().events)

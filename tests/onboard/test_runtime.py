@@ -16,7 +16,6 @@ from episodes.logs import read_episode
 from episodes.verifier import VerifierSettings, verify
 from models.pilot import model_pilot_from_url
 from onboard.lockstep import LockstepDriver
-from onboard.runtime import OnboardRuntime
 from onboard.safety import Mode, SafetyConfig
 from sim_bridge.local import LocalCamera
 from sim_bridge.sim.assets import Part
@@ -72,7 +71,7 @@ def test_injected_latency_costs_episode_time_and_stale_replies_hold(world, tmp_p
     driver = LockstepDriver(rt, world, latency=lambda pending: next(latencies))
     t0 = world.clock.now()
     driver.run()
-    assert rt.counters.stale == 2 and rt.counters.executed == 2
+    assert rt.state.counters.stale == 2 and rt.state.counters.executed == 2
     assert world.clock.now() - t0 >= 0.2 + 1.5 + 1.5 + 0.2  # latency is paid in simulation time
     assert sum(1 for e in events(tmp_path) if e["event"] == "discarded" and e["why"] == "stale") == 2
 
@@ -89,7 +88,8 @@ def test_garbage_from_the_model_server_ends_in_hold(world, tmp_path) -> None:
         LockstepDriver(rt, world).run()
     # default: hold after 5 consecutive failures, and no decision is taken while holding
     assert rt.governor.mode == Mode.HOLD and "5 consecutive pilot failures" in rt.governor.reason
-    assert rt.counters.malformed + rt.counters.backend_errors == 5 and rt.counters.executed == 0
+    counters = rt.state.counters
+    assert counters.malformed + counters.backend_errors == 5 and counters.executed == 0
     lines = [json.loads(line) for line in (tmp_path / "log" / "steps.jsonl").read_text().splitlines()]
     assert len(lines) == 5 and all(line["action"] is None and line["discarded"] for line in lines)
 
@@ -98,7 +98,7 @@ def test_model_server_down_holds(world, tmp_path) -> None:
     pilot = model_pilot_from_url("openai://127.0.0.1:9/v1?profile=qwen3.5-2b&timeout_s=0.5&retries=1")
     rt = make_runtime(world, tmp_path, pilot=pilot, max_steps=6, land_at_end=False, prearm_check=False)
     LockstepDriver(rt, world).run()
-    assert rt.counters.backend_errors == 5 and rt.governor.mode == Mode.HOLD
+    assert rt.state.counters.backend_errors == 5 and rt.governor.mode == Mode.HOLD
 
 
 def test_prearm_refuses_a_pilot_without_valid_actions(world, tmp_path) -> None:
@@ -115,9 +115,9 @@ def test_prearm_refuses_a_pilot_without_valid_actions(world, tmp_path) -> None:
 def test_estop_mid_move_lands_and_logs(world, tmp_path) -> None:
     rt = make_runtime(world, tmp_path)
 
-    def estop_at_step_5(runtime: OnboardRuntime) -> None:
-        if runtime.steps == 5:
-            runtime.operator.estop("test e-stop")
+    def estop_at_step_5() -> None:
+        if rt.state.steps == 5:
+            rt.operator.estop("test e-stop")
 
     driver = LockstepDriver(rt, world, on_step=estop_at_step_5)
     result = driver.run()
@@ -205,7 +205,7 @@ def test_lost_frames_hold_and_the_flight_goes_on(world, tmp_path) -> None:
     rt = make_runtime(world, tmp_path)
     rt.capture.camera = VideoDropout(rt.capture.camera)
     result = LockstepDriver(rt, world).run()
-    assert rt.counters.capture_errors == 3
+    assert rt.state.counters.capture_errors == 3
     failures = [e for e in events(tmp_path) if e["event"] == "capture_failed"]
     assert len(failures) == 3 and "video stream lost" in failures[0]["error"]
     assert result.reason == "declared" and verdict(tmp_path).success

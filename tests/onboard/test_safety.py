@@ -412,7 +412,7 @@ def test_lockstep_replies_slower_than_the_silence_time_but_within_deadline_never
         LockstepDriver(rt, world, latency=lambda pending: 2.9).run()
     finally:
         world.close()
-    assert rt.counters.executed == 4 and rt.governor.mode == Mode.FLYING
+    assert rt.state.counters.executed == 4 and rt.governor.mode == Mode.FLYING
     lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert not [e for e in lines if e["event"] == "safety"]
 

@@ -8,7 +8,8 @@ from common.pose import Pose
 from episodes.local_flight import local_runtime
 from models.baseline.pilot import BaselinePilot
 from onboard.recorder import FlightRecorder
-from onboard.runtime import OnboardRuntime, RuntimeConfig
+from onboard.runtime import OnboardRuntime
+from onboard.runtime_config import RuntimeConfig
 from sim_bridge.sim.world import World
 
 DELTA_M = 5.0

@@ -18,7 +18,8 @@ from episodes.verifier import VerifierSettings, verify
 from models.baseline.pilot import BaselinePilot
 from onboard.assembly import assemble
 from onboard.recorder import FlightRecorder
-from onboard.runtime import OnboardRuntime, RuntimeConfig
+from onboard.runtime import OnboardRuntime
+from onboard.runtime_config import RuntimeConfig
 from sim_bridge.local import LocalTruth
 from sim_bridge.sim.world import World
 
