@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
+from common.capabilities import DescribesField
 from common.errors import ConfigError, DroneCatsError
 
 if sys.version_info >= (3, 11):
@@ -130,15 +131,46 @@ def load_config(
     except msgspec.ValidationError as exc:
         where = f" ({path})" if path else ""
         cause = exc.__cause__
-        describe = getattr(cause, "describe", None)
-        if isinstance(cause, ConfigError) and describe is not None:
+        if isinstance(cause, ConfigError) and isinstance(cause, DescribesField):
             # A range check (onboard.config_limits): name the field by its dotted path, e.g.
             # "safety.max_vertical_m_s=-1.5 is out of range: must be 0 < x <= 20 (m/s)".
-            section = (
-                str(exc).rpartition(" - at `$")[2].rstrip("`").lstrip(".") if " - at `$" in str(exc) else ""
-            )
-            raise ConfigError(f"invalid {cls.__name__} config{where}: {describe(section)}") from None
-        raise ConfigError(f"invalid {cls.__name__} config{where}: {exc}") from None
+            section = validation_path(exc)
+            raise ConfigError(f"invalid {cls.__name__} config{where}: {cause.describe(section)}") from None
+        choices = _enum_choices(cls, validation_path(exc))
+        hint = f" (one of {choices})" if choices else ""
+        raise ConfigError(f"invalid {cls.__name__} config{where}: {exc}{hint}") from None
+
+
+def _enum_choices(cls: type, path: str) -> tuple[str, ...]:
+    """The accepted values of the enum field at the dotted `path` of `cls`; () when it is not an enum."""
+    info: msgspec.inspect.Type = msgspec.inspect.type_info(cls)
+    for part in path.split(".") if path else ():
+        if not isinstance(info, msgspec.inspect.StructType | msgspec.inspect.DataclassType):
+            return ()
+        field = next((f for f in info.fields if f.encode_name == part), None)
+        if field is None:
+            return ()
+        info = field.type
+        if isinstance(info, msgspec.inspect.UnionType):  # an optional section or field
+            info = next((t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)), info)
+    if isinstance(info, msgspec.inspect.EnumType):
+        return tuple(str(member.value) for member in info.cls)
+    return ()
+
+
+_AT = " - at `$"
+
+
+def validation_path(exc: msgspec.ValidationError) -> str:
+    """Where a msgspec validation error happened, as a dotted path ("safety", "" for the top level).
+
+    msgspec carries the location only in its message text ("... - at `$.safety`"): ValidationError
+    has no path attribute (msgspec issues #264 and #1158 ask for one, open), so this is the one place
+    that reads it, and tests/common/test_common.py pins the format."""
+    text = str(exc)
+    if _AT not in text:
+        return ""
+    return text.rpartition(_AT)[2].rstrip("`").lstrip(".")
 
 
 def _deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

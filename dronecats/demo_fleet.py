@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         log_dir=args.log_dir,
         screenshot=None,
         screenshot_after_s=20.0,
+        map_tiles=None,
+        geo_origin=None,
         quit_after_s=args.duration_s,  # the GUI: give up like the headless run
         quit_after_qualifying_s=3.0,
         traffic_hz=10.0,

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from common.capabilities import Loadable, RandomWeights
+
+if TYPE_CHECKING:
+    from models.backends.base import ModelBackend
+    from onboard.flight_state import FlightState
 
 STAGES = ("preprocess_s", "model_s", "parse_s", "plan_s", "total_s")
 
@@ -27,15 +33,22 @@ def make_demo_pilot(spec: str, delta_m: float, camera: str | None = None) -> Any
     pilot = make_pilot(spec, delta_m=delta_m, camera=camera)
     # Before the simulator's world: torch/transformers load triton, whose LLVM crashes the
     # process when loaded after Mesa's (the simulator's EGL renderer); the other order works.
-    load = getattr(getattr(pilot, "backend", None), "load", None)
-    if callable(load):
-        load()
+    backend = _model_backend(pilot)
+    if isinstance(backend, Loadable):
+        backend.load()
     return pilot
 
 
 def is_random_weights(pilot: Any) -> bool:
-    backend = getattr(pilot, "backend", None)
-    return bool(getattr(backend, "random_init", False))
+    backend = _model_backend(pilot)
+    return isinstance(backend, RandomWeights) and bool(backend.random_init)
+
+
+def _model_backend(pilot: Any) -> ModelBackend | None:
+    """A model pilot's backend; None for the baseline and scripted pilots, which have none."""
+    from models.pilot import ModelPilot
+
+    return pilot.backend if isinstance(pilot, ModelPilot) else None
 
 
 @dataclass
@@ -47,11 +60,12 @@ class DecisionLog:
     backend_errors: int = 0
     stale: int = 0  # valid replies that came too late to fly (the runtime's action deadline)
 
-    def add(self, runtime: Any) -> None:
-        self.stages.append(runtime.last_stages)
-        self.malformed = runtime.counters.malformed
-        self.backend_errors = runtime.counters.backend_errors
-        self.stale = runtime.counters.stale
+    def add(self, flight: FlightState) -> None:
+        counters = flight.counters
+        self.stages.append(flight.last_stages)
+        self.malformed = counters.malformed
+        self.backend_errors = counters.backend_errors
+        self.stale = counters.stale
 
     def summary(self) -> dict[str, Any]:
         n = len(self.stages)

@@ -106,6 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="GUI: the geographic point of the drones' local (0, 0, 0) (with --launch: the simulator's)",
     )
     parser.add_argument("--quit-after-s", type=float, default=None, help="GUI: close after this long")
+    # `dronecats demo-fleet` sets it: its GUI ends like its headless run, after the first qualifying
+    # declaration
+    parser.set_defaults(quit_after_qualifying_s=None)
     parser.add_argument(
         "--traffic-hz",
         type=float,
@@ -218,14 +221,14 @@ def _stop_on_signals() -> Iterator[None]:
 def _run(args: argparse.Namespace) -> int:
     from common.pose import Pose
     from ground_station.fleet.client import DroneAddress, FleetClient
-    from ground_station.fleet.launch import SimFleet, TargetSpec
+    from ground_station.fleet.launch import LaunchTarget, SimFleet
 
     sim: SimFleet | None = None
     try:
         _check_numbers(args)
         marks = _marks(args.mark)
-        geo_origin(getattr(args, "geo_origin", None))  # bad input: said before anything is launched
-        if getattr(args, "map_tiles", None):
+        geo_origin(args.geo_origin)  # bad input: said before anything is launched
+        if args.map_tiles:
             from ground_station.app.map_tiles import TileSource
 
             TileSource(args.map_tiles).close()
@@ -247,7 +250,7 @@ def _run(args: argparse.Namespace) -> int:
                 args.launch,
                 pilot=pilot,
                 scene=args.scene,
-                targets=[TargetSpec("target", "car@red", Pose(args.target_distance_m, 0.0, 0.0, 90.0))],
+                targets=[LaunchTarget("target", "car@red", Pose(args.target_distance_m, 0.0, 0.0, 90.0))],
                 log_dir=log_dir,
                 onboard_settings=["min_decision_period_s=0.5", "t_max_s=600", "stop_on_declaration=false"],
                 secure=not args.insecure,  # fresh keys for this session unless told otherwise
@@ -368,7 +371,7 @@ def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]],
     from ground_station.app.main import run_app
 
     # The demo's GUI ends like its headless run: a few seconds after the first qualifying declaration.
-    quit_after_qualifying_s = getattr(args, "quit_after_qualifying_s", None)
+    quit_after_qualifying_s = args.quit_after_qualifying_s
     code = run_app(
         fleet,
         instruction=args.instruction,
@@ -381,8 +384,8 @@ def _gui(args: argparse.Namespace, fleet: Any, marks: list[tuple[float, float]],
         quit_after_s=args.quit_after_s,
         quit_after_qualifying_s=quit_after_qualifying_s,
         launcher=sim,
-        map_tiles=getattr(args, "map_tiles", None),
-        geo_origin=geo_origin(getattr(args, "geo_origin", None)),
+        map_tiles=args.map_tiles,
+        geo_origin=geo_origin(args.geo_origin),
     )
     if quit_after_qualifying_s is None:
         return code

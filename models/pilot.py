@@ -18,6 +18,7 @@ import msgspec
 
 from common.actions import Action, Think
 from common.camera import CameraProfile
+from common.capabilities import RandomWeights
 from common.errors import BackendError, MalformedReply
 from common.pose import LEVEL_CAMERA, CameraAttitude
 from models.backends.base import CallStats, ModelBackend
@@ -158,7 +159,7 @@ class ModelPilot:
         self.deadlines = deadlines  # None: the backend's own bound on each call
         self.prompt = PilotPrompt(profile, switches)
         self.name = name or f"model:{profile.name}"
-        if getattr(backend, "random_init", False) and "RANDOM WEIGHTS" not in self.name:
+        if isinstance(backend, RandomWeights) and backend.random_init and "RANDOM WEIGHTS" not in self.name:
             self.name += " [RANDOM WEIGHTS: timing only]"  # never mistaken for a trained pilot
 
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from common.capabilities import FrameAgeCamera
 from common.clock import Clock
 from common.errors import VehicleError
 from common.interfaces import Camera
@@ -37,7 +38,9 @@ class FrameCapture:
     reporter: StepReporter
 
     def __post_init__(self) -> None:
-        self.freshness = FrameFreshness(float(getattr(self.camera, "max_frame_age_s", self.max_frame_age_s)))
+        camera = self.camera
+        max_age_s = camera.max_frame_age_s if isinstance(camera, FrameAgeCamera) else self.max_frame_age_s
+        self.freshness = FrameFreshness(float(max_age_s))
         self.stale_frames = 0  # frames refused as stale (never sent to the pilot)
 
     def read(self, capture_clock_s: float) -> Frame:

@@ -16,6 +16,7 @@ import msgspec
 
 from common.actions import Action, Go, Rotate, action_name
 from common.camera import CameraProfile
+from common.enums import StrEnum
 from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, wrap_deg
 from models.pilot import Decision, FailureKind, Observation
 from onboard.controller import (
@@ -65,13 +66,18 @@ class DecisionCounters:
     capture_errors: int = 0
     by_action: dict[str, int] = field(default_factory=dict)
 
-    def count_failure(self, discarded: str) -> bool:
-        """Count a discard that is the pilot's failure ("backend", "malformed", "stale"; "superseded"
-        is none); True when it was one."""
-        name = {"backend": "backend_errors", "malformed": "malformed", "stale": "stale"}.get(discarded)
-        if name is not None:
-            setattr(self, name, getattr(self, name) + 1)
-        return name is not None
+    def count_failure(self, discarded: DiscardReason) -> bool:
+        """Count a discard that is the pilot's failure (backend, malformed, stale; superseded is none);
+        True when it was one."""
+        if discarded == DiscardReason.BACKEND:
+            self.backend_errors += 1
+        elif discarded == DiscardReason.MALFORMED:
+            self.malformed += 1
+        elif discarded == DiscardReason.STALE:
+            self.stale += 1
+        else:
+            return False
+        return True
 
 
 @dataclass
@@ -100,21 +106,38 @@ class RunResult:
     served_jitter_ms: float = 0.0  # spread of the served tick period (0 in lock-step: no wall clock)
 
 
-# What a late `go` flies toward (RuntimeConfig.latency_goal): "in-view" (the default: the point it
-# aimed at, the move cut where that point would leave the image, a far jump off the target's track
-# held; onboard.latency_compensation), "point" (that point alone, the previous default) or "step".
-LATENCY_GOALS = ("point", "in-view", "step")
-DEFAULT_LATENCY_GOAL = "in-view"  # bench_jitter, issue 25: never meaningfully worse than naive
+class LatencyGoal(StrEnum):
+    """What a late `go` flies toward (RuntimeConfig.latency_goal; the config's strings are the values)."""
+
+    POINT = "point"  # the point it aimed at alone (the default before issue 25)
+    # the default: that point, the move cut where it would leave the image, a far jump off the
+    # target's track held (onboard.latency_compensation)
+    IN_VIEW = "in-view"
+    STEP = "step"  # the end of the capped step planned at capture (kept for comparison)
 
 
-def discard_reason(decision: Decision, superseded: bool, late: bool) -> str | None:
-    """Why a reply is not executed, or None: "backend" / "malformed" (no action, by the pilot's
-    FailureKind), "superseded" (asked before an operator's GoTo), "stale" (older than its deadline)."""
+LATENCY_GOALS = LatencyGoal.values()
+DEFAULT_LATENCY_GOAL = LatencyGoal.IN_VIEW  # bench_jitter, issue 25: never meaningfully worse than naive
+
+
+class DiscardReason(StrEnum):
+    """Why a reply is not executed: steps.jsonl's `discarded` and the `discarded` event's `why`."""
+
+    BACKEND = "backend"  # no action: the backend failed (the pilot's FailureKind.BACKEND)
+    MALFORMED = "malformed"  # no action: the reply (or the pilot) gave nothing usable
+    SUPERSEDED = "superseded"  # asked before an operator's GoTo took over
+    STALE = "stale"  # older than its deadline
+
+
+def discard_reason(decision: Decision, superseded: bool, late: bool) -> DiscardReason | None:
+    """Why a reply is not executed, or None: backend / malformed (no action, by the pilot's
+    FailureKind), superseded (asked before an operator's GoTo), stale (older than its deadline)."""
     if decision.action is None:
-        return "backend" if decision.failure_kind is FailureKind.BACKEND else "malformed"
+        backend_failed = decision.failure_kind is FailureKind.BACKEND
+        return DiscardReason.BACKEND if backend_failed else DiscardReason.MALFORMED
     if superseded:
-        return "superseded"
-    return "stale" if late else None
+        return DiscardReason.SUPERSEDED
+    return DiscardReason.STALE if late else None
 
 
 def replan_from_current(
@@ -123,7 +146,7 @@ def replan_from_current(
     capture_pose: Pose,
     current_pose: Pose,
     profile: FlightProfile,
-    goal: str = "point",
+    goal: LatencyGoal = LatencyGoal.POINT,
     camera: CameraProfile | None = None,
     canonical_focal_px: float | None = None,
     capture_attitude: CameraAttitude = LEVEL_CAMERA,
@@ -139,7 +162,7 @@ def replan_from_current(
     """
     if plan.hold:
         return plan  # a brake or a hold stays one: never fly back to where the frame was taken
-    if isinstance(action, Go) and goal == "point":
+    if isinstance(action, Go) and goal == LatencyGoal.POINT:
         if camera is None:
             raise ValueError("latency goal 'point' needs the camera profile to back-project the point")
         point = go_world_point(action, capture_pose, camera, canonical_focal_px, capture_attitude)
@@ -167,7 +190,7 @@ def make_plan(
     profile: FlightProfile,
     canonical_focal_px: float | None,
     compensate: bool,
-    latency_goal: str = DEFAULT_LATENCY_GOAL,
+    latency_goal: LatencyGoal = DEFAULT_LATENCY_GOAL,
     floor_z_m: float | None = None,
     *,
     frame_attitude: CameraAttitude = LEVEL_CAMERA,
@@ -185,11 +208,11 @@ def make_plan(
         in_view.other_action(isinstance(action, Rotate))
     if not (compensate and current_pose is not None):
         return plan
-    goal = "point" if latency_goal == "in-view" else latency_goal
+    goal = LatencyGoal.POINT if latency_goal == LatencyGoal.IN_VIEW else latency_goal
     plan = replan_from_current(
         action, plan, frame_pose, current_pose, profile, goal, camera, canonical_focal_px, frame_attitude
     )
-    if latency_goal == "in-view" and isinstance(action, Go):
+    if latency_goal == LatencyGoal.IN_VIEW and isinstance(action, Go):
         point = go_world_point(action, frame_pose, camera, canonical_focal_px, frame_attitude)
         seen = now_s if seen_s is None else seen_s
         row = action.point[1] / 1000.0  # where the model saw it in its frame

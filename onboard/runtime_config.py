@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from onboard.config_limits import check_limits
-from onboard.decision import DEFAULT_LATENCY_GOAL, LATENCY_GOALS
+from onboard.decision import DEFAULT_LATENCY_GOAL, LATENCY_GOALS, LatencyGoal
 from onboard.recorder import RecorderConfig
 from onboard.safety_config import SafetyConfig
 
@@ -49,7 +49,7 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
     # that point would leave the image, and a point far beyond the target's track held rather than
     # flown; onboard.latency_compensation), "point" (that point alone; the default before issue 25)
     # or "step" (the end of the capped step planned at capture; kept for comparison).
-    latency_goal: str = DEFAULT_LATENCY_GOAL
+    latency_goal: LatencyGoal = DEFAULT_LATENCY_GOAL
     flight_profile: str = "outdoor"
     camera: str | None = None  # camera profile for back-projection; default: the flight profile's
     canonical_focal_px: float | None = None  # from the model profile's depth convention
@@ -92,6 +92,7 @@ class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
             raise ValueError(f"on_declaration={self.on_declaration!r} must be one of {DECLARATION_POLICIES}")
         if self.latency_goal not in LATENCY_GOALS:
             raise ValueError(f"latency_goal={self.latency_goal!r} must be one of {LATENCY_GOALS}")
+        self.latency_goal = LatencyGoal(self.latency_goal)  # built in code from the config's string
         if not -20 <= self.nice <= 19:
             raise ValueError(f"nice={self.nice} must be in -20..19")
         if not 0 <= self.actuation_rt_priority <= 99:

@@ -172,7 +172,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _silence_s(text: str) -> float | None:
     from common.checks import finite_float
     from common.errors import ConfigError
-    from sim_bridge.rpc.silence import check_silence_s
+    from common.silence import check_silence_s
 
     try:
         return check_silence_s(finite_float(text))
@@ -193,17 +193,13 @@ def _battery_config(args: argparse.Namespace) -> Any:
     from sim_bridge.sim.battery import BatteryConfig
 
     given = {
-        "capacity_wh": getattr(args, "battery_capacity_wh", None),
-        "hover_power_w": getattr(args, "battery_hover_w", None),
-        "start_fraction": None
-        if getattr(args, "battery_start_pct", None) is None
-        else args.battery_start_pct / 100.0,
+        "capacity_wh": args.battery_capacity_wh,
+        "hover_power_w": args.battery_hover_w,
+        "start_fraction": None if args.battery_start_pct is None else args.battery_start_pct / 100.0,
     }
     # Only a pack someone can read lands drones when empty: a Tello or MAVLink emulator reports it, or
     # the user asked for a battery; AirSim's RPC alone has no battery field.
-    readable = any(v is not None for v in given.values()) or bool(
-        getattr(args, "tello", False) or getattr(args, "mavlink", False)
-    )
+    readable = any(v is not None for v in given.values()) or bool(args.tello or args.mavlink)
     if not readable:
         log.info("battery: modelled, not enforced (no --tello/--mavlink/--battery-*: AirSim has no battery)")
     return BatteryConfig(**{k: v for k, v in given.items() if v is not None}, enforced=readable)
@@ -261,8 +257,8 @@ def _world_and_api(
             api: AirSimApi = StrictAirSimApi(world)
         else:
             api = AirSimApi(world)
-        api.sensors.set_noise(getattr(args, "sensor_noise", "airsim") != "off")
-        api.silence.default_s = getattr(args, "land_on_silence_s", None)
+        api.sensors.set_noise(args.sensor_noise != "off")
+        api.silence.default_s = args.land_on_silence_s
         api.silence.apply_default()
         if args.settings:  # the vehicles' sensors and cameras (the world took their poses)
             from sim_bridge.settings import read_settings
@@ -272,7 +268,7 @@ def _world_and_api(
             api.apply_settings(sections, read_external_cameras(args.settings))
             settings = read_settings(args.settings)
             x, y, z = settings.wind_ned_m_s
-            api.simSetWind({"x_val": x, "y_val": y, "z_val": z})  # AirSim's Wind setting
+            api.weather.simSetWind({"x_val": x, "y_val": y, "z_val": z})  # AirSim's Wind setting
             if settings.sim_mode == "Car":
                 return world, _car_server(args, world, api)
     except BaseException:
@@ -286,7 +282,7 @@ def _car_server(args: argparse.Namespace, world: Any, api: Any) -> dict[str, Any
     from common.errors import ConfigError
     from sim_bridge.rpc.car_api import car_table, make_cars
 
-    if getattr(args, "tello", False) or getattr(args, "mavlink", False):
+    if args.tello or args.mavlink:
         raise ConfigError("SimMode Car: --tello and --mavlink fly multirotors; a car has neither")
     make_cars(world)
     return car_table(world, api.table())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from common.capabilities import TakesMapImage, TakesMarkedTargets
 from ground_station.app.bridge import FleetBridge
 from ground_station.app.panels import FLEET
 from ground_station.app.views import Views
@@ -52,7 +53,7 @@ class OperatorCommands:
         except Exception as exc:
             self.views.instruction.status.setText(f"cannot start {structure}: {exc}")
             return
-        if hasattr(new, "map_image_source") and model:
+        if isinstance(new, TakesMapImage) and model:
             new.map_image_source = self.map_image
         old, self.structure = self.structure, new
         self.views.orders.add(f"{structure} · fleet: “{text}”")
@@ -68,7 +69,7 @@ class OperatorCommands:
 
     def marks_changed(self, marks: list[tuple[float, float]]) -> None:
         structure = self.structure
-        if structure is not None and hasattr(structure, "marked_targets"):
+        if isinstance(structure, TakesMarkedTargets):
             structure.marked_targets = list(marks)
 
     # ---- judgement ---------------------------------------------------------------------------------

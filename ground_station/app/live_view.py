@@ -12,6 +12,7 @@ from typing import Any
 from PyQt6.QtCore import QObject, QTimer
 from PyQt6.QtWidgets import QLabel
 
+from common.capabilities import TakesMapImage
 from ground_station.app.metrics import LoopMonitor, Metrics, percentile
 from ground_station.app.supervision import DroneSupervisor
 from ground_station.app.views import Views
@@ -85,7 +86,8 @@ class LiveView(QObject):
             self.views.plots.update()
         view.update()
         structure = self.structure()
-        if getattr(structure, "map_image_source", None) is not None:  # a model commander reads it
+        # a model commander reads the map: rendered here, on the GUI thread, for its worker
+        if isinstance(structure, TakesMapImage) and structure.map_image_source is not None:
             with self._map_lock:
                 self._map_image = view.render_bgr()
         self.figures.show(structure)

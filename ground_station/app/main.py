@@ -42,11 +42,13 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from common.messages import EStop
 from ground_station.app.alerts import AlertBanner, AlertModel, AlertPanel
 from ground_station.app.bridge import FleetBridge
 from ground_station.app.commands import OperatorCommands
 from ground_station.app.events import FleetEventView
 from ground_station.app.goto import GotoControl
+from ground_station.app.launcher import DroneLauncher
 from ground_station.app.live_view import LiveView, StatusFigures
 from ground_station.app.map_view import DRONE_COLOURS, MapView
 from ground_station.app.metrics import LoopMonitor, Metrics
@@ -74,7 +76,7 @@ class MainWindow(QMainWindow):
         self,
         fleet: FleetClient,
         marks: list[tuple[float, float]] | None = None,
-        launcher: Any = None,
+        launcher: DroneLauncher | None = None,
         beep: bool = True,
     ) -> None:
         """`launcher`: the SimFleet that started the drones (exit_info, relaunch), or None."""
@@ -106,11 +108,11 @@ class MainWindow(QMainWindow):
         self.map.colours = dict(self.colours)
         for tile in self.tiles.values():
             tile.geo = self.map.to_geo
-            if launcher is not None and getattr(launcher, "log_dir", None) is not None:
+            if launcher is not None:
                 tile.record_dir = Path(launcher.log_dir) / "recordings"
         if launcher is not None:  # it knows the world: its targets, fence and geographic origin
-            self.map.targets = [(t.name, t.pose.x_m, t.pose.y_m) for t in getattr(launcher, "targets", [])]
-            self.map.geo_origin = getattr(launcher, "geo_origin", None)
+            self.map.targets = [(t.name, t.pose.x_m, t.pose.y_m) for t in launcher.targets]
+            self.map.geo_origin = launcher.geo_origin
             with contextlib.suppress(Exception):
                 self.map.fence_radius_m = launcher.geofence_radius_m()
         self.map.marks = list(marks or [])
@@ -156,7 +158,7 @@ class MainWindow(QMainWindow):
         for kind, _, keys in SafetyBar.ACTIONS:
             self._shortcut(keys, lambda k=kind: self.on_safety(k, None))
         for index, drone_id in enumerate(fleet.drone_ids[:9]):
-            self._shortcut(f"Ctrl+{index + 1}", lambda d=drone_id: self.on_safety("estop", d))
+            self._shortcut(f"Ctrl+{index + 1}", lambda d=drone_id: self.on_safety(EStop.TYPE, d))
         self._shortcut("Ctrl+S", lambda: self.export_session(None))
         self._shortcut("Ctrl+K", self.alerts.acknowledge_all)
 
@@ -315,7 +317,7 @@ def run_app(
     quit_after_s: float | None = None,
     quit_after_qualifying_s: float | None = None,
     delta_m: float = 5.0,
-    launcher: Any = None,
+    launcher: DroneLauncher | None = None,
     map_tiles: str | None = None,
     geo_origin: tuple[float, float, float] | None = None,
 ) -> int:

@@ -25,6 +25,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from common.messages import EStop, Hold, Land, ReturnHome
 from ground_station.app.widgets import boxed_table, safety_buttons
 from ground_station.fleet.declarations import DeclarationRow, DeclarationRows
 from ground_station.fleet.state import AckRecord, DeclarationRecord, OrderRecord
@@ -268,10 +269,10 @@ class SafetyBar(QFrame):
     """Fleet-wide safety commands, always visible, with shortcuts; shows every drone's ack."""
 
     ACTIONS = (
-        ("estop", "E-STOP ALL  (Esc)", "Esc"),
-        ("hold", "Hold all  (Ctrl+H)", "Ctrl+H"),
-        ("land", "Land all  (Ctrl+L)", "Ctrl+L"),
-        ("return_home", "Return home  (Ctrl+R)", "Ctrl+R"),
+        (EStop.TYPE, "E-STOP ALL  (Esc)", "Esc"),
+        (Hold.TYPE, "Hold all  (Ctrl+H)", "Ctrl+H"),
+        (Land.TYPE, "Land all  (Ctrl+L)", "Ctrl+L"),
+        (ReturnHome.TYPE, "Return home  (Ctrl+R)", "Ctrl+R"),
     )
 
     def __init__(self, on_safety: Callable[[str, str | None], None]) -> None:

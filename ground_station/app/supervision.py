@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
+from ground_station.app.launcher import DroneLauncher
 from ground_station.app.views import Views
 from ground_station.fleet.client import FleetClient
-from ground_station.fleet.lifecycle import LifeState, life_state
+from ground_station.fleet.lifecycle import ExitInfo, LifeState, life_state
 from ground_station.fleet.state import DroneState
 
 log = logging.getLogger(__name__)
@@ -20,16 +20,16 @@ class DroneSupervisor:
     """Owns each drone's LifeState (`life`), and what it has already alerted about, so that an
     alert is raised once per change, not once per refresh."""
 
-    def __init__(self, fleet: FleetClient, views: Views, launcher: Any = None) -> None:
+    def __init__(self, fleet: FleetClient, views: Views, launcher: DroneLauncher | None = None) -> None:
         """`launcher`: the SimFleet that started the drones (exit_info, relaunch), or None."""
         self.fleet = fleet
         self.views = views
         self.launcher = launcher
         self.life: dict[str, LifeState] = {}
         self._safety_seen: dict[str, str] = {}
-        self._problem_shown: dict[str, Any] = {}  # drone -> the exit whose log lines its tile shows
+        self._problem_shown: dict[str, ExitInfo] = {}  # drone -> the exit whose log lines its tile shows
 
-    def _exit_info(self, drone: str) -> Any:
+    def _exit_info(self, drone: str) -> ExitInfo | None:
         if self.launcher is None:
             return None
         try:

@@ -14,8 +14,8 @@ from PyQt6.QtCore import QPointF, QRectF, Qt
 from PyQt6.QtGui import QColor, QFont, QImage, QPainter, QPen
 from PyQt6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from common.actions import Go, action_name
-from common.messages import JetsonHealth
+from common.actions import Go, Rotate, action_name
+from common.messages import EStop, Hold, JetsonHealth, Land, ReturnHome
 from ground_station.app.metrics import Metrics
 from ground_station.app.recording import ViewRecorder
 from ground_station.app.widgets import safety_buttons
@@ -30,8 +30,7 @@ def short_action(step: StepRecord) -> str:
     if isinstance(action, Go):
         return f"GO ({action.point[0]},{action.point[1]}) {action.depth_m:g} m"
     name = action_name(action).upper()
-    angle = getattr(action, "angle_deg", None)
-    return f"{name} {angle:+.0f}°" if angle is not None else name
+    return f"{name} {action.angle_deg:+.0f}°" if isinstance(action, Rotate) else name
 
 
 def jetson_text(health: JetsonHealth) -> str:
@@ -191,7 +190,7 @@ class DroneTile(QFrame):
         row = QHBoxLayout()
         self.buttons = safety_buttons(
             row,
-            (("estop", "E-STOP"), ("hold", "Hold"), ("land", "Land"), ("return_home", "Home")),
+            ((EStop.TYPE, "E-STOP"), (Hold.TYPE, "Hold"), (Land.TYPE, "Land"), (ReturnHome.TYPE, "Home")),
             lambda kind: f"{kind}-{drone_id}",
             "background:#c62828;color:white;font-weight:bold",
             lambda kind: on_safety(kind, drone_id),
@@ -312,7 +311,7 @@ class DroneTile(QFrame):
         )
         self.relaunch.setVisible(relaunchable)
         for kind, button in self.buttons.items():
-            button.setEnabled(not life.gone or kind == "estop")
+            button.setEnabled(not life.gone or kind == EStop.TYPE)
         self.view.update()
 
     def show_problem(self, lines: list[str]) -> None:

@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 
 from PyQt6.QtWidgets import QBoxLayout, QPushButton, QTableWidget, QVBoxLayout, QWidget
 
+from common.messages import EStop
+
 
 def boxed_table(box: QWidget, object_name: str, columns: list[str]) -> QTableWidget:
     """A table filling `box` (4 px margins), headed by `columns`, without row numbers."""
@@ -34,7 +36,7 @@ def safety_buttons(
         button.setObjectName(object_name(kind))
         if min_height_px is not None:
             button.setMinimumHeight(min_height_px)
-        if kind == "estop":
+        if kind == EStop.TYPE:
             button.setStyleSheet(estop_style)
         button.clicked.connect(lambda _=False, k=kind: on_click(k))
         layout.addWidget(button)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 import httpcore
 import httpx
 
+from common.capabilities import Closeable
+
 READ_CHUNK_BYTES = 64 * 1024
 
 
@@ -203,9 +205,8 @@ class _ResponseStream(httpx.SyncByteStream):
             yield from self._inner
 
     def close(self) -> None:
-        close = getattr(self._inner, "close", None)
-        if close is not None:
-            close()
+        if isinstance(self._inner, Closeable):  # httpcore's stream releases its connection
+            self._inner.close()
 
 
 @contextlib.contextmanager

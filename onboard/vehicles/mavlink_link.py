@@ -25,12 +25,23 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import LinkError, VehicleError
 from common.pose import Pose
 from common.spawn import ORIGIN
+from onboard.vehicles.fault_kinds import FaultKind
 from onboard.vehicles.faults import FaultReporter
+
+if TYPE_CHECKING:
+    # the classes of mavutil's dialect module (`mavutil.mavlink`: all messages, v1 or v2 framing)
+    from pymavlink.dialects.v20.all import (
+        MAVLink,
+        MAVLink_command_ack_message,
+        MAVLink_heartbeat_message,
+        MAVLink_param_value_message,
+        MAVLink_statustext_message,
+    )
 
 # the adapter's one logger name: its log lines read as before the split
 log = logging.getLogger("onboard.vehicles.px4")
@@ -100,7 +111,7 @@ class MavlinkLink:
         self._ground_link_up = False
         self._gcs_mav: Any = None
 
-    def open(self) -> Any:
+    def open(self) -> MAVLink_heartbeat_message:
         """Connect and wait for the autopilot's first HEARTBEAT (returned)."""
         from pymavlink import mavutil
 
@@ -127,7 +138,7 @@ class MavlinkLink:
         """GCS heartbeats on the ground station's behalf: their own system id, the same link."""
         self._gcs_mav = self.mavlink.MAVLink(self.conn, srcSystem=GCS_SYSID, srcComponent=GCS_COMPID)
 
-    def send(self, write: Callable[[Any], None]) -> None:
+    def send(self, write: Callable[[MAVLink], None]) -> None:
         """One message through pymavlink's MAVLink object (`write(conn.mav)`), one sender at a time."""
         with self._send_lock:
             write(self.conn.mav)
@@ -160,7 +171,7 @@ class MavlinkLink:
             said = f"; autopilot: {text!r}" if text is not None else ""
             why = f"command {command} params {p[:3]} -> {_RESULTS.get(result, result)}{said}"
             if not quiet:
-                self.faults.emit("refused", why)
+                self.faults.emit(FaultKind.REFUSED, why)
             raise VehicleError(f"{self.name}: {why}")
 
     def request_streams(self) -> None:
@@ -171,21 +182,21 @@ class MavlinkLink:
                 log.warning("%s: %s (continuing with the autopilot's own rate)", self.name, exc)
 
     # ---- what the receiver hands over
-    def on_ack(self, msg: Any) -> None:
+    def on_ack(self, msg: MAVLink_command_ack_message) -> None:
         q = self._acks.get(msg.command)
         if q is not None:
             q.put(msg.result)
 
-    def on_statustext(self, msg: Any) -> None:
+    def on_statustext(self, msg: MAVLink_statustext_message) -> None:
         text = msg.text if isinstance(msg.text, str) else msg.text.decode(errors="replace")
         self.statustexts.append((time.monotonic(), msg.severity, text))
         log.log(logging.WARNING if msg.severity <= 4 else logging.INFO, "%s autopilot: %s", self.name, text)
 
-    def on_any_heartbeat(self, hb: Any) -> None:
+    def on_any_heartbeat(self, hb: MAVLink_heartbeat_message) -> None:
         if hb.type == MAV_TYPE_GCS and hb.get_srcSystem() != GCS_SYSID:
             self._gcs_heard_s = time.monotonic()  # another ground station, forwarded onto this link
 
-    def on_param(self, msg: Any) -> None:
+    def on_param(self, msg: MAVLink_param_value_message) -> None:
         name = msg.param_id if isinstance(msg.param_id, str) else msg.param_id.decode(errors="replace")
         value = float(msg.param_value)
         if msg.param_type != 9 and self.px4:  # PX4 sends integers bytewise in the float field

@@ -16,10 +16,14 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from onboard.vehicles.camera_mount import AttitudeHistory
+from onboard.vehicles.fault_kinds import FaultAction, FaultKind
 from onboard.vehicles.mavlink_link import MAV_AUTOPILOT_INVALID, MavlinkLink
+
+if TYPE_CHECKING:
+    from pymavlink.dialects.v20.all import MAVLink_heartbeat_message, MAVLink_message
 
 # the adapter's one logger name: its log lines read as before the split
 log = logging.getLogger("onboard.vehicles.px4")
@@ -82,7 +86,7 @@ class MavlinkTelemetry:
             return self.landed_state == MAV_LANDED_STATE_ON_GROUND
         return not self.armed
 
-    def on_heartbeat(self, hb: Any) -> None:
+    def on_heartbeat(self, hb: MAVLink_heartbeat_message) -> None:
         self.link.on_any_heartbeat(hb)
         if hb.autopilot == MAV_AUTOPILOT_INVALID:  # a GCS or a component, not the autopilot
             return
@@ -112,7 +116,7 @@ class MavlinkTelemetry:
             if msg is not None:
                 self._on_message(msg)
 
-    def _on_message(self, msg: Any) -> None:
+    def _on_message(self, msg: MAVLink_message) -> None:
         kind = msg.get_type()
         if kind == "HEARTBEAT":
             self.on_heartbeat(msg)
@@ -149,7 +153,7 @@ class MavlinkTelemetry:
             age = time.monotonic() - self._last_heartbeat_s
             if self.link_ok and age > self.link_timeout_s:
                 self.link_ok = False
-                self.faults.emit("link_lost", f"no HEARTBEAT for {age:.1f} s", "land")
+                self.faults.emit(FaultKind.LINK_LOST, f"no HEARTBEAT for {age:.1f} s", FaultAction.LAND)
             elif not self.link_ok and age < self.link_timeout_s:
                 self.link_ok = True
-                self.faults.emit("link_ok", "heartbeats are back")
+                self.faults.emit(FaultKind.LINK_OK, "heartbeats are back")

@@ -66,6 +66,7 @@ from common.interfaces import Telemetry, Vehicle
 from common.pose import Pose, wrap_deg
 from common.spawn import parse_spawn
 from onboard.vehicles.camera_mount import parse_gimbal
+from onboard.vehicles.fault_kinds import FaultAction, FaultKind
 from onboard.vehicles.faults import FaultReporter
 from onboard.vehicles.mavlink_checks import (
     APM_READ,
@@ -281,11 +282,13 @@ class MavlinkVehicle(Vehicle):
         # was silent past the loss timeout (the autopilot had to act); never STATUSTEXT wording
         loss_s = self.link.params.get("COM_OF_LOSS_T" if self.px4 else "GUID_TIMEOUT", 1.0)
         critical = self.state.system_status in (MAV_STATE_CRITICAL, MAV_STATE_EMERGENCY)
-        kind = "failsafe" if critical or (gap is not None and gap > loss_s) else "control_lost"
+        kind = (
+            FaultKind.FAILSAFE if critical or (gap is not None and gap > loss_s) else FaultKind.CONTROL_LOST
+        )
         said = f"; autopilot: {text!r}" if text is not None else ""
         self.control_lost = f"{why}{said}"
         # stop commanding: whoever took the vehicle has it; the runtime ends the run
-        self.faults.emit(kind, self.control_lost, "land")
+        self.faults.emit(kind, self.control_lost, FaultAction.LAND)
 
     def preflight(self) -> None:
         """Read the parameters the runtime relies on and refuse (VehicleError + "refused" fault) with
@@ -312,7 +315,7 @@ class MavlinkVehicle(Vehicle):
             )
         if problems:
             why = "not arming: " + "; ".join(problems)
-            self.faults.emit("refused", why)
+            self.faults.emit(FaultKind.REFUSED, why)
             raise VehicleError(f"{self.name}: {why}")
         if self.px4 and values.get("NAV_DLL_ACT", 0) and not self.link.gcs_heard():
             time.sleep(1.1)  # our GCS heartbeat (1 Hz) must have reached PX4 before it arms

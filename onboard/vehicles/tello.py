@@ -49,6 +49,7 @@ from common.pose import Pose, wrap_deg
 from common.spawn import ORIGIN, parse_spawn
 from onboard.vehicles.camera_mount import AttitudeHistory, parse_gimbal
 from onboard.vehicles.deadreckon import DeadReckoner
+from onboard.vehicles.fault_kinds import FaultAction, FaultKind
 from onboard.vehicles.faults import FaultReporter
 from onboard.vehicles.video import FreshFrameCamera, H264UdpReceiver
 
@@ -139,7 +140,7 @@ class TelloVehicle(Vehicle):
         self.landing = False
         self._send_lock = threading.Lock()  # djitellopy is not thread-safe for commands with replies
         self._last_sent_s = time.monotonic()
-        self._last_state: Any = None
+        self._last_state: dict[str, Any] | None = None  # djitellopy's state, compared by identity
         self._last_state_s = time.monotonic()
         self._link_ok = True
         self._video_ok = True
@@ -161,7 +162,7 @@ class TelloVehicle(Vehicle):
             reply = self.tello.send_command_with_return(text, timeout=timeout_s)
             self._last_sent_s = time.monotonic()
         if "ok" not in reply.lower():
-            self.faults.emit("refused", f"{text!r} -> {reply!r}")
+            self.faults.emit(FaultKind.REFUSED, f"{text!r} -> {reply!r}")
             raise VehicleError(f"{self.name}: Tello refused {text!r}: {reply!r}")
 
     def _send_rc(self, a: int, b: int, c: int, d: int) -> None:
@@ -352,10 +353,12 @@ class TelloVehicle(Vehicle):
                     log.debug("telemetry in the watchdog failed", exc_info=True)
             if self._link_ok and state_age > self.target.link_timeout_s:
                 self._link_ok = False
-                self.faults.emit("link_lost", f"no state datagram for {state_age:.1f} s", "land")
+                self.faults.emit(
+                    FaultKind.LINK_LOST, f"no state datagram for {state_age:.1f} s", FaultAction.LAND
+                )
             elif not self._link_ok and state_age < self.target.link_timeout_s:
                 self._link_ok = True
-                self.faults.emit("link_ok", "state datagrams are back", "info")
+                self.faults.emit(FaultKind.LINK_OK, "state datagrams are back")
             if self.flying and not self.landing and now - self._last_sent_s > self.target.keepalive_s:
                 self._send_rc(0, 0, 0, 0)
                 self.keepalives += 1
@@ -365,11 +368,15 @@ class TelloVehicle(Vehicle):
                 if self._video_ok and stale and (age is not None or now - self._last_state_s < 1):
                     self._video_ok = False
                     self.faults.emit(
-                        "video_stale", f"newest frame {age if age is None else round(age, 2)} s old", "hold"
+                        FaultKind.VIDEO_STALE,
+                        f"newest frame {age if age is None else round(age, 2)} s old",
+                        FaultAction.HOLD,
                     )
                 elif not self._video_ok and not stale:
                     self._video_ok = True
-                    self.faults.emit("video_ok", f"frames are back ({age:.2f} s old)", "clear")
+                    self.faults.emit(
+                        FaultKind.VIDEO_OK, f"frames are back ({age:.2f} s old)", FaultAction.CLEAR
+                    )
 
     # ---- go mode (paper parity)
     def _accumulate_go(self, fwd: float, right: float, up: float, yaw_rate: float) -> None:

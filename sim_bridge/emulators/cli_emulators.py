@@ -125,16 +125,16 @@ def start_emulators(world: World, args: argparse.Namespace) -> list[Any]:
     for k, name in enumerate(names, start=1):
         p = world.vehicle_pose(name)
         spawn = f"spawn={p.x_m:g},{p.y_m:g},{p.z_m:g},{p.yaw_deg:g}"
-        if getattr(args, "tello", False):
+        if args.tello:
             from sim_bridge.emulators.tello_emulator import TelloEmulator, TelloEmulatorConfig
 
-            tello_base = getattr(args, "tello_port", 9001)
+            tello_base = args.tello_port
             cfg = TelloEmulatorConfig(
                 ip=f"127.0.0.{k + 1}",
                 command_port=tello_base + k - 1 if tello_base else 0,
                 client_video_port=11110 + k,
-                sdk=getattr(args, "tello_sdk", "2.0"),
-                auto_land_s=getattr(args, "tello_auto_land_s", TELLO_AUTO_LAND_S),
+                sdk=args.tello_sdk,
+                auto_land_s=args.tello_auto_land_s,
             )
             emu = TelloEmulator(world, name, cfg).start()
             started.append(emu)
@@ -144,16 +144,16 @@ def start_emulators(world: World, args: argparse.Namespace) -> list[Any]:
                 sep="\n  ",
                 flush=True,
             )
-        if getattr(args, "mavlink", False):
+        if args.mavlink:
             from sim_bridge.emulators.mavlink_emulator import MavlinkEmulator, MavlinkEmulatorConfig
 
-            base = getattr(args, "mavlink_port", 14540)
+            base = args.mavlink_port
             port, video = (base + k - 1, 5599 + k) if base else (_free_udp_port(), _free_udp_port())
             mcfg = MavlinkEmulatorConfig(
                 dialect=args.dialect,
                 companion=("127.0.0.1", port),
                 video_dest=("127.0.0.1", video),
-                params=dict(getattr(args, "mavlink_param", [])),
+                params=dict(args.mavlink_param),
             )
             try:
                 emulator = MavlinkEmulator(world, name, mcfg)
