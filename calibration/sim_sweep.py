@@ -19,11 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.airsim_source import AirSimTarget, connect_client, grab_scene
+from calibration.airsim_source import AirSimCameraAddress, connect_client, grab_scene
 from calibration.detect import find_corners, to_gray
 from calibration.errors import CalibrationError
 from calibration.pattern import BoardPattern
 from common.camera import focal_px
+from common.frames import yaw_rotation_ned
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +69,12 @@ def board_asset(pattern: BoardPattern, image: str | None = None) -> str:
     return f"checkerboard:{pattern.cols + 1}x{pattern.rows + 1}:{pattern.square_mm:g}{tail}"
 
 
-def _yaw_rot(yaw_deg: float) -> np.ndarray:
-    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
 def _board_width_m(pattern: BoardPattern) -> float:
     return (pattern.cols + 1) * pattern.square_mm / 1000.0
 
 
 def _body_pose(camera_ned: np.ndarray, yaw_deg: float, offset_frd_m: tuple[float, float, float]) -> NedPose:
-    body = camera_ned - _yaw_rot(yaw_deg) @ np.asarray(offset_frd_m, float)
+    body = camera_ned - yaw_rotation_ned(yaw_deg) @ np.asarray(offset_frd_m, float)
     return NedPose(float(body[0]), float(body[1]), float(body[2]), yaw_deg)
 
 
@@ -92,7 +88,7 @@ def place_board(
 ) -> NedPose:
     """Where the board goes: ahead of the camera at `start`, at its height, facing it."""
     distance_m = focal_px(width_px, plan_hfov_deg) * _board_width_m(pattern) / (board_fraction * width_px)
-    start_rot = _yaw_rot(start.yaw_deg)
+    start_rot = yaw_rotation_ned(start.yaw_deg)
     start_cam = np.array([start.x_m, start.y_m, start.z_m]) + start_rot @ np.asarray(camera_offset_frd_m)
     board = start_cam + start_rot @ np.array([1.0, 0.0, 0.0]) * (distance_m + 1.0)
     return NedPose(float(board[0]), float(board[1]), float(board[2]), (start.yaw_deg + 180.0) % 360.0)
@@ -105,7 +101,7 @@ def probe_view(
 ) -> NedPose:
     """The vehicle pose that looks squarely at the board's centre from `distance_m`."""
     centre = np.array([board.x_m, board.y_m, board.z_m])
-    normal = _yaw_rot(board.yaw_deg) @ np.array([1.0, 0.0, 0.0])  # the printed face's direction
+    normal = yaw_rotation_ned(board.yaw_deg) @ np.array([1.0, 0.0, 0.0])  # the printed face's direction
     return _body_pose(centre + normal * distance_m, (board.yaw_deg + 180.0) % 360.0, camera_offset_frd_m)
 
 
@@ -142,7 +138,7 @@ def plan_sweep(
     cx, cy = width_px / 2.0, height_px / 2.0
     base_distance_m = f_px * _board_width_m(pattern) / (board_fraction * width_px)
     centre = np.array([board.x_m, board.y_m, board.z_m])
-    board_rot = _yaw_rot(board.yaw_deg)
+    board_rot = yaw_rotation_ned(board.yaw_deg)
     normal, across = board_rot @ np.array([1.0, 0.0, 0.0]), board_rot @ np.array([0.0, 1.0, 0.0])
 
     angles_deg = (-50.0, -35.0, -15.0, 0.0, 15.0, 35.0, 50.0)
@@ -173,7 +169,7 @@ def plan_sweep(
         depth = distance_m * math.cos(off_axis)
         # NED z grows downward, as image v does: a board below the camera appears low in the frame.
         cam[2] = centre[2] - (v - cy) * depth / f_px
-        rot = _yaw_rot(yaw)
+        rot = yaw_rotation_ned(yaw)
         inside = True
         for point in outline:
             fwd, right, down = rot.T @ (point - cam)
@@ -225,7 +221,7 @@ class SimSweepSource:
 
     def __init__(
         self,
-        target: AirSimTarget,
+        target: AirSimCameraAddress,
         pattern: BoardPattern,
         board_fraction: float = 0.45,
         plan_hfov_deg: float = 80.0,

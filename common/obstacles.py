@@ -15,6 +15,8 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
+from common.frames import forward_right_to_north_east, north_east_to_forward_right
+
 # Nothing the simulator places is wider or faster than this: a larger value is a broken source.
 MAX_OBSTACLE_HALF_M = 100.0
 MAX_OBSTACLE_SPEED_M_S = 50.0
@@ -38,9 +40,8 @@ class Obstacle(msgspec.Struct, frozen=True):
     def offset_m(self, north_m: float, east_m: float) -> tuple[float, float, float]:
         """How far a point is outside the footprint (0 inside), and the unit vector (north, east) from
         the footprint toward it (inside: from the centre, along the nearer side's normal)."""
-        c, s = math.cos(math.radians(self.yaw_deg)), math.sin(math.radians(self.yaw_deg))
         dn, de = north_m - self.north_m, east_m - self.east_m
-        along, across = c * dn + s * de, -s * dn + c * de  # in the footprint's own axes
+        along, across = north_east_to_forward_right(dn, de, self.yaw_deg)  # in the footprint's own axes
         out_along = along - max(-self.half_length_m, min(self.half_length_m, along))
         out_across = across - max(-self.half_width_m, min(self.half_width_m, across))
         distance_m = math.hypot(out_along, out_across)
@@ -50,7 +51,7 @@ class Obstacle(msgspec.Struct, frozen=True):
             ua, uc = math.copysign(1.0, along), 0.0
         else:
             ua, uc = 0.0, math.copysign(1.0, across)
-        return distance_m, c * ua - s * uc, s * ua + c * uc
+        return distance_m, *forward_right_to_north_east(ua, uc, self.yaw_deg)
 
 
 @runtime_checkable

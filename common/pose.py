@@ -96,14 +96,6 @@ class CameraAttitude(msgspec.Struct, frozen=True):
 LEVEL_CAMERA = CameraAttitude()
 
 
-def quaternion_euler_deg(w: float, x: float, y: float, z: float) -> tuple[float, float, float]:
-    """(roll, pitch, yaw) in degrees, ZYX, of a unit quaternion (AirSim's Quaternionr order w, x, y, z)."""
-    roll = math.atan2(2.0 * (w * x + y * z), 1.0 - 2.0 * (x * x + y * y))
-    pitch = math.asin(max(-1.0, min(1.0, 2.0 * (w * y - z * x))))
-    yaw = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-    return math.degrees(roll), math.degrees(pitch), math.degrees(yaw)
-
-
 @dataclass
 class Frame:
     """One camera image with the time and pose at capture; `image` is an HxWx3 uint8 BGR array.

@@ -20,6 +20,7 @@ import msgspec
 
 from common.actions import Action, Finished, Go, Rotate, Think
 from common.camera import CameraProfile, undistort_pixels
+from common.frames import heading_to_ned, ned_to_heading
 from common.pose import LEVEL_CAMERA, CameraAttitude, Pose, wrap_deg
 from onboard.profiles import FlightProfile
 
@@ -248,26 +249,10 @@ def plan_action(
     return hold_plan(PlanKind.NO_ACTION)
 
 
-def body_to_world(
-    forward_m: float, right_m: float, up_m: float, yaw_deg: float
-) -> tuple[float, float, float]:
-    """A body-frame (forward, right, up) displacement at heading yaw_deg as world NED (north, east, down)."""
-    psi = math.radians(yaw_deg)
-    c, s = math.cos(psi), math.sin(psi)
-    return forward_m * c - right_m * s, forward_m * s + right_m * c, -up_m
-
-
-def world_to_body(north_m: float, east_m: float, down_m: float, yaw_deg: float) -> tuple[float, float, float]:
-    """A world NED displacement as body-frame (forward, right, up) at heading yaw_deg."""
-    psi = math.radians(yaw_deg)
-    c, s = math.cos(psi), math.sin(psi)
-    return north_m * c + east_m * s, -north_m * s + east_m * c, -down_m
-
-
 def go_world_goal(plan: ControlPlan, capture_pose: Pose) -> Pose:
     """Where a plan made from the pose at capture ends, in the world: position and final heading."""
     heading = wrap_deg(capture_pose.yaw_deg + plan.yaw_deg)
-    dn, de, dd = body_to_world(plan.move_forward_m, plan.move_right_m, plan.move_up_m, heading)
+    dn, de, dd = heading_to_ned(plan.move_forward_m, plan.move_right_m, plan.move_up_m, heading)
     return Pose(capture_pose.x_m + dn, capture_pose.y_m + de, capture_pose.z_m + dd, heading)
 
 
@@ -288,7 +273,7 @@ def plan_toward(
     dn, de, dd = goal.x_m - pose.x_m, goal.y_m - pose.y_m, goal.z_m - pose.z_m
     if math.sqrt(dn * dn + de * de + dd * dd) < arrive_tolerance_m:
         return hold_plan(PlanKind.REPLAN)
-    forward, right, up = world_to_body(dn, de, dd, pose.yaw_deg)
+    forward, right, up = ned_to_heading(dn, de, dd, pose.yaw_deg)
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
     return _assemble(PlanKind.REPLAN, yaw_deg, right, forward, up, min(dist, profile.cap_m), profile)
@@ -306,7 +291,7 @@ def go_world_point(
     any turn, cap or band)."""
     depth_m = metric_depth_m(go.depth_m, camera, canonical_focal_px)
     right, forward, up = back_project(go.point, depth_m, camera, attitude)
-    dn, de, dd = body_to_world(forward, right, up, capture_pose.yaw_deg)
+    dn, de, dd = heading_to_ned(forward, right, up, capture_pose.yaw_deg)
     return capture_pose.x_m + dn, capture_pose.y_m + de, capture_pose.z_m + dd
 
 
@@ -321,7 +306,7 @@ def plan_toward_point(
     point and still brakes near one.
     """
     dn, dd_e, dd = point_ned[0] - pose.x_m, point_ned[1] - pose.y_m, point_ned[2] - pose.z_m
-    forward, right, up = world_to_body(dn, dd_e, dd, pose.yaw_deg)
+    forward, right, up = ned_to_heading(dn, dd_e, dd, pose.yaw_deg)
     yaw_deg, right, forward, up = _shape_move(right, forward, up, profile)
     dist = math.sqrt(right * right + forward * forward + up * up)
     return _assemble(

@@ -131,14 +131,13 @@ from dataclasses import dataclass, field
 import msgspec
 
 from common.camera import CameraProfile
+from common.frames import heading_to_ned, ned_to_heading
 from common.pose import LEVEL_CAMERA, CameraAttitude, Pose
 from onboard.controller import (
     ControlPlan,
     PlanKind,
-    body_to_world,
     hold_plan,
     plan_toward_point,
-    world_to_body,
 )
 from onboard.profiles import FlightProfile
 
@@ -164,7 +163,7 @@ def image_row_share(
     to the level camera at the pose's heading (a gimbal pitched down, say): 0 top, 1 bottom (outside
     0..1: out of the frame); None when it is not in front of the camera."""
     dn, de, dd = point_ned[0] - pose.x_m, point_ned[1] - pose.y_m, point_ned[2] - pose.z_m
-    forward, right, up = world_to_body(dn, de, dd, pose.yaw_deg)
+    forward, right, up = ned_to_heading(dn, de, dd, pose.yaw_deg)
     down = -up
     if not attitude.level:
         forward, right, down = attitude.to_camera_frame(forward, right, down)
@@ -193,7 +192,7 @@ def keep_in_view(
     if plan.hold or plan.step_m <= 0.0:
         return plan
     heading_deg = pose.yaw_deg + plan.yaw_deg
-    dn, de, dd = body_to_world(plan.move_forward_m, plan.move_right_m, plan.move_up_m, heading_deg)
+    dn, de, dd = heading_to_ned(plan.move_forward_m, plan.move_right_m, plan.move_up_m, heading_deg)
     turned = Pose(pose.x_m, pose.y_m, pose.z_m, heading_deg)
 
     def in_view(fraction: float) -> bool:

@@ -14,11 +14,16 @@ OURS = {"common", "models", "onboard", "ground_station", "sim_bridge", "calibrat
 # package -> packages of ours it must never import
 FORBIDDEN = {
     "common": OURS - {"common"},
-    "onboard": {"ground_station", "episodes"},
+    # a drone flies with neither ground-station nor simulator code: the AirSim adapters that talk to
+    # a simulator over RPC are the onboard's own (onboard.vehicles.airsim)
+    "onboard": {"ground_station", "episodes", "sim_bridge"},
     "models": {"onboard", "sim_bridge"},
     # the simulator and its adapters serve the runtime, the episodes and the ground station, never
     # the other way round (`dronecats sim --episode` hands it the episode's scene: dronecats/cli_sim.py)
     "sim_bridge": {"onboard", "episodes", "ground_station"},
+    # an episode flies drones as deployed, without a ground station; the commanders both use are
+    # models.commanders
+    "episodes": {"ground_station"},
 }
 QT = ("PyQt6", "PyQt5", "PySide6")
 
@@ -92,6 +97,17 @@ def test_forbidden_imports(package: str) -> None:
         for name in imported_modules(path):
             if name.split(".")[0] in FORBIDDEN[package]:
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_benchmarks_never_import_tests() -> None:
+    """What a benchmark needs lives in the library; tests may change without breaking benchmarks."""
+    bad = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in source_files("benchmarks")
+        for name in imported_modules(path)
+        if name.split(".")[0] == "tests"
+    ]
     assert not bad, "\n".join(bad)
 
 

@@ -194,7 +194,7 @@ def scheme_imports() -> dict[str, set[str]]:
     """Every vehicle scheme -> what its adapter imports (the airsim:// adapter also imports its client
     packages by name, `CLIENT_PACKAGES`)."""
     from common import interfaces
-    from sim_bridge.airsim_vehicle import CLIENT_PACKAGES
+    from onboard.vehicles.airsim import CLIENT_PACKAGES
 
     out = {
         scheme: third_party_imports(interfaces_factory_module(scheme))

@@ -12,6 +12,8 @@ import math
 import threading
 from dataclasses import dataclass
 
+from common.frames import forward_right_to_north_east
+
 
 @dataclass(frozen=True)
 class DeadReckonConfig:
@@ -49,10 +51,10 @@ class DeadReckoner:
 
     def displace(self, forward_m: float, right_m: float, yaw_deg: float) -> None:
         """A discrete move that the vehicle reported complete (Tello `forward 100`, `go x y z`)."""
-        c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
+        north_m, east_m = forward_right_to_north_east(forward_m, right_m, yaw_deg)
         with self._lock:
-            self.x_m += c * forward_m - s * right_m
-            self.y_m += s * forward_m + c * right_m
+            self.x_m += north_m
+            self.y_m += east_m
 
     def update(self, now_s: float, yaw_deg: float) -> tuple[float, float]:
         """Integrate to now_s with the measured yaw; returns (north_m, east_m)."""
@@ -64,9 +66,7 @@ class DeadReckoner:
         last_s = now_s if self._last_s is None else self._last_s
         dt = min(max(0.0, now_s - last_s), self.config.max_step_s)
         self._last_s = now_s
-        c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-        want_n = c * self._cmd_fwd_m_s - s * self._cmd_right_m_s
-        want_e = s * self._cmd_fwd_m_s + c * self._cmd_right_m_s
+        want_n, want_e = forward_right_to_north_east(self._cmd_fwd_m_s, self._cmd_right_m_s, yaw_deg)
         # The lag solved exactly over dt (v = want + (v0 - want) e^(-t/tau), and its integral), so
         # a long gap is as exact as many short ones
         tau = self.config.response_time_s

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.frames import heading_to_ned, north_east_to_forward_right
 from common.pose import Pose, wrap_deg
 from sim_bridge.emulators.flight_reset import FlightReset
 from sim_bridge.emulators.tello_sdk import TelloEmulatorConfig, TelloStatus
@@ -80,8 +81,7 @@ class TelloAirframe:
             yaw = wrap_deg(m.yaw_deg - self.spawn_yaw_deg)
             v = m.velocity_ned.copy()
             h_m = float(m.floor_z_m - m.position_ned[2])
-        c, s = math.cos(math.radians(-self.spawn_yaw_deg)), math.sin(math.radians(-self.spawn_yaw_deg))
-        vgx, vgy = c * v[0] - s * v[1], s * v[0] + c * v[1]
+        vgx, vgy = north_east_to_forward_right(v[0], v[1], self.spawn_yaw_deg)  # the spawn's axes
         return Reading(yaw, float(vgx), float(vgy), float(v[2]), h_m)
 
     def hover(self) -> None:
@@ -207,6 +207,4 @@ class TelloAirframe:
 
 def _to_world(fwd_m: float, left_m: float, up_m: float, yaw_deg: float) -> np.ndarray:
     """Tello body axes (x forward, y left, z up) to the world's NED at this heading."""
-    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-    right = -left_m
-    return np.array([c * fwd_m - s * right, s * fwd_m + c * right, -up_m])
+    return np.array(heading_to_ned(fwd_m, -left_m, up_m, yaw_deg))

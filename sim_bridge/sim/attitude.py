@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from common.frames import euler_to_quaternion, rotation_from_euler
+
 if TYPE_CHECKING:
     from sim_bridge.sim.multirotor import Multirotor
 
@@ -221,43 +223,10 @@ class AttitudeModel:
         return (cr * sp * cy + sr * sy, cr * sp * sy - sr * cy, cr * cp)
 
 
-def euler_to_quaternion(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
-    """NED (w, x, y, z) of ZYX Euler angles in radians (airsim.to_quaternion(pitch, roll, yaw))."""
-    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
-    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
-    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
-    return (
-        cr * cp * cy + sr * sp * sy,
-        sr * cp * cy - cr * sp * sy,
-        cr * sp * cy + sr * cp * sy,
-        cr * cp * sy - sr * sp * cy,
-    )
-
-
-def rotation_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """3x3 body (FRD) -> world NED rotation of ZYX Euler angles in radians."""
-    sr, cr = math.sin(roll), math.cos(roll)
-    sp, cp = math.sin(pitch), math.cos(pitch)
-    sy, cy = math.sin(yaw), math.cos(yaw)
-    return np.array(
-        [
-            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-            [-sp, cp * sr, cp * cr],
-        ]
-    )
-
-
 def body_rotation_ned(a: AttitudeModel, yaw_deg: float) -> np.ndarray:
     """Body FRD -> world NED of a multirotor at its attitude's roll and pitch and heading yaw_deg:
     what a body-fixed sensor or camera mount turns with."""
-    return rotation_matrix(a.roll_rad, a.pitch_rad, math.radians(yaw_deg))
-
-
-def euler_from_matrix(r: np.ndarray) -> tuple[float, float, float]:
-    """(roll, pitch, yaw) in radians of a body -> world rotation (ZYX)."""
-    pitch = -math.asin(max(-1.0, min(1.0, float(r[2, 0]))))
-    return math.atan2(float(r[2, 1]), float(r[2, 2])), pitch, math.atan2(float(r[1, 0]), float(r[0, 0]))
+    return rotation_from_euler(a.roll_rad, a.pitch_rad, math.radians(yaw_deg))
 
 
 def fly_attitude(m: Multirotor, cmd: AttitudeCommand, dt_s: float) -> tuple[np.ndarray, float]:
@@ -271,7 +240,7 @@ def fly_attitude(m: Multirotor, cmd: AttitudeCommand, dt_s: float) -> tuple[np.n
     from sim_bridge.sim.wind import drag_accel_ned  # wind.py builds on this module's constants
 
     v = m.velocity_ned
-    drag = drag_accel_ned(v - m.wind_ned, rotation_matrix(att.roll_rad, att.pitch_rad, att.yaw_rad))
+    drag = drag_accel_ned(v - m.wind_ned, rotation_from_euler(att.roll_rad, att.pitch_rad, att.yaw_rad))
     max_thrust = MAX_THRUST_N / MASS_KG
     if math.isnan(cmd.z_m):
         thrust = max(0.0, min(1.0, cmd.throttle)) * max_thrust

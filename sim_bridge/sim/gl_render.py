@@ -33,6 +33,7 @@ import numpy as np
 
 from common.errors import ConfigError
 from sim_bridge.sim.assets import QUAD_TRIANGLES, QUAD_UVS, Part
+from sim_bridge.sim.frames import rotation_from_pb_quat
 
 log = logging.getLogger(__name__)
 
@@ -92,21 +93,9 @@ void main() {
 """
 
 
-def quat_matrix(q: Sequence[float]) -> np.ndarray:
-    """3x3 rotation of a PyBullet quaternion (x, y, z, w)."""
-    x, y, z, w = q
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
 def pose_matrix(pos: Sequence[float], quat: Sequence[float]) -> np.ndarray:
     m = np.eye(4)
-    m[:3, :3] = quat_matrix(quat)
+    m[:3, :3] = rotation_from_pb_quat(quat)
     m[:3, 3] = pos
     return m
 
@@ -212,7 +201,7 @@ def body_vertices(
     textured: list[tuple[str | None, np.ndarray]] = []
     for part, (link_pos, link_quat) in zip(parts, link_frames, strict=True):
         pos, nrm, uv = part_triangles(part)
-        rot = quat_matrix(link_quat)
+        rot = rotation_from_pb_quat(link_quat)
         pos = pos @ rot.T + np.asarray(link_pos)
         nrm = nrm @ rot.T
         rgba = np.broadcast_to(np.asarray(part.rgba, np.float64), (len(pos), 4))

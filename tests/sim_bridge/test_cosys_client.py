@@ -1,5 +1,5 @@
 """The maintained fork's client (`cosysairsim` 3.5, Cosys-AirSim's argument counts) against
-`dronecats sim`, and the airsim:// adapter in Cosys mode (api=cosys, and api=auto picking it)."""
+`dronecats sim`. The airsim:// adapter in Cosys mode is tests/onboard/vehicles/test_airsim.py."""
 
 from __future__ import annotations
 
@@ -102,50 +102,3 @@ def test_motion_with_the_cosys_client(client) -> None:
     time.sleep(0.5 / CLOCK_SPEED * 4)
     after = client.simGetVehiclePose("Drone1").position
     assert after.x_val - before.x_val == pytest.approx(2.0, rel=0.25)
-
-
-@pytest.mark.parametrize("api", ["cosys", "auto"])
-def test_adapter_in_cosys_mode(sim_port, api: str) -> None:
-    from common.interfaces import open_vehicle
-
-    vehicle = open_vehicle(f"airsim://127.0.0.1:{sim_port}/Drone2?api={api}")
-    try:
-        assert vehicle.api == "cosys"  # auto: the server reports version 4
-        assert vehicle.module is cosys
-        vehicle.connect()
-        vehicle.arm()
-        set_pose(cosys.MultirotorClient(ip="127.0.0.1", port=sim_port), "Drone2", 0.0, 0.0, -3.0, 0.0)
-        tel = vehicle.telemetry()
-        assert (tel.pose.x_m, tel.pose.y_m, tel.pose.z_m) == pytest.approx(
-            (0.0, 2.0, -3.0), abs=0.05
-        )  # world
-        for _ in range(10):
-            vehicle.send_velocity_body(0.0, 1.0, 0.0, 0.0)
-            time.sleep(0.05 / CLOCK_SPEED)
-        time.sleep(1.0 / CLOCK_SPEED)
-        after = vehicle.telemetry()
-        assert after.pose.y_m - tel.pose.y_m > 0.2
-        vehicle.segmentation = True
-        frame = vehicle.camera().read()
-        assert frame.image.shape == (360, 640, 3) and frame.meta["segmentation"].shape == (360, 640, 3)
-        assert frame.pose.y_m == pytest.approx(after.pose.y_m, abs=0.3)
-    finally:
-        vehicle.close()
-
-
-def test_auto_picks_airsim_1x_for_a_server_below_version_4() -> None:
-    """api=auto asks getServerVersion: AirSim 1.x servers report 1 (a one-method msgpack-rpc peer
-    stands in for one here; no AirSim 1.x server runs on these machines)."""
-    from sim_bridge.airsim_vehicle import resolve_api
-    from sim_bridge.rpc.server import RpcServer
-
-    def get_server_version() -> int:
-        return 1
-
-    server = RpcServer({"getServerVersion": get_server_version}, host="127.0.0.1", port=0)
-    server.start()
-    try:
-        assert resolve_api("auto", "127.0.0.1", server.port) == "airsim"
-        assert resolve_api("cosys", "127.0.0.1", server.port) == "cosys"  # as given: no question asked
-    finally:
-        server.close()

@@ -1,8 +1,8 @@
 """The built-in simulator's command-silence landing through the real airsim client on a real
 `dronecats sim`: off by default (a stock client's hover stays a hover), armed per vehicle with
 dcSetSilenceLanding (then the vehicle lands by itself, no sooner than the bound), undone by
-`reset`, validated at the wire and on the command line; the airsim:// adapter arms it where the server
-has it and flies on, saying so, where it does not (--strict-airsim: stock AirSim methods only)."""
+`reset`, validated at the wire and on the command line. The airsim:// adapter's side (it arms it where
+the server has it) is tests/onboard/vehicles/test_airsim.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
 from tests.support.failsafe import airsim_client, wait_until
 from tests.support.processes import run_dronecats, sim_server
 
@@ -65,29 +64,6 @@ def test_a_bad_bound_is_refused_at_the_wire(client, bad: float) -> None:
     with pytest.raises(Exception, match=r"0 \(off\) or 0\.1\.\.3600 s"):
         client.client.call("dcSetSilenceLanding", "Drone1", bad)
     assert client.client.call("dcGetSilenceLanding", "Drone1") == 0
-
-
-def test_the_adapter_arms_it_where_the_server_has_it(server) -> None:
-    port, client = server
-    vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{port}/Drone1?silence_land_s=2"))
-    try:
-        vehicle.connect()
-        assert vehicle.has_silence_landing
-        assert client.client.call("dcGetSilenceLanding", "Drone1") == 2.0
-    finally:
-        vehicle.close()
-        client.reset()
-
-
-def test_the_adapter_flies_on_without_it_on_a_stock_server(caplog) -> None:
-    with sim_server("--scene", "blocks", "--strict-airsim", "--land-on-silence-s", "2") as port:
-        vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{port}/Drone1"))
-        try:
-            vehicle.connect()  # no dcSetSilenceLanding there: a line, not a failure
-            assert vehicle.has_silence_landing is False and vehicle.is_connected
-            assert "no command-silence landing" in caplog.text
-        finally:
-            vehicle.close()
 
 
 def test_the_command_line_refuses_a_bad_bound() -> None:

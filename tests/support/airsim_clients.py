@@ -4,6 +4,7 @@ test started: a two-drone world at a clock speed, clients with both drones armed
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -39,3 +40,15 @@ def spawn_red_car(client: Any, x_m: float) -> None:
 
     pose = airsim.Pose(airsim.Vector3r(x_m, 0.0, 0.0), airsim.to_quaternion(0, 0, 1.5708))
     assert client.simSpawnObject("target", "car@red", pose, airsim.Vector3r(1, 1, 1)) == "target"
+
+
+def set_pose(
+    module: ModuleType, client: Any, name: str, x: float, y: float, z: float, yaw_deg: float
+) -> None:
+    """Teleport a vehicle (simSetVehiclePose, ignoring collisions) to spawn-relative (x, y, z) at yaw_deg."""
+    half = math.radians(yaw_deg) / 2.0  # a yaw-only Quaternionr: (x, y, z, w) in both packages
+    pose = module.Pose(
+        module.Vector3r(float(x), float(y), float(z)),
+        module.Quaternionr(0.0, 0.0, math.sin(half), math.cos(half)),
+    )
+    client.simSetVehiclePose(pose, True, name)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from common.frames import forward_right_to_north_east
 from sim_bridge.emulators.mavlink_emulator.core import Autopilot
 from sim_bridge.emulators.mavlink_emulator.protocol import (
     FRAME_BODY_NED,
@@ -27,6 +28,9 @@ from sim_bridge.emulators.mavlink_emulator.protocol import (
 )
 from sim_bridge.sim.world import YawMode
 
+if TYPE_CHECKING:
+    from pymavlink.dialects.v20.all import MAVLink_set_position_target_local_ned_message
+
 
 class Offboard:
     """Takes setpoints for the autopilot (`ap`) and flies them with its airframe."""
@@ -35,7 +39,7 @@ class Offboard:
         self.ap = autopilot
         self.airframe = autopilot.airframe
 
-    def on_setpoint(self, msg: Any) -> None:
+    def on_setpoint(self, msg: MAVLink_set_position_target_local_ned_message) -> None:
         ap = self.ap
         now = time.monotonic()
         frame, mask = int(msg.coordinate_frame), int(msg.type_mask)
@@ -59,7 +63,7 @@ class Offboard:
             return  # ArduCopter: the take-off in GUIDED runs to its altitude first
         self._follow(msg, frame, mask)
 
-    def _follow(self, msg: Any, frame: int, mask: int) -> None:
+    def _follow(self, msg: MAVLink_set_position_target_local_ned_message, frame: int, mask: int) -> None:
         ap, airframe = self.ap, self.airframe
         use_pos = (mask & IGNORE_POS) != IGNORE_POS
         use_vel = (mask & IGNORE_VEL) != IGNORE_VEL
@@ -80,18 +84,17 @@ class Offboard:
             yaw_is_rate, yaw_value = True, math.degrees(msg.yaw_rate)
         else:
             yaw_is_rate, yaw_value = False, yaw_now
-        c, s = math.cos(math.radians(yaw_now)), math.sin(math.radians(yaw_now))
         if use_pos:
             target = np.array([msg.x, msg.y, msg.z], dtype=float)
             if body:
-                target = p + np.array([c * msg.x - s * msg.y, s * msg.x + c * msg.y, msg.z])
+                target = p + np.array([*forward_right_to_north_east(msg.x, msg.y, yaw_now), msg.z])
             elif frame == FRAME_LOCAL_OFFSET_NED:
                 target = p + target
             airframe.fly_to(target, ap.setting(ap.flavour.cruise_m_s), yaw=YawMode(yaw_is_rate, yaw_value))
         elif use_vel:
             vel = np.array([msg.vx, msg.vy, msg.vz], dtype=float)
             if body:
-                vel = np.array([c * msg.vx - s * msg.vy, s * msg.vx + c * msg.vy, msg.vz])
+                vel = np.array([*forward_right_to_north_east(msg.vx, msg.vy, yaw_now), msg.vz])
             # the setpoint holds until the next one or the loss rule (COM_OF_LOSS_T / GUID_TIMEOUT)
             hold_s = ap.setting(ap.flavour.setpoint_hold_s)
             airframe.fly_velocity(

@@ -46,11 +46,12 @@ import numpy as np
 
 from common.checks import query_float, url_host_port
 from common.errors import ConfigError, LinkError, VehicleError
+from common.frames import Quat, forward_right_to_north_east, quaternion_euler_deg, yaw_from_ned_quat
 from common.interfaces import Telemetry, Vehicle
 from common.obstacles import Obstacle
-from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, quaternion_euler_deg, wrap_deg
+from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, wrap_deg
+from common.silence import check_silence_s  # the server's own bound, shared with it
 from common.spawn import parse_spawn
-from sim_bridge.rpc.silence import check_silence_s
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +102,9 @@ def resolve_api(api: str, host: str, port: int, timeout_s: float = 30.0) -> str:
     return chosen
 
 
-def quat_yaw_deg(q: Any) -> float:
-    """Yaw (deg, clockwise from north) of an airsim Quaternionr."""
-    return math.degrees(
-        math.atan2(2 * (q.w_val * q.z_val + q.x_val * q.y_val), 1 - 2 * (q.y_val**2 + q.z_val**2))
-    )
+def wxyz(q: Any) -> Quat:
+    """An airsim Quaternionr as common.frames' (w, x, y, z) floats."""
+    return (float(q.w_val), float(q.x_val), float(q.y_val), float(q.z_val))
 
 
 @dataclass(frozen=True)
@@ -303,7 +302,7 @@ class AirSimVehicle(Vehicle):
             # The server is paused: start the climb (as the in-process take-off does) and let the
             # lock-step driver advance time until it is up. Straight up from here, holding the heading.
             pose = c.simGetVehiclePose(self.name)
-            yaw = quat_yaw_deg(pose.orientation)
+            yaw = yaw_from_ned_quat(*wxyz(pose.orientation))
             future = c.moveToZAsync(
                 float(pose.position.z_val) - float(altitude_m),
                 TAKEOFF_SPEED_M_S,
@@ -388,7 +387,7 @@ class AirSimVehicle(Vehicle):
         collided, collided_with = self._collided()
         k = state.kinematics_estimated
         p, q, v = k.position, k.orientation, k.linear_velocity
-        yaw = quat_yaw_deg(q)
+        yaw = yaw_from_ned_quat(*wxyz(q))
         x, y, z = self._to_world(p.x_val, p.y_val, p.z_val)
         return Telemetry(
             time_s=self._seconds(state.timestamp),
@@ -508,18 +507,13 @@ class AirSimCamera:
         # heading is the camera's; its pitch and roll (a body-fixed camera on a tilted body) go with
         # the frame, for the controller's projection of a `go` point.
         yaw, attitude = camera_heading_attitude(r.camera_orientation)
-        c, s = math.cos(math.radians(yaw)), math.sin(math.radians(yaw))
         ox, oy, oz = self.offset
         if not attitude.level:  # the mount arm turns with the tilted camera
             ox, oy, oz = attitude.to_heading_frame(float(ox), float(oy), float(oz))
+        arm_north, arm_east = forward_right_to_north_east(ox, oy, yaw)
         at = r.camera_position
         cam_x, cam_y, cam_z = v._to_world(at.x_val, at.y_val, at.z_val)
-        pose = Pose(
-            float(cam_x - (c * ox - s * oy)),
-            float(cam_y - (s * ox + c * oy)),
-            float(cam_z - oz),
-            wrap_deg(yaw),
-        )
+        pose = Pose(float(cam_x - arm_north), float(cam_y - arm_east), float(cam_z - oz), wrap_deg(yaw))
         # The simulator's own image clock: the runtime judges staleness on it (a paused or stuck
         # simulator keeps serving the same stamp), not on when the image was read.
         meta: dict[str, Any] = {"read_wall_s": time.monotonic() - t0, "time_stamp_ns": int(r.time_stamp)}
@@ -538,8 +532,8 @@ class AirSimCamera:
 def camera_heading_attitude(q: Any) -> tuple[float, CameraAttitude]:
     """A camera pose's orientation (airsim Quaternionr) as its heading (deg) and its attitude at
     that heading (pitch and roll; a level camera's is exactly LEVEL_CAMERA)."""
-    yaw = quat_yaw_deg(q)
-    roll, pitch, _ = quaternion_euler_deg(float(q.w_val), float(q.x_val), float(q.y_val), float(q.z_val))
+    yaw = yaw_from_ned_quat(*wxyz(q))
+    roll, pitch, _ = quaternion_euler_deg(*wxyz(q))
     if roll == 0.0 and pitch == 0.0:
         return yaw, LEVEL_CAMERA
     return yaw, CameraAttitude(roll, pitch, 0.0)

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from common.frames import offset_to_ned, rotation_from_unit_quat, yaw_from_ned_quat, yaw_rotation_ned
 from common.pose import Frame
 from common.truth import TruthSample
-from sim_bridge.airsim_vehicle import AirSimVehicle, ThreadClients, parse_airsim_url, quat_yaw_deg
+from onboard.vehicles.airsim import AirSimVehicle, ThreadClients, parse_airsim_url, wxyz
 
 log = logging.getLogger(__name__)
 
@@ -47,23 +48,6 @@ class TargetExtent:
     source: str  # "box3D" or "record"
 
 
-def _yaw_rot(yaw_deg: float) -> np.ndarray:
-    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def quat_matrix(q: Any) -> np.ndarray:
-    """Rotation (body -> world) of an airsim Quaternionr."""
-    w, x, y, z = q.w_val, q.x_val, q.y_val, q.z_val
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
 def xyz(v: Any) -> np.ndarray:
     return np.array([float(v.x_val), float(v.y_val), float(v.z_val)])
 
@@ -78,7 +62,7 @@ def extent_from_detection(detection: Any, camera_rot: np.ndarray, target_yaw: fl
     target's own axes by its yaw (a box turned near 45 degrees keeps the world box's: larger)."""
     lo, hi = xyz(detection.box3D.min), xyz(detection.box3D.max)
     location = xyz(detection.relative_pose.position)
-    centre = _yaw_rot(target_yaw).T @ (camera_rot @ ((lo + hi) / 2.0 - location))
+    centre = yaw_rotation_ned(target_yaw).T @ (camera_rot @ ((lo + hi) / 2.0 - location))
     world_half = np.abs(camera_rot @ (hi - lo)) / 2.0
     c, s = abs(math.cos(math.radians(target_yaw))), abs(math.sin(math.radians(target_yaw)))
     half = world_half.copy()
@@ -175,14 +159,15 @@ class RemoteTruth:
         """(position, rotation) of the vehicle's camera in the world (simGetCameraInfo is spawn-relative)."""
         info = self.client().simGetCameraInfo(self.camera, vehicle_name=self.vehicle.name)
         s = self.vehicle.spawn
-        return xyz(info.pose.position) + np.array([s.x_m, s.y_m, s.z_m]), quat_matrix(info.pose.orientation)
+        rotation = rotation_from_unit_quat(*wxyz(info.pose.orientation))
+        return xyz(info.pose.position) + np.array([s.x_m, s.y_m, s.z_m]), rotation
 
     def target_pose(self) -> tuple[np.ndarray, float] | None:
         pose = self.client().simGetObjectPose(self.target)
         p = xyz(pose.position)
         if not np.all(np.isfinite(p)):
             return None
-        return p, quat_yaw_deg(pose.orientation)
+        return p, yaw_from_ned_quat(*wxyz(pose.orientation))
 
     def learn_extent(self, detection: Any) -> TargetExtent | None:
         here = self.target_pose()
@@ -221,11 +206,10 @@ class RemoteTruth:
             self._warn_once("extent", "%s: extent unknown: distances to its origin", self.target)
             centre, half = position, np.zeros(3)
         else:
-            rot = _yaw_rot(yaw)
-            centre = position + rot @ np.asarray(self.extent.centre_frd_m)
+            centre = offset_to_ned(position, yaw_rotation_ned(yaw), self.extent.centre_frd_m)
             half = np.asarray(self.extent.half_m)
         distance = float(np.linalg.norm(centre - vehicle))
-        local = _yaw_rot(yaw).T @ (vehicle - centre)
+        local = yaw_rotation_ned(yaw).T @ (vehicle - centre)
         bbox_distance = float(np.linalg.norm(local - np.clip(local, -half, half)))
         pose = [float(position[0]), float(position[1]), float(position[2]), yaw]
         return TruthSample(distance, bbox_distance, detection is not None, pose)
