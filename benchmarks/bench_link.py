@@ -37,7 +37,7 @@ from common.link import (
     Insecure,
 )
 from common.link.budget import FrameBudgetConfig
-from common.messages import Instruction, Telemetry
+from common.messages import Instruction, TelemetryMessage
 from common.pose import Pose
 from common.stats import latency_line
 
@@ -82,7 +82,7 @@ def drone_main(conn: Any, drone_id: str, security: Any, fps: float) -> None:
             break
         if now >= next_telemetry_s:
             link.publish_telemetry(
-                Telemetry(
+                TelemetryMessage(
                     now, Pose(0, 0, -5, 0), (0.0, 0.0, 0.0), 90.0, "hover", True, link.ground_link_state, 20.0
                 )
             )

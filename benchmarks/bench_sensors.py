@@ -23,10 +23,10 @@ from sim_bridge.rpc.airsim_api import AirSimApi  # noqa: E402
 from sim_bridge.sim.world import World  # noqa: E402
 
 READS = {
-    "getImuData": lambda api: api.getImuData("", ""),
-    "getBarometerData": lambda api: api.getBarometerData("", ""),
-    "getMagnetometerData": lambda api: api.getMagnetometerData("", ""),
-    "getGpsData": lambda api: api.getGpsData("", ""),
+    "getImuData": lambda api: api.sensor_api.getImuData("", ""),
+    "getBarometerData": lambda api: api.sensor_api.getBarometerData("", ""),
+    "getMagnetometerData": lambda api: api.sensor_api.getMagnetometerData("", ""),
+    "getGpsData": lambda api: api.sensor_api.getGpsData("", ""),
 }
 
 

@@ -18,7 +18,7 @@ Drone (onboard)::
                      handler=lambda cmd: (flight_queue.put(cmd), CommandOutcome(True))[1],
                      on_link=lambda event: flight_queue.put(event))
     link.start()
-    link.publish_telemetry(Telemetry(...)); link.publish_frame(image_bgr, capture_time_s, pose)
+    link.publish_telemetry(TelemetryMessage(...)); link.publish_frame(image_bgr, capture_time_s, pose)
 
 Ground station::
 

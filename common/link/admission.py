@@ -58,7 +58,7 @@ class AdmissionConfig:
 
 
 @dataclass(frozen=True)
-class Verdict(Generic[T]):
+class AdmissionVerdict(Generic[T]):
     status: VerdictStatus
     reason: str = ""
     cached: T | None = None  # the ack of a duplicate
@@ -88,40 +88,48 @@ class CommandAdmission(Generic[T]):
 
     def admit(
         self, key: str, seq: int, send_time_s: float, drone_session_id: str, now_s: float
-    ) -> Verdict[T]:
-        verdict: Verdict[T] = self.fresh(send_time_s, drone_session_id, now_s)
+    ) -> AdmissionVerdict[T]:
+        verdict: AdmissionVerdict[T] = self.fresh(send_time_s, drone_session_id, now_s)
         if verdict.status != "run":
             return verdict
         self._expire(now_s)
         session = self._sessions.get(key)
         if session is None:
             if send_time_s <= self._floor_s:
-                return Verdict("stale", "its session was forgotten, and it is no newer than what was")
-            return Verdict("run")
+                return AdmissionVerdict(
+                    "stale", "its session was forgotten, and it is no newer than what was"
+                )
+            return AdmissionVerdict("run")
         cached = session.acks.get(seq)
         if cached is not None:
-            return Verdict("duplicate", cached=cached)
+            return AdmissionVerdict("duplicate", cached=cached)
         if seq <= session.last_seq:
             last = session.last_seq
-            return Verdict("replayed", f"seq {seq} is at or below {last}, the last one run in its session")
-        return Verdict("run")
+            return AdmissionVerdict(
+                "replayed", f"seq {seq} is at or below {last}, the last one run in its session"
+            )
+        return AdmissionVerdict("run")
 
-    def fresh(self, send_time_s: float, drone_session_id: str, now_s: float) -> Verdict[T]:
+    def fresh(self, send_time_s: float, drone_session_id: str, now_s: float) -> AdmissionVerdict[T]:
         """The rules without a session: for this run, and fresh ("run" when both hold). Traffic,
         which is not acked, is held to these alone (the next relay replaces it)."""
         if drone_session_id != self.run_session_id:
             if not drone_session_id:
-                return Verdict("unbound", "carries no drone run (a ground station of another release?)")
+                return AdmissionVerdict(
+                    "unbound", "carries no drone run (a ground station of another release?)"
+                )
             other, this = drone_session_id[:16], self.run_session_id
-            return Verdict("unbound", f"bound to drone run {other!r}, not this run {this!r}")
+            return AdmissionVerdict("unbound", f"bound to drone run {other!r}, not this run {this!r}")
         age_s = now_s - send_time_s
         limit_s = self.config.max_age_s + self.config.clock_skew_s
         if age_s > limit_s:
-            return Verdict("stale", f"sent {age_s:.1f} s ago, over the {limit_s:g} s bound")
+            return AdmissionVerdict("stale", f"sent {age_s:.1f} s ago, over the {limit_s:g} s bound")
         if age_s < -self.config.clock_skew_s:
             skew_s = self.config.clock_skew_s
-            return Verdict("stale", f"stamped {-age_s:.1f} s in the future, over the {skew_s:g} s skew")
-        return Verdict("run")
+            return AdmissionVerdict(
+                "stale", f"stamped {-age_s:.1f} s in the future, over the {skew_s:g} s skew"
+            )
+        return AdmissionVerdict("run")
 
     def remember(self, key: str, seq: int, send_time_s: float, ack: T, now_s: float) -> None:
         session = self._sessions.get(key)

@@ -7,7 +7,7 @@ Sockets (all bound by the drone, all CURVE servers when secured):
   can, below);
 - frame XPUB (SNDHWM 2, XPUB_NODROP): frames only, each [topic, header, meta, jpeg]. A separate
   socket and TCP connection, so a frame backlog never delays telemetry; when a subscriber's queue
-  is full the send fails at once, is counted (`frames_skipped_backlog`, in Telemetry.link_dropped)
+  is full the send fails at once, is counted (`frames_skipped_backlog`, in TelemetryMessage.link_dropped)
   and the frame budget learns of the backlog;
 - command ROUTER: commands in, acks out; heartbeat requests in, replies out.
 
@@ -48,7 +48,7 @@ from common.messages import (
     HeartbeatReply,
     HeartbeatRequest,
     Step,
-    Telemetry,
+    TelemetryMessage,
     Traffic,
 )
 from common.pose import Pose
@@ -150,7 +150,7 @@ class DroneLink(IoThread):
         """time.monotonic() when the ground station was last heard (None: never)."""
         return self._ground.last_heard_s
 
-    def publish_telemetry(self, telemetry: Telemetry) -> None:
+    def publish_telemetry(self, telemetry: TelemetryMessage) -> None:
         self.call_soon(lambda: self._publish(wire.TOPIC_TELEMETRY, telemetry))
 
     def publish_step(self, step: Step) -> None:

@@ -11,7 +11,8 @@ the I/O thread and must return quickly (hand the data to a queue or a Qt signal)
 Commands: each gets the next seq of this link's session. An attempt that is not acked within its
 timeout is re-sent with the same (session, seq), the timeout growing by `backoff` each time; the
 drone executes a seq once and answers duplicates from its cache, so a retry across a reconnect (even
-from a new socket, see `reconnect`) is never executed twice.
+from a new socket, see `reconnect`) is never executed twice. The attempts, acks and retries are
+common.link.acked's.
 
 Each command is bound to one run of its drone: the first attempt that leaves carries the drone's
 session (its run nonce, learned from whatever that drone sent last: a heartbeat reply, telemetry, a
@@ -40,6 +41,7 @@ import zmq
 from common import wire
 from common.clock import Clock, WallClock
 from common.errors import LinkError
+from common.link.acked import AckedCommands, PendingCommand, stamped_header
 from common.link.clock_sync import ClockOffsetEstimator
 from common.link.io_thread import IoThread
 from common.link.liveness import LinkEvent, Liveness, check_timing
@@ -55,7 +57,7 @@ from common.messages import (
     HeartbeatReply,
     HeartbeatRequest,
     Step,
-    Telemetry,
+    TelemetryMessage,
     Traffic,
 )
 
@@ -96,21 +98,6 @@ class GroundLinkConfig:
 
 
 @dataclass
-class _Pending:
-    drone_id: str
-    seq: int
-    type_name: str
-    parts: list[bytes]
-    future: Future[Ack]
-    timeout_s: float
-    retries_left: int
-    deadline_s: float = 0.0
-    attempts: int = 0
-    started_s: float = 0.0
-    drone_session_id: str = ""  # the drone run it is bound to, from its first attempt that left
-
-
-@dataclass
 class _Drone:
     endpoint: DroneEndpoint
     liveness: Liveness
@@ -125,7 +112,7 @@ class _Drone:
     run_session_id: str = ""  # the drone's session (its run nonce) as last heard; "" until then
 
 
-TelemetryCallback = Callable[[str, wire.Envelope, Telemetry], None]
+TelemetryCallback = Callable[[str, wire.Envelope, TelemetryMessage], None]
 FrameCallback = Callable[[str, wire.Envelope, FrameMeta, bytes], None]
 StepCallback = Callable[[str, wire.Envelope, Step], None]
 DeclarationCallback = Callable[[str, wire.Envelope, Declaration], None]
@@ -159,7 +146,7 @@ class GroundLink(IoThread):
         self.on_declaration = on_declaration
         self.on_link = on_link
         self._drones: dict[str, _Drone] = {}
-        self._pending: dict[tuple[str, int], _Pending] = {}
+        self._commands = AckedCommands(self._drones, self.stats, self.clock, config.backoff)
         self._seq = 0
         self._seq_lock = threading.Lock()
 
@@ -219,8 +206,8 @@ class GroundLink(IoThread):
             self.stats.add("commands_invalid")
             future.set_exception(LinkError(f"{command.TYPE} not sent: {exc}"))
             return future
-        pending = _Pending(drone_id, seq, command.TYPE, parts, future, timeout_s, retries)
-        self.call_soon(lambda: self._start_command(pending))
+        pending = PendingCommand(drone_id, seq, command.TYPE, parts, future, timeout_s, retries)
+        self.call_soon(lambda: self._commands.start(pending, time.monotonic()))
         return future
 
     def send_traffic(self, drone_id: str, traffic: Traffic) -> None:
@@ -246,18 +233,7 @@ class GroundLink(IoThread):
             self.stats.add("dropped_traffic_unbound")  # the next relay, once the drone is heard, goes
             return
         # Bound and stamped like a command: the drone refuses stale or replayed traffic too.
-        envelope = wire.decode_header(parts[0])
-        header = wire.encode_envelope(
-            wire.Envelope(
-                envelope.version,
-                envelope.type,
-                envelope.drone_id,
-                envelope.session_id,
-                envelope.seq,
-                drone.clock.to_drone_time(self.clock.now()),
-                drone.run_session_id,
-            )
-        )
+        header = stamped_header(parts[0], drone.clock.to_drone_time(self.clock.now()), drone.run_session_id)
         try:
             drone.dealer.send_multipart([header, parts[1]], zmq.NOBLOCK)
             self.stats.add("sent_traffic")
@@ -286,10 +262,7 @@ class GroundLink(IoThread):
         pass
 
     def _close(self) -> None:
-        for pending in self._pending.values():
-            if not pending.future.done():
-                pending.future.set_exception(LinkError("ground link closed before the ack arrived"))
-        self._pending.clear()
+        self._commands.fail_all()
         for drone in self._drones.values():
             self._close_sockets(drone)
 
@@ -312,10 +285,7 @@ class GroundLink(IoThread):
         drone = self._drones.pop(drone_id, None)
         if drone is not None:
             self._close_sockets(drone)
-        for key, pending in list(self._pending.items()):
-            if pending.drone_id == drone_id:
-                del self._pending[key]
-                pending.future.set_exception(LinkError(f"drone {drone_id!r} was removed before it acked"))
+        self._commands.fail_drone(drone_id)
 
     def _socket(self, kind: int, endpoint: DroneEndpoint, address: str, label: str) -> Any:
         assert self.context is not None
@@ -384,8 +354,10 @@ class GroundLink(IoThread):
         if drone.run_session_id:
             log.info(
                 "drone %s is a new run (session %s, was %s): its clock is estimated afresh",
-                drone.endpoint.drone_id, session_id, drone.run_session_id,
-            )  # fmt: skip
+                drone.endpoint.drone_id,
+                session_id,
+                drone.run_session_id,
+            )
             self.stats.add("drone_runs_changed")
             # Another process, perhaps on another computer: the old clock samples do not apply.
             drone.clock = ClockOffsetEstimator()
@@ -421,7 +393,7 @@ class GroundLink(IoThread):
     def _dispatch(self, drone: _Drone, message: wire.Message) -> None:
         drone_id, envelope, body = drone.endpoint.drone_id, message.envelope, message.body
         self.stats.add(f"received_{envelope.type}")
-        if isinstance(body, Telemetry):
+        if isinstance(body, TelemetryMessage):
             if self.on_telemetry:
                 self.on_telemetry(drone_id, envelope, body)
         elif isinstance(body, FrameMeta):
@@ -450,24 +422,14 @@ class GroundLink(IoThread):
                 was_ready = drone.clock.ready
                 drone.clock.add(body.t1_s, body.t2_s, body.t3_s, self.clock.now())
                 if drone.clock.ready and not was_ready:
-                    self._send_waiting(drone)
+                    self._commands.send_waiting(drone.endpoint.drone_id, time.monotonic())
             elif isinstance(body, Ack):
                 self._heard(drone)
-                self._on_ack(drone, body)
+                self._commands.on_ack(drone.endpoint.drone_id, body)
             else:
                 self.stats.reject(
                     wire.ProtocolErrorKind.UNEXPECTED, f"a {message.envelope.type} on the command socket"
                 )
-
-    def _on_ack(self, drone: _Drone, ack: Ack) -> None:
-        pending = self._pending.get((drone.endpoint.drone_id, ack.command_seq))
-        if pending is None or pending.type_name != ack.command_type:
-            self.stats.add("acks_unmatched")  # a late ack to an attempt already answered: harmless
-            return
-        del self._pending[(drone.endpoint.drone_id, ack.command_seq)]
-        self.stats.add("acks")
-        if not pending.future.done():
-            pending.future.set_result(ack)
 
     def _heard(self, drone: _Drone) -> None:
         event = drone.liveness.heard(time.monotonic())
@@ -480,59 +442,6 @@ class GroundLink(IoThread):
             self.on_link(event)
 
     # -- I/O thread: sending ----------------------------------------------------------------------
-
-    def _start_command(self, pending: _Pending) -> None:
-        if pending.drone_id not in self._drones:
-            pending.future.set_exception(LinkError(f"unknown drone {pending.drone_id!r}"))
-            return
-        now_s = time.monotonic()
-        pending.started_s = now_s
-        self._pending[(pending.drone_id, pending.seq)] = pending
-        self._attempt(pending, now_s)
-
-    def _send_waiting(self, drone: _Drone) -> None:
-        """The drone's run and clock just became known: send the commands that waited for them."""
-        now_s = time.monotonic()
-        for pending in list(self._pending.values()):
-            if pending.drone_id == drone.endpoint.drone_id and not pending.drone_session_id:
-                self._attempt(pending, now_s)
-
-    def _attempt(self, pending: _Pending, now_s: float) -> None:
-        drone = self._drones[pending.drone_id]
-        pending.attempts += 1
-        pending.deadline_s = now_s + pending.timeout_s * self.config.backoff ** (pending.attempts - 1)
-        if not pending.drone_session_id:
-            if not (drone.run_session_id and drone.clock.ready):
-                self.stats.add("command_attempts_waiting")  # retried at the deadline, or on the reply
-                self.stats.log_limited(
-                    "command_attempts_waiting",
-                    f"{pending.type_name} to {pending.drone_id} waits for the drone's run and clock",
-                )
-                return
-            pending.drone_session_id = drone.run_session_id
-        # Re-stamp the send time on each attempt (on the drone's clock, as estimated): the drone
-        # refuses a stale one. The (session, seq) identity and the bound run stay the same.
-        envelope = wire.decode_header(pending.parts[0])
-        header = wire.encode_envelope(
-            wire.Envelope(
-                envelope.version,
-                envelope.type,
-                envelope.drone_id,
-                envelope.session_id,
-                envelope.seq,
-                drone.clock.to_drone_time(self.clock.now()),
-                pending.drone_session_id,
-            )
-        )
-        try:
-            drone.dealer.send_multipart([header, pending.parts[1]], zmq.NOBLOCK)
-            self.stats.add("command_attempts")
-        except zmq.Again:
-            self.stats.add("command_attempts_unsent")  # not connected right now: retried at the deadline
-            self.stats.log_limited(
-                "command_attempts_unsent",
-                f"{pending.type_name} to {pending.drone_id} not sent yet (no connection)",
-            )
 
     def _send_heartbeat(self, drone: _Drone, now_s: float) -> None:
         drone.last_heartbeat_s = now_s
@@ -553,24 +462,8 @@ class GroundLink(IoThread):
             drone.dealer.send_multipart(parts, zmq.NOBLOCK)
 
     def _tick(self, now_s: float) -> None:
-        for key, pending in list(self._pending.items()):
-            if now_s < pending.deadline_s:
-                continue
-            if pending.future.cancelled():
-                del self._pending[key]
-            elif pending.attempts <= pending.retries_left:
-                self.stats.add("command_retries")
-                self._attempt(pending, now_s)
-            else:
-                del self._pending[key]
-                self.stats.add("command_timeouts")
-                pending.future.set_exception(
-                    LinkError(
-                        f"no ack from drone {pending.drone_id!r} for {pending.type_name} seq {pending.seq} "
-                        f"after {pending.attempts} attempts over {now_s - pending.started_s:.2f} s"
-                    )
-                )
-        waiting = {p.drone_id for p in self._pending.values() if not p.drone_session_id}
+        self._commands.tick(now_s)
+        waiting = self._commands.waiting_drones()
         for drone in self._drones.values():
             event = drone.liveness.check(now_s)
             if event is not None:

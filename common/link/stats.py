@@ -62,7 +62,7 @@ class LinkStats:
             return sum(v for k, v in self._counts.items() if k.startswith("rejected_"))
 
     def telemetry_counts(self) -> dict[str, int]:
-        """What a drone reports in its Telemetry (common.messages): messages thrown away so far."""
+        """What a drone reports in its TelemetryMessage (common.messages): messages thrown away so far."""
         with self._lock:
             c = self._counts
             unauthenticated = c["rejected_unauthenticated"] + c["rejected_handshake"]

@@ -16,7 +16,7 @@ ground where that flight left it: a client that placed it since (simSetVehiclePo
 (`--tello --mavlink`) has one flight record (`FlightReset.of`): a Tello flight's landing is the end of
 a flight for the MAVLink client that arms next, too.
 
-What: the vehicle's part of AirSim's `reset` (sim_bridge/rpc/airsim_api.py AirSimApi.reset): the
+What: the vehicle's part of AirSim's `reset` (sim_bridge/rpc/session_api.py SessionApi.reset): the
 World's teleport to the spawn (it cancels the running task, zeroes the velocity, the wind response
 and the attitude), landed, and the pack replaced at the configured start charge. The rest of that
 reset is AirSim-session state of every vehicle (API control, collision info, manual RC, sensors,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
-from typing import Any
 
 from common.errors import ConfigError
-from sim_bridge.rpc.wire import parse_pose
+from common.pose import Pose
+from sim_bridge.rpc.wire import PoseMsg, parse_pose
 from sim_bridge.sim.world import VehicleSlot, World
 
 log = logging.getLogger(__name__)
@@ -17,10 +17,10 @@ def add_vehicle(
     world: World,
     vehicle_name: str,
     vehicle_type: str,
-    pose: Any,
+    pose: PoseMsg,
     types: Collection[str],
     kind_word: str,
-    configure: Callable[[VehicleSlot, Any], None],
+    configure: Callable[[VehicleSlot, Pose], None],
 ) -> bool:
     """Add `vehicle_name` at `pose` (world NED) as AirSim's addVehicle does: False for a type not in
     `types` (lower case; `kind_word` names them in the log) or a name in use; an error while render

@@ -1,6 +1,7 @@
 # ruff: noqa: N802 -- the method names are AirSim wire names
 """AirSim's attitude- and rate-level multirotor calls and SimpleFlight's gain setters, over the
-attitude model (sim_bridge.sim.attitude), plus the attitude parts of the kinematics messages.
+attitude model (sim_bridge.sim.attitude); the attitude parts of the kinematics messages are
+sim_bridge.rpc.orientation's.
 
 Wire semantics as AirLib's server has them (MultirotorRpcLibServer.cpp -> MultirotorApiBase.cpp ->
 SimpleFlightApi.hpp): roll, pitch, yaw are NED Euler angles in radians, yaw_rate and the angle rates
@@ -17,38 +18,19 @@ simulator are not SimpleFlight's PIDs, so their setters answer an error instead 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
 
 from common.errors import ConfigError, VehicleError
-from sim_bridge.sim.attitude import (
-    ANGLE,
-    RATE,
-    AttitudeCommand,
-    PidGains,
-    euler_from_matrix,
-    euler_to_quaternion,
-)
+from sim_bridge.rpc.dispatch import HandlerTable
+from sim_bridge.rpc.local_frames import LocalFrames, wait_motion
+from sim_bridge.sim.attitude import ANGLE, RATE, AttitudeCommand, PidGains
 
-if TYPE_CHECKING:
-    import numpy as np
-
-    from sim_bridge.sim.world import World
+AxisGains = list[float]  # a PID term's gain per axis on the wire: (roll, pitch, yaw)
 
 
-def quat_msg(w: float, x: float, y: float, z: float) -> dict[str, float]:
-    return {"w_val": float(w), "x_val": float(x), "y_val": float(y), "z_val": float(z)}
-
-
-def camera_orientation_msg(rotation: np.ndarray | None, yaw_deg: float) -> dict[str, float] | None:
-    """A tilted camera's orientation (NED quaternion of its rotation); None for a level one (the
-    caller's yaw-only message, unchanged)."""
-    if rotation is None:
-        return None
-    return quat_msg(*euler_to_quaternion(*euler_from_matrix(rotation)))
-
-
-def _finite(value: Any, name: str) -> float:
+def _finite(value: object, name: str) -> float:
     try:
+        if not isinstance(value, int | float | str | bytes):  # what float() takes from msgpack's types
+            raise TypeError(name)
         v = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{name}: expected a number, got {value!r:.40}") from None
@@ -57,7 +39,7 @@ def _finite(value: Any, name: str) -> float:
     return v
 
 
-def _gains(kp: Any, ki: Any, kd: Any, method: str) -> PidGains:
+def _gains(kp: object, ki: object, kd: object, method: str) -> PidGains:
     lists = []
     for label, values in (("kp", kp), ("ki", ki), ("kd", kd)):
         if not isinstance(values, list | tuple) or len(values) != 3:
@@ -67,46 +49,55 @@ def _gains(kp: Any, ki: Any, kd: Any, method: str) -> PidGains:
 
 
 class AttitudeApi:
-    """Mixed into AirSimApi: its `world` and helpers (_need_control, _wait, _to_world, _slot)."""
+    """The attitude, rate and gain calls (MultirotorRpcLibServer.cpp's), over the vehicles' frames."""
 
-    world: World
+    def __init__(self, frames: LocalFrames) -> None:
+        self.world = frames.world
+        self._frames = frames
 
-    if TYPE_CHECKING:
-
-        def _need_control(self, vehicle_name: str) -> bool: ...
-        @staticmethod
-        def _wait(task: Any) -> bool: ...
-        def _to_world(self, vehicle_name: str, x: float, y: float, z: float) -> np.ndarray: ...
-        def _slot(self, vehicle_name: str) -> Any: ...
+    def handlers(self) -> HandlerTable:
+        return {
+            "moveByRollPitchYawZ": self.moveByRollPitchYawZ,
+            "moveByRollPitchYawThrottle": self.moveByRollPitchYawThrottle,
+            "moveByRollPitchYawrateThrottle": self.moveByRollPitchYawrateThrottle,
+            "moveByRollPitchYawrateZ": self.moveByRollPitchYawrateZ,
+            "moveByAngleRatesZ": self.moveByAngleRatesZ,
+            "moveByAngleRatesThrottle": self.moveByAngleRatesThrottle,
+            "moveByMotorPWMs": self.moveByMotorPWMs,
+            "setAngleLevelControllerGains": self.setAngleLevelControllerGains,
+            "setAngleRateControllerGains": self.setAngleRateControllerGains,
+            "setVelocityControllerGains": self.setVelocityControllerGains,
+            "setPositionControllerGains": self.setPositionControllerGains,
+        }
 
     def _fly(
         self,
         vehicle_name: str,
         modes: tuple[str, str, str],
-        goals: tuple[Any, Any, Any],
-        duration: Any,
-        z: Any = math.nan,
-        throttle: Any = math.nan,
+        goals: tuple[float, float, float],
+        duration: float,
+        z: float = math.nan,
+        throttle: float = math.nan,
     ) -> bool:
         names = ("roll", "pitch", "yaw")
         values = tuple(_finite(g, names[k]) for k, g in enumerate(goals))
         duration_s = _finite(duration, "duration")
         if duration_s <= 0:
             return True
-        if not self._need_control(vehicle_name):
+        if not self._frames.need_control(vehicle_name):
             return False
         z_world = math.nan
         if not (isinstance(z, float) and math.isnan(z)):
-            z_world = float(self._to_world(vehicle_name, 0.0, 0.0, _finite(z, "z"))[2])
+            z_world = float(self._frames.to_world(vehicle_name, 0.0, 0.0, _finite(z, "z"))[2])
         if not (isinstance(throttle, float) and math.isnan(throttle)):
             throttle = _finite(throttle, "throttle")
             if not 0.0 <= throttle <= 1.0:
                 raise ConfigError(f"throttle {throttle} must be within 0-1")
         command = AttitudeCommand(modes, values, z_m=z_world, throttle=float(throttle))  # type: ignore[arg-type]
         with self.world.lock:
-            m = self._slot(vehicle_name).model
+            m = self._frames.slot(vehicle_name).model
             task = m.move_attitude(command, duration_s, now_s=self.world.clock.now())
-        return self._wait(task)
+        return wait_motion(task)
 
     def moveByRollPitchYawZ(
         self, roll: float, pitch: float, yaw: float, z: float, duration: float, vehicle_name: str
@@ -163,48 +154,41 @@ class AttitudeApi:
         duration: float,
         vehicle_name: str,
     ) -> bool:
-        self._slot(vehicle_name)
+        self._frames.slot(vehicle_name)
         raise VehicleError(
             "moveByMotorPWMs is not supported by the built-in simulator: its multirotor has no rotor "
             "dynamics (use moveByAngleRatesThrottle or moveByRollPitchYawThrottle)"
         )
 
     # ---------------------------------------------------------------- gains (SimpleFlight's PIDs)
-    def setAngleLevelControllerGains(self, kp: Any, ki: Any, kd: Any, vehicle_name: str) -> None:
+    def setAngleLevelControllerGains(
+        self, kp: AxisGains, ki: AxisGains, kd: AxisGains, vehicle_name: str
+    ) -> None:
         gains = _gains(kp, ki, kd, "setAngleLevelControllerGains")
         with self.world.lock:
-            self._slot(vehicle_name).model.attitude.level_gains = gains
+            self._frames.slot(vehicle_name).model.attitude.level_gains = gains
 
-    def setAngleRateControllerGains(self, kp: Any, ki: Any, kd: Any, vehicle_name: str) -> None:
+    def setAngleRateControllerGains(
+        self, kp: AxisGains, ki: AxisGains, kd: AxisGains, vehicle_name: str
+    ) -> None:
         gains = _gains(kp, ki, kd, "setAngleRateControllerGains")
         with self.world.lock:
-            self._slot(vehicle_name).model.attitude.rate_gains = gains
+            self._frames.slot(vehicle_name).model.attitude.rate_gains = gains
 
-    def setVelocityControllerGains(self, kp: Any, ki: Any, kd: Any, vehicle_name: str) -> None:
+    def setVelocityControllerGains(
+        self, kp: AxisGains, ki: AxisGains, kd: AxisGains, vehicle_name: str
+    ) -> None:
         self._not_pid("setVelocityControllerGains", vehicle_name)
 
-    def setPositionControllerGains(self, kp: Any, ki: Any, kd: Any, vehicle_name: str) -> None:
+    def setPositionControllerGains(
+        self, kp: AxisGains, ki: AxisGains, kd: AxisGains, vehicle_name: str
+    ) -> None:
         self._not_pid("setPositionControllerGains", vehicle_name)
 
     def _not_pid(self, method: str, vehicle_name: str) -> None:
-        self._slot(vehicle_name)
+        self._frames.slot(vehicle_name)
         raise VehicleError(
             f"{method} is not supported by the built-in simulator: its velocity and position control "
             "is a kinematic tracker with acceleration limits, not SimpleFlight's PID cascade "
             "(setAngleLevelControllerGains and setAngleRateControllerGains are)"
         )
-
-    # ---------------------------------------------------------------- kinematics
-    def _attitude_msgs(
-        self, vehicle_name: str
-    ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-        """The vehicle's orientation (NED quaternion), body angular velocity and acceleration (rad/s,
-        rad/s^2, FRD: AirSim's Kinematics::State twist.angular and accelerations.angular)."""
-        with self.world.lock:
-            m = self._slot(vehicle_name).model
-            a = m.attitude
-            roll, pitch, yaw = a.roll_rad, a.pitch_rad, math.radians(m.pose().yaw_deg)
-            rates, accel = list(a.rates_body), list(a.accel_body)
-        q = quat_msg(*euler_to_quaternion(roll, pitch, yaw))
-        vec = ("x_val", "y_val", "z_val")
-        return q, dict(zip(vec, rates, strict=True)), dict(zip(vec, accel, strict=True))

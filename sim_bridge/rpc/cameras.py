@@ -25,10 +25,9 @@ import numpy as np
 
 from common.camera import CameraProfile
 from common.errors import ConfigError
+from common.frames import rotation_pry_deg, yaw_rotation_ned
 from sim_bridge.settings_sections import CameraSetting
 from sim_bridge.sim.attitude import body_rotation_ned
-from sim_bridge.sim.frames import yaw_rotation_ned
-from sim_bridge.sim.oriented_camera import rotation_pry_deg
 from sim_bridge.sim.world import CAMERA_OFFSET_FRD_M, World
 
 SCENE = 0

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import Any
 
 from common.errors import ConfigError
+from common.pose import Pose
 from sim_bridge.rpc.add_vehicle import add_vehicle
+from sim_bridge.rpc.dispatch import HandlerTable
+from sim_bridge.rpc.wire import PoseMsg
 from sim_bridge.sim.camera import place_vehicle_body
 from sim_bridge.sim.car import MAX_RPM, Car, CarControls
-from sim_bridge.sim.world import World
+from sim_bridge.sim.world import VehicleSlot, World
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,7 @@ MULTIROTOR_ONLY = frozenset(
         "getMultirotorState",
     }
 )
+CarControlsMsg = dict[str, float | int | bool]  # CarControls: CONTROL_FIELDS
 CAR_TYPES = {"physxcar"}  # what simAddVehicle creates in Car mode (AirSimSettings' lower-case names)
 CONTROL_FIELDS = (
     "throttle",
@@ -81,18 +84,6 @@ CONTROL_FIELDS = (
     "is_manual_gear",
     "manual_gear",
     "gear_immediate",
-)
-
-
-# the car server's own methods and the generic ones whose car semantics differ (module docstring)
-CAR_METHODS = (
-    "setCarControls",
-    "getCarControls",
-    "getCarState",
-    "enableApiControl",
-    "armDisarm",
-    "reset",
-    "simAddVehicle",
 )
 
 
@@ -112,7 +103,7 @@ def _number(msg: dict[str, Any], key: str, lo: float, hi: float) -> float:
     return min(max(float(value), lo), hi)  # PhysX clamps its inputs, so does this
 
 
-def parse_controls(msg: Any) -> CarControls:
+def parse_controls(msg: object) -> CarControls:
     if not isinstance(msg, dict):
         raise ConfigError(f"CarControls: expected a map of {CONTROL_FIELDS}, got {type(msg).__name__}")
     gear = msg.get("manual_gear", 0)
@@ -144,9 +135,22 @@ def controls_msg(c: CarControls) -> dict[str, Any]:
 class CarFamily:
     """The car methods over `world`; `stock` is the stock table (AirSimApi's or StrictAirSimApi's)."""
 
-    def __init__(self, world: World, stock: dict[str, Callable[..., Any]]) -> None:
+    def __init__(self, world: World, stock: HandlerTable) -> None:
         self.world = world
         self._stock = stock
+
+    def handlers(self) -> HandlerTable:
+        """The car server's own methods and the generic ones whose car semantics differ (module
+        docstring): they replace the stock table's."""
+        return {
+            "setCarControls": self.setCarControls,
+            "getCarControls": self.getCarControls,
+            "getCarState": self.getCarState,
+            "enableApiControl": self.enableApiControl,
+            "armDisarm": self.armDisarm,
+            "reset": self.reset,
+            "simAddVehicle": self.simAddVehicle,
+        }
 
     def _car(self, vehicle_name: str) -> Car:
         model = self.world.vehicle(str(vehicle_name)).model
@@ -154,7 +158,7 @@ class CarFamily:
             raise ConfigError(f"vehicle '{vehicle_name}' is not a car")
         return model
 
-    def setCarControls(self, controls: Any, vehicle_name: str) -> None:
+    def setCarControls(self, controls: CarControlsMsg, vehicle_name: str) -> None:
         parsed = parse_controls(controls)
         with self.world.lock:
             car = self._car(vehicle_name)
@@ -200,21 +204,19 @@ class CarFamily:
                 if isinstance(slot.model, Car):
                     slot.model.set_controls(CarControls())
 
-    def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: Any, pawn_path: str = "") -> bool:
+    def simAddVehicle(self, vehicle_name: str, vehicle_type: str, pose: PoseMsg, pawn_path: str = "") -> bool:
         """A car at `pose` (world NED), as AirSim's addVehicle in Car mode: False for another vehicle
         type (AirSim's car mode cannot create a multirotor pawn) or a name in use."""
 
-        def as_car(slot: Any, spawn: Any) -> None:
+        def as_car(slot: VehicleSlot, spawn: Pose) -> None:
             slot.model = Car(slot.model.name, spawn)
             place_vehicle_body(self.world.scene, slot)
 
         return add_vehicle(self.world, vehicle_name, vehicle_type, pose, CAR_TYPES, "car", as_car)
 
 
-def car_table(world: World, stock: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+def car_table(world: World, stock: HandlerTable) -> HandlerTable:
     """The method table of a car server (see the module docstring)."""
-    family = CarFamily(world, stock)
     table = {name: fn for name, fn in stock.items() if name not in MULTIROTOR_ONLY}
-    for name in CAR_METHODS:
-        table[name] = getattr(family, name)
+    table.update(CarFamily(world, stock).handlers())
     return table

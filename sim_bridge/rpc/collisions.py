@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim_bridge.rpc.wire import vec3
+from sim_bridge.sim.world import World
 
 
 def empty_collision() -> dict[str, Any]:
@@ -47,7 +48,7 @@ class _Record:
 class Collisions:
     """Per vehicle: the last collision taken from the flight model and whether it is unread."""
 
-    def __init__(self, world: Any, object_id: Callable[[int], int]) -> None:
+    def __init__(self, world: World, object_id: Callable[[int], int]) -> None:
         self.world = world
         self._object_id = object_id  # body id -> segmentation object id (-1: none)
         self._records: dict[str, _Record] = {}

@@ -19,7 +19,7 @@ Unreal/Plugins/AirSim/Source/DetectionComponent.cpp, ObjectFilter.cpp and WorldS
   The built-in simulator's Unreal frame has Player Start at its origin and pawns with no ground offset,
   so that origin is the vehicle's spawn (world NED): both corners and relative_pose.position carry
   "- spawn", as AirSim's do for a vehicle not at Player Start. Differences of box3D corners, and
-  box3D minus relative_pose.position, are free of it (sim_bridge.remote_truth reads them so).
+  box3D minus relative_pose.position, are free of it (onboard.vehicles.airsim_truth reads them so).
 - relative_pose: position as above from the actor's location; orientation the camera's rotation in the
   object's frame (FTransform::GetRelativeTransform(camera, object), toNed).
 - geo_point: the actor's location (world NED) from the home geo point (EarthUtils::nedToGeodetic).
@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from common.camera import CameraProfile
+from common.frames import quat_from_rotation, yaw_rotation_ned
+from common.pose import Pose
 from sim_bridge.rpc.wire import vec3
-from sim_bridge.sim.frames import yaw_rotation_ned
-from sim_bridge.sim.oriented_camera import quat_from_rotation
 from sim_bridge.sim.world import World
 
 DEFAULT_RADIUS_CM = 20000.0  # UDetectionComponent::max_distance_to_camera_ (200 m)
@@ -54,7 +55,7 @@ def mesh_name(asset: str) -> str:
     return asset.split("@", 1)[0].split(":", 1)[0]
 
 
-def aabb_half(half_m: Any, yaw_deg: float) -> np.ndarray:
+def aabb_half(half_m: tuple[float, float, float], yaw_deg: float) -> np.ndarray:
     """Half extents along north/east/down of a box with these half extents along its own axes."""
     hx, hy, hz = (float(h) for h in half_m)
     c, s = abs(math.cos(math.radians(yaw_deg))), abs(math.sin(math.radians(yaw_deg)))
@@ -84,7 +85,7 @@ class DetectionFilters:
 
 
 def detections(
-    world: World, vehicle: str, filt: dict[str, Any], geo: Callable[[Any], dict[str, float]]
+    world: World, vehicle: str, filt: dict[str, Any], geo: Callable[[Pose], dict[str, float]]
 ) -> list[dict[str, Any]]:
     """AirSim's DetectionInfo maps for the vehicle's forward camera under `filt`."""
     patterns = [wildcard(p) for p in filt["patterns"]]
@@ -141,7 +142,7 @@ def detections(
 
 
 def _project_box(
-    corners: np.ndarray, eye: np.ndarray, rot: np.ndarray, width: int, height: int, cam: Any
+    corners: np.ndarray, eye: np.ndarray, rot: np.ndarray, width: int, height: int, cam: CameraProfile
 ) -> tuple[float, float, float, float] | None:
     """calcBoundingFromViewInfo's box (clamped) or None when no corner is inside the image."""
     rel = (corners - eye) @ rot  # rows: forward, right, down in the camera

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from common.frames import quat_from_rotation, rotation_pry_deg
 from sim_bridge.rpc.named_sensors import find_sensor
 from sim_bridge.sim.attitude import body_rotation_ned
 from sim_bridge.sim.distance import DistanceParams
-from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_pry_deg
 from sim_bridge.sim.world import World
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from common.errors import ConfigError
 from common.pose import Pose, wrap_deg
+from sim_bridge.rpc.dispatch import HandlerTable
 from sim_bridge.rpc.silence import SilenceLanding
 from sim_bridge.rpc.wire import pose_list, pose_msg, vec3
 from sim_bridge.sim.camera import Render, RenderStats, image_pixel
@@ -173,7 +173,7 @@ class DcExtensions:
         return self._point_on_target(str(vehicle_name), str(object_name), float(u), float(v), None)
 
     def dcPointOnTargetAt(
-        self, vehicle_name: str, object_name: str, u: float, v: float, vehicle_pose_world: Any
+        self, vehicle_name: str, object_name: str, u: float, v: float, vehicle_pose_world: list[float]
     ) -> bool:
         """point_on_target for a frame taken earlier: re-render from the frame's vehicle pose
         ([x, y, z, yaw_deg] world NED) with the scene as it is now."""
@@ -187,7 +187,7 @@ class DcExtensions:
         u: float,
         v: float,
         time_stamp_ns: int,
-        vehicle_pose_world: Any,
+        vehicle_pose_world: list[float],
     ) -> bool:
         """point_on_target for the served frame with this time stamp and pose, from the frame ring;
         a frame no longer (or never) in it is re-rendered at the pose (dcPointOnTargetAt)."""
@@ -230,7 +230,7 @@ class DcExtensions:
             raise ConfigError(f"truth render mode {mode!r} is not one of {TRUTH_RENDER_MODES}")
         self._truth_render = str(mode)
 
-    def dcSetObjectPath(self, object_name: str, waypoints: Any, speed_m_s: float) -> bool:
+    def dcSetObjectPath(self, object_name: str, waypoints: list[list[float]], speed_m_s: float) -> bool:
         pts = [(float(a), float(b), float(c)) for a, b, c in waypoints]
         self.world.set_path(str(object_name), pts, float(speed_m_s))
         return True
@@ -267,6 +267,28 @@ class DcExtensions:
     def dcGetSilenceLanding(self, vehicle_name: str) -> float:
         return self.silence.get(str(vehicle_name))
 
-    def table(self) -> dict[str, Callable[..., Any]]:
-        """Name -> handler of every extension (the names of EXTENSIONS)."""
-        return {name: getattr(self, name) for name in EXTENSIONS}
+    def table(self) -> HandlerTable:
+        """Name -> handler of every extension, named explicitly as the stock families' tables are; a
+        name documented in EXTENSIONS without a handler (or the reverse) is a wiring mistake."""
+        table: HandlerTable = {
+            "dcGroundTruth": self.dcGroundTruth,
+            "dcPointOnTarget": self.dcPointOnTarget,
+            "dcPointOnTargetAt": self.dcPointOnTargetAt,
+            "dcPointOnTargetInFrame": self.dcPointOnTargetInFrame,
+            "dcRenderStats": self.dcRenderStats,
+            "dcSetTruthRender": self.dcSetTruthRender,
+            "dcSetObjectPath": self.dcSetObjectPath,
+            "dcGetObjectInfo": self.dcGetObjectInfo,
+            "dcGetObstacles": self.dcGetObstacles,
+            "dcGetVehicleSpawn": self.dcGetVehicleSpawn,
+            "dcGetSimTime": self.dcGetSimTime,
+            "dcSetClockSpeed": self.dcSetClockSpeed,
+            "dcSetSilenceLanding": self.dcSetSilenceLanding,
+            "dcGetSilenceLanding": self.dcGetSilenceLanding,
+            "dcGetWorldEffects": self.dcGetWorldEffects,
+        }
+        if set(table) != set(EXTENSIONS):
+            raise ConfigError(
+                f"extension table and EXTENSIONS differ: {sorted(set(table) ^ set(EXTENSIONS))}"
+            )
+        return table

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from common.frames import yaw_rotation_ned
 from sim_bridge.rpc.server import release_order
-from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.multirotor import YawMode
 from sim_bridge.sim.world import World
 
@@ -33,6 +33,8 @@ MAX_RC_VALUE = 10000.0  # MultirotorApiBase::moveByManual's kMaxRCValue
 MAX_MESSAGE_AGE_S = 0.1  # its kMaxMessageAge
 COMMAND_PERIOD_S = 1.0 / 50  # SimpleFlightApi::getCommandPeriod
 WAIT_WALL_S = 24 * 3600.0
+
+RCDataMsg = dict[str, float | int | bool]  # RCData: pitch, roll, throttle, yaw, switch1-8, timestamp, ...
 
 
 def empty_rc() -> dict[str, Any]:
@@ -43,7 +45,7 @@ def empty_rc() -> dict[str, Any]:
     return rc
 
 
-def parse_rc(data: Any) -> dict[str, Any]:
+def parse_rc(data: object) -> dict[str, Any]:
     from common.errors import ConfigError
 
     if not isinstance(data, dict):
@@ -74,7 +76,7 @@ class ManualFlight:
         self._rc: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def set_rc(self, vehicle_name: str, data: Any) -> None:
+    def set_rc(self, vehicle_name: str, data: RCDataMsg) -> None:
         name = self.world.vehicle(str(vehicle_name)).model.name
         rc = parse_rc(data)
         with self._lock:

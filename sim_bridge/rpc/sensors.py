@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from common.errors import VehicleError
-from sim_bridge.sim.attitude import body_rotation_ned, euler_to_quaternion
+from common.frames import euler_to_quaternion
+from sim_bridge.sim.attitude import body_rotation_ned
 from sim_bridge.sim.earth import (
     AIR_GAS_CONSTANT_J_KG_K,
     GRAVITY_M_S2,
@@ -49,15 +50,24 @@ from sim_bridge.sim.sensor_params import (
     MagnetometerParams,
     SensorParams,
 )
+from sim_bridge.sim.world import World
 
 # AirSim's default multirotor sensors (AirSimSettings::createDefaultSensorSettings): name -> type
 DEFAULT_SENSORS = {"imu": "imu", "magnetometer": "magnetometer", "gps": "gps", "barometer": "barometer"}
 LABELS = {"imu": "IMU", "barometer": "barometer", "magnetometer": "magnetometer", "gps": "gps"}
 GeoFn = Callable[[float, float, float], dict[str, float]]  # world NED -> GeoPoint message
 Model = ImuModel | BarometerModel | MagnetometerModel | GpsModel | DistanceNoiseModel
+M = TypeVar("M", ImuModel, BarometerModel, MagnetometerModel, GpsModel, DistanceNoiseModel)
+KINDS: dict[type[Model], str] = {
+    ImuModel: "imu",
+    BarometerModel: "barometer",
+    MagnetometerModel: "magnetometer",
+    GpsModel: "gps",
+    DistanceNoiseModel: "distance",
+}
 
 
-def _vec3(v: Any) -> dict[str, float]:
+def _vec3(v: Sequence[float] | np.ndarray) -> dict[str, float]:
     return {"x_val": float(v[0]), "y_val": float(v[1]), "z_val": float(v[2])}
 
 
@@ -68,7 +78,7 @@ def _ns(time_s: float) -> int:
 class SensorService:
     """Every vehicle's IMU, barometer, magnetometer and GPS, and the distance sensors' noise."""
 
-    def __init__(self, world: Any, geo: GeoFn) -> None:
+    def __init__(self, world: World, geo: GeoFn) -> None:
         self.world = world
         self._geo = geo
         self.noise = True
@@ -112,11 +122,13 @@ class SensorService:
             return name
         raise VehicleError(f"No {LABELS[kind]} with name {name} exist on vehicle")
 
-    def _model(self, vehicle: str, name: str, kind: str, now_s: float) -> Any:
+    def _model(self, vehicle: str, name: str, model_type: type[M], now_s: float) -> M:
+        """The vehicle's sensor `name` of this model type, made on its first reading."""
+        kind = KINDS[model_type]
         key = (vehicle, name if kind != "distance" else "distance:" + name)
         model = self._models.get(key)
         if model is None:
-            seed = int(getattr(self.world, "seed", 0))
+            seed = int(self.world.seed)
             params = self._params.get(vehicle, {}).get(name, DEFAULTS.get(kind))
             if kind == "imu":
                 assert isinstance(params, ImuParams)
@@ -136,6 +148,7 @@ class SensorService:
             # starts them at its first reading
             model.reset(self._reset_s if vehicle in self._vehicles_at_reset else now_s)
             self._models[key] = model
+        assert isinstance(model, model_type)  # a key's kind is its type's
         return model
 
     def _truth(self, vehicle_name: str) -> tuple[str, Truth, float, tuple[float, float, float, float]]:
@@ -160,7 +173,7 @@ class SensorService:
         vehicle, truth, now, quat = self._truth(vehicle_name)
         with self._lock:
             name = self._resolve("imu", imu_name, vehicle)
-            r = self._model(vehicle, name, "imu", now).read(truth, now, self.noise)
+            r = self._model(vehicle, name, ImuModel, now).read(truth, now, self.noise)
         w, x, y, z = quat  # AirSim adds no orientation noise ("TODO: Add noise in orientation?")
         return {
             "time_stamp": _ns(r.time_s),
@@ -174,7 +187,7 @@ class SensorService:
         altitude = float(self._geo(*truth.position_ned)["altitude"])
         with self._lock:
             name = self._resolve("barometer", barometer_name, vehicle)
-            r = self._model(vehicle, name, "barometer", now).read(altitude, truth, now, self.noise)
+            r = self._model(vehicle, name, BarometerModel, now).read(altitude, truth, now, self.noise)
         if r is None:  # before its first update: AirSim's default output
             return {"time_stamp": 0, "altitude": 0.0, "pressure": 0.0, "qnh": 0.0}
         return {
@@ -190,7 +203,7 @@ class SensorService:
         field = mag_field_ned_t(geo["latitude"], geo["longitude"], geo["altitude"]) * TESLA_TO_GAUSS
         with self._lock:
             name = self._resolve("magnetometer", magnetometer_name, vehicle)
-            r = self._model(vehicle, name, "magnetometer", now).read(field, truth, now, self.noise)
+            r = self._model(vehicle, name, MagnetometerModel, now).read(field, truth, now, self.noise)
         time_s, body = (0.0, np.zeros(3)) if r is None else r
         # AirLib leaves the covariance empty too
         return {
@@ -203,7 +216,7 @@ class SensorService:
         vehicle, truth, now, _ = self._truth(vehicle_name)
         with self._lock:
             name = self._resolve("gps", gps_name, vehicle)
-            r = self._model(vehicle, name, "gps", now).read(truth, now, self.noise)
+            r = self._model(vehicle, name, GpsModel, now).read(truth, now, self.noise)
         if r is None:  # before its StartupDelay: GpsBase's default output, not valid
             zero = {"latitude": 0.0, "longitude": 0.0, "altitude": 0.0}
             return {
@@ -236,7 +249,7 @@ class SensorService:
     ) -> tuple[float, float] | None:
         """(time s, distance m) a distance sensor shows for this true distance; None: not updated yet."""
         with self._lock:
-            model = self._model(vehicle, sensor, "distance", now_s)
+            model = self._model(vehicle, sensor, DistanceNoiseModel, now_s)
             return model.read(distance_m, now_s, self.noise)
 
 

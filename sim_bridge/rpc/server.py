@@ -25,9 +25,10 @@ import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import msgpack
+
+from sim_bridge.rpc.dispatch import Handler, HandlerTable
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def release_order() -> None:
         order.release(seq)
 
 
-def _arity(fn: Callable[..., Any]) -> tuple[int, int]:
+def _arity(fn: Handler) -> tuple[int, int]:
     params = inspect.signature(fn).parameters.values()
     return sum(p.default is inspect.Parameter.empty for p in params), len(params)
 
@@ -79,7 +80,7 @@ class RpcServer:
 
     def __init__(
         self,
-        handlers: dict[str, Callable[..., Any]],
+        handlers: HandlerTable,
         host: str = "127.0.0.1",
         port: int = 41451,
         workers: int = 64,
@@ -126,13 +127,13 @@ class RpcServer:
                 conn.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _serve_conn(self, conn: socket.socket, addr: Any) -> None:
+    def _serve_conn(self, conn: socket.socket, addr: object) -> None:
         unpacker = msgpack.Unpacker(raw=False, max_buffer_size=64 * 1024 * 1024)
         write_lock = threading.Lock()
         order = _Order()
         packer_opts = {"use_bin_type": True}
 
-        def send(msg: list[Any]) -> None:
+        def send(msg: list[object]) -> None:
             data = msgpack.packb(msg, **packer_opts)
             with write_lock:
                 try:
@@ -160,7 +161,7 @@ class RpcServer:
                 self._conns.discard(conn)
             conn.close()
 
-    def _dispatch(self, msg: Any, send: Callable[[list[Any]], None], order: _Order) -> bool:
+    def _dispatch(self, msg: object, send: Callable[[list[object]], None], order: _Order) -> bool:
         if not isinstance(msg, list | tuple) or not msg:
             return False
         if msg[0] == REQUEST and len(msg) == 4 and isinstance(msg[1], int):
@@ -188,8 +189,8 @@ class RpcServer:
         self,
         msgid: int | None,
         method: str,
-        params: list[Any],
-        send: Callable[[list[Any]], None] | None,
+        params: list[object],
+        send: Callable[[list[object]], None] | None,
         order: _Order,
         seq: int,
     ) -> None:
@@ -215,7 +216,7 @@ class RpcServer:
         if n <= 10 or math.log10(n).is_integer():
             log.info("rpc error %s (#%d): %s", method, n, error)
 
-    def _run(self, method: str, params: list[Any]) -> tuple[str | None, Any]:
+    def _run(self, method: str, params: list[object]) -> tuple[str | None, object]:
         fn = self._handlers.get(method)
         if fn is None:
             missing = f"rpclib: server could not find function '{method}' with argument count {len(params)}."

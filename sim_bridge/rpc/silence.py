@@ -10,23 +10,8 @@ sees AirSim's behaviour unchanged: the vehicle hovers until told otherwise.
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING
-
-from common.errors import ConfigError
-
-if TYPE_CHECKING:  # the adapter (sim_bridge.airsim_vehicle) checks its bound here without the simulator
-    from sim_bridge.sim.world import World
-
-SILENCE_RANGE_S = (0.1, 3600.0)  # 0 turns it off
-
-
-def check_silence_s(value: float) -> float | None:
-    """A silence bound from outside: 0 (off: None) or SILENCE_RANGE_S seconds; anything else refused."""
-    low, high = SILENCE_RANGE_S
-    if not math.isfinite(value) or not (value == 0 or low <= value <= high):
-        raise ConfigError(f"command-silence landing {value!r} s: 0 (off) or {low:g}..{high:g} s")
-    return None if value == 0 else float(value)
+from common.silence import check_silence_s
+from sim_bridge.sim.world import World
 
 
 class SilenceLanding:

@@ -1,4 +1,3 @@
-# ruff: noqa: N802 -- the method names are AirSim wire names
 """`dronecats sim --strict-airsim`: the built-in simulator behaving like a foreign Unreal map.
 
 - Only stock AirSim methods: no `dc*` extension is served, so each answers rpclib's unknown-function
@@ -14,12 +13,10 @@ So a HIL run against it needs an asset map exactly as against a real map (episod
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from common.errors import ConfigError
 from sim_bridge.rpc.airsim_api import AirSimApi
 from sim_bridge.rpc.catalogue import BLUEPRINTS, MATERIALS
+from sim_bridge.rpc.dispatch import HandlerTable
 from sim_bridge.sim.world import World
 
 # Unreal-style prefixes of the renamed scene actors, by object class
@@ -44,23 +41,27 @@ def rename_scene_actors(world: World) -> dict[str, str]:
     return renamed
 
 
+class StrictAssets:
+    """A foreign map's asset registry: its blueprints and materials only (world_api.AssetCatalogue)."""
+
+    def resolve(self, asset_name: str) -> str:
+        if asset_name not in BLUEPRINTS:
+            raise ConfigError(f"There were no objects with name {asset_name} found in the Registry")
+        return BLUEPRINTS[asset_name]
+
+    def names(self) -> list[str]:
+        return sorted(BLUEPRINTS) + sorted(MATERIALS)
+
+
 class StrictAirSimApi(AirSimApi):
     """AirSimApi without extensions and with a foreign map's names and assets."""
 
     def __init__(self, world: World) -> None:
         if world.render_pool is not None:
             raise ConfigError("--strict-airsim renders in the server process: use --render-workers 0")
-        super().__init__(world)
+        super().__init__(world, assets=StrictAssets())
         self.renamed = rename_scene_actors(world)
 
-    def _spawn_asset(self, asset_name: str) -> str:
-        if asset_name not in BLUEPRINTS:
-            raise ConfigError(f"There were no objects with name {asset_name} found in the Registry")
-        return BLUEPRINTS[asset_name]
-
-    def simListAssets(self) -> list[str]:
-        return sorted(BLUEPRINTS) + sorted(MATERIALS)
-
-    def table(self) -> dict[str, Callable[..., Any]]:
+    def table(self) -> HandlerTable:
         """The stock surface alone: no extension is registered."""
         return self.stock_table()

@@ -14,7 +14,9 @@ airsim = pytest.importorskip("airsim")
 cosys = pytest.importorskip("cosysairsim")
 pytest.importorskip("pybullet")
 
-from sim_bridge.remote_truth import extent_from_detection, quat_matrix, xyz  # noqa: E402
+from common.frames import rotation_from_unit_quat  # noqa: E402
+from onboard.vehicles.airsim import wxyz  # noqa: E402
+from onboard.vehicles.airsim_truth import extent_from_detection, xyz  # noqa: E402
 from tests.support.airsim_clients import arm_both, connect  # noqa: E402
 
 SCENE = airsim.ImageType.Scene
@@ -93,7 +95,7 @@ def test_detection_boxes_and_poses_as_airsim_computes_them(client, cz) -> None:
         (d,) = detected(client, "Drone2", "sem_box_car")
         info = client.simGetCameraInfo("0", "Drone2")
         cam = xyz(info.pose.position) + DRONE2_SPAWN  # spawn-relative -> world
-        rot = quat_matrix(info.pose.orientation)
+        rot = rotation_from_unit_quat(*wxyz(info.pose.orientation))
         obj = client.client.call("dcGetObjectInfo", name)
         location = np.array(obj["pose"][:3])
         expected = rot.T @ (location - cam) - DRONE2_SPAWN

@@ -310,7 +310,7 @@ def test_project_world_keeps_a_level_camera_and_workers_render_tilted_cameras() 
 
 def test_rotated_ground_fill_matches_the_level_fill_for_a_level_camera() -> None:
     from common.camera import BUILTIN_CAMERAS
-    from sim_bridge.sim.frames import yaw_rotation_ned
+    from common.frames import yaw_rotation_ned
     from sim_bridge.sim.ground import GroundMap, fill_background
     from sim_bridge.sim.tilted import TiltedView, fill_background_rotated
 

@@ -151,5 +151,5 @@ def test_airsim_reset_restores_the_pack(world: World) -> None:
 
     m = world.vehicle("Drone1").model
     m.battery.energy_wh = 0.5
-    AirSimApi(world).reset()
+    AirSimApi(world).session.reset()
     assert m.battery.fraction == 1.0 and m.battery.consumed_wh == 0.0 and m.landed

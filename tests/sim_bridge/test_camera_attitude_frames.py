@@ -81,7 +81,7 @@ def test_in_process_camera_frame_attitude_projects_onto_the_ground() -> None:
 
 def test_airsim_camera_frame_attitude_projects_onto_the_ground() -> None:
     airsim = pytest.importorskip("airsim")
-    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
+    from onboard.vehicles.airsim import AirSimVehicle, parse_airsim_url
     from tests.support.processes import sim_server
 
     with sim_server("--scene", "blocks", "--renderer", "tiny", "--clock-speed", "5") as port:

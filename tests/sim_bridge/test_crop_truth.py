@@ -195,8 +195,8 @@ def test_point_on_target_in_a_served_frame_comes_from_the_frame_ring() -> None:
     """dcPointOnTargetInFrame answers for the frame the model saw (its segmentation as served), without a
     render; a frame the ring does not hold is re-rendered at its pose; RemoteTruth asks by time stamp."""
     airsim = pytest.importorskip("airsim")
-    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
-    from sim_bridge.remote_truth import RemoteTruth
+    from onboard.vehicles.airsim import AirSimVehicle, parse_airsim_url
+    from onboard.vehicles.airsim_truth import RemoteTruth
     from tests.support.processes import sim_server
 
     with sim_server("--scene", "residential", "--vehicles", "1", "--paused") as port:

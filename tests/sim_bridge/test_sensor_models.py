@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from common.errors import ConfigError
+from common.frames import rotation_from_euler
 from sim_bridge.settings_sections import sections_of
-from sim_bridge.sim.attitude import rotation_matrix
 from sim_bridge.sim.earth import mag_field_ned_t, pressure_altitude_m, standard_pressure_pa
 from sim_bridge.sim.noise import GaussMarkov, RandomWalk, Schedule, normals_at, stream_key
 from sim_bridge.sim.sensor_models import BarometerModel, GpsModel, ImuModel, MagnetometerModel, Truth
@@ -105,7 +105,7 @@ def test_imu_noise_statistics_and_specific_force() -> None:
         0,
     ]
     # a body pitched 0.3 rad nose-up, unaccelerated: the specific force (up) has a forward component
-    pitched = imu.read(at_rest(rotation_matrix(0.0, 0.3, 0.0)), 1.0, False)
+    pitched = imu.read(at_rest(rotation_from_euler(0.0, 0.3, 0.0)), 1.0, False)
     assert pitched.linear_acceleration == pytest.approx(
         [G * math.sin(0.3), 0.0, -G * math.cos(0.3)], abs=1e-12
     )
@@ -155,7 +155,7 @@ def test_barometer_noise_drift_and_qnh() -> None:
 
 def test_magnetometer_rotates_into_the_body_with_noise_bias_and_scale() -> None:
     field = mag_field_ned_t(47.641468, -122.140165, 122.0) * 1e4
-    r = rotation_matrix(0.1, 0.3, 1.0)
+    r = rotation_from_euler(0.1, 0.3, 1.0)
     mag = MagnetometerModel(MagnetometerParams(), 3, "Drone1", "magnetometer")
     ideal = mag.read(field, at_rest(r), 1.0, False)
     assert ideal is not None and ideal[1] == pytest.approx(r.T @ field, abs=1e-15)

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.frames import rotation_from_quat
 from sim_bridge.rpc.airsim_api import segmentation_colour
 from sim_bridge.rpc.image_types import default_object_id
-from sim_bridge.sim.oriented_camera import rotation_from_quat
 from sim_bridge.sim.wind import VELOCITY_GAIN_XY_1_S, drag_accel_ned
 from tests.support.processes import sim_server
 
