@@ -1,8 +1,8 @@
 """Camera calibration: checkerboard views to a camera profile (`dronecats calibrate`).
 
 - `sources.open_source(SRC)`: frames from a device index, stream URL, GStreamer pipeline, folder,
-  video file, `airsim://HOST:PORT/VEHICLE[/CAMERA]`, or a registered scheme (`register_source`,
-  e.g. a future `tello://`).
+  video file, `airsim://HOST:PORT/VEHICLE[/CAMERA]`, or any scheme declared in the
+  `dronecats.camera_sources` entry points (e.g. a future `tello://`).
 - `views.ViewCollector`: feed frames, get a `ViewVerdict` each (accepted, or no board / blurry /
   duplicate / too oblique, with the reason) and `CaptureProgress`; Qt-free so a GUI panel can host it.
 - `solve.calibrate_views`: cv2.calibrateCamera with outlier views dropped; `CalibrationResult

@@ -5,12 +5,12 @@
 - a GStreamer pipeline (contains "!"): OpenCV's GStreamer backend, when this OpenCV build has one
 - a folder: its images in name order (.png .jpg .jpeg .bmp .tif .tiff)
 - airsim://HOST:PORT/VEHICLE[/CAMERA]: Scene images through the real `airsim` client
-- tello://IP: served by whichever module registers the "tello" scheme (see `register_source`)
+- tello://IP, or any other scheme: served by whichever distribution declares it in the
+  `dronecats.camera_sources` entry points (pyproject.toml; common.schemes), as airsim:// is
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from calibration.errors import CalibrationError
+from common.schemes import CAMERA_SOURCES_GROUP, SchemeRegistry
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 _STREAM_SCHEMES = ("rtsp", "rtsps", "rtmp", "http", "https", "udp", "tcp", "srt")
 
 
-class FrameSource(Protocol):
+class CalibrationSource(Protocol):
     """Frames as BGR uint8 arrays; `read()` returns None once the source has ended."""
 
     description: str
@@ -39,61 +40,46 @@ class FrameSource(Protocol):
     def close(self) -> None: ...
 
 
-SourceFactory = Callable[[str], FrameSource]
+SourceFactory = Callable[[str], CalibrationSource]
 
-# scheme -> factory, or "module:function" imported on first use so nothing heavy loads early.
-_REGISTRY: dict[str, SourceFactory | str] = {
-    "airsim": "calibration.airsim_source:open_airsim_source",
-}
+# scheme -> factory(src), declared as entry points; a factory's module is imported when it is chosen
+_SOURCES = SchemeRegistry("camera source", CAMERA_SOURCES_GROUP)
 
 
-def register_source(scheme: str, factory: SourceFactory | str) -> None:
-    """Serve SRC strings of the form `scheme://...` with `factory(src)` (or a "module:function")."""
-    _REGISTRY[scheme.lower()] = factory
-
-
-def open_source(src: str) -> FrameSource:
+def open_source(src: str) -> CalibrationSource:
     src = src.strip()
     if re.fullmatch(r"\d+", src):
-        return OpenCvSource(int(src), f"camera device {src}", live=True)
+        return VideoCaptureSource(int(src), f"camera device {src}", live=True)
     match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", src)
     scheme = match.group(1).lower() if match else None
-    if scheme in _REGISTRY:
-        return _resolve(scheme)(src)
+    factory: SourceFactory | None = _SOURCES.factory_for(scheme) if scheme is not None else None
+    if factory is not None:
+        return factory(src)
     if scheme == "tello":
         raise CalibrationError(
-            f"source {src!r}: the Tello camera is not available yet: no 'tello' source is registered "
-            "(a Tello adapter must call calibration.sources.register_source('tello', factory))"
+            f"source {src!r}: the Tello camera is not available yet: no 'tello' camera source is "
+            f"declared (a Tello adapter declares one in the {CAMERA_SOURCES_GROUP!r} entry points)"
         )
     if scheme in _STREAM_SCHEMES:
-        return OpenCvSource(src, f"stream {src}", live=True)
+        return VideoCaptureSource(src, f"stream {src}", live=True)
     if "!" in src:
         return _gstreamer_source(src)
     if scheme is not None:
         raise CalibrationError(
             f"source {src!r}: unknown scheme {scheme!r}; "
-            f"known: {sorted(set(_REGISTRY) | set(_STREAM_SCHEMES))}"
+            f"known: {sorted(set(_SOURCES.schemes()) | set(_STREAM_SCHEMES))}"
         )
     path = Path(src)
     if path.is_dir():
         return FolderSource(path)
     if path.is_file():
-        return OpenCvSource(str(path), f"video file {path}", live=False)
+        return VideoCaptureSource(str(path), f"video file {path}", live=False)
     raise CalibrationError(
         f"source {src!r}: not a device index, URL, GStreamer pipeline, folder or video file"
     )
 
 
-def _resolve(scheme: str) -> SourceFactory:
-    entry = _REGISTRY[scheme]
-    if isinstance(entry, str):
-        module_name, _, attr = entry.partition(":")
-        entry = getattr(importlib.import_module(module_name), attr)
-        _REGISTRY[scheme] = entry
-    return entry
-
-
-def _gstreamer_source(pipeline: str) -> FrameSource:
+def _gstreamer_source(pipeline: str) -> CalibrationSource:
     import cv2
 
     info = cv2.getBuildInformation()
@@ -103,10 +89,10 @@ def _gstreamer_source(pipeline: str) -> FrameSource:
             "source looks like a GStreamer pipeline, but this OpenCV build has no GStreamer support "
             f"({gst_line.strip() or 'not listed'}); use an rtsp:// URL or an OpenCV built with GStreamer"
         )
-    return OpenCvSource(pipeline, f"GStreamer pipeline {pipeline}", live=True, api=cv2.CAP_GSTREAMER)
+    return VideoCaptureSource(pipeline, f"GStreamer pipeline {pipeline}", live=True, api=cv2.CAP_GSTREAMER)
 
 
-class OpenCvSource:
+class VideoCaptureSource:
     """cv2.VideoCapture on a device index, stream URL, video file or GStreamer pipeline."""
 
     def __init__(self, target: int | str, description: str, live: bool, api: int | None = None) -> None:

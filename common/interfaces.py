@@ -2,10 +2,10 @@
 
 The interfaces are described in docs/architecture.md#interfaces.
 
-Protocols, so that test doubles need no inheritance. Adapters live with their transports
-(`sim_bridge.airsim_vehicle` for AirSim and the built-in simulator; others register their schemes
-with `register_vehicle_scheme`). The registry names factories by "module:function" strings and
-imports them only when a URL of that scheme is opened, so `common` stays free of our other packages.
+Protocols, so that test doubles need no inheritance. Adapters live with their transports and are
+declared as `dronecats.vehicles` entry points by the distribution that holds them (ours in
+pyproject.toml: airsim, mavlink, tello; a third party's in its own). `open_vehicle` finds the URL's
+scheme among them and imports only that adapter (common.schemes), so `common` names none of them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import msgspec
 
 from common.errors import ConfigError
 from common.pose import Frame, Pose
-from common.schemes import SchemeRegistry
+from common.schemes import VEHICLES_GROUP, SchemeRegistry
 
 
 class Telemetry(msgspec.Struct, frozen=True):
@@ -96,20 +96,8 @@ class Vehicle(Protocol):
         self.close()
 
 
-# scheme -> "module:factory"; factory(url: str) -> Vehicle
-_VEHICLES = SchemeRegistry(
-    "vehicle",
-    {
-        "airsim": "sim_bridge.airsim_vehicle:open_airsim_vehicle",
-        "mavlink": "onboard.vehicles.px4:open_mavlink_vehicle",
-        "tello": "onboard.vehicles.tello:open_tello_vehicle",
-    },
-)
-
-
-def register_vehicle_scheme(scheme: str, factory_path: str) -> None:
-    """Register `scheme://...` URLs as opened by the function at "package.module:function"."""
-    _VEHICLES.register(scheme, factory_path)
+# scheme -> factory(url: str) -> Vehicle, from the installed distributions' entry points
+_VEHICLES = SchemeRegistry("vehicle", VEHICLES_GROUP)
 
 
 def vehicle_schemes() -> list[str]:
@@ -121,6 +109,6 @@ def open_vehicle(url: str) -> Vehicle:
     factory = _VEHICLES.factory(url)
     if factory is None:
         scheme = urlsplit(url).scheme
-        raise ConfigError(f"vehicle URL {url!r}: unknown scheme {scheme!r}, known: {vehicle_schemes()}")
+        raise ConfigError(f"vehicle URL {url!r}: unknown scheme {scheme!r}, known: {_VEHICLES.known()}")
     vehicle: Vehicle = factory(url)
     return vehicle

@@ -4,8 +4,9 @@ and the registry that opens it by the vehicle's URL scheme.
 The pilot never sees it: only the recorder and the episode stop rule read it. In real flight there
 is none and the log fields stay null (the operator judges declarations instead).
 
-Like the vehicles (common.interfaces), ground truth is opened by the vehicle URL's scheme through a
-lazy registry (common.schemes), so the onboard runtime never imports a simulator's adapter itself.
+Like the vehicles (common.interfaces), ground truth is opened by the vehicle URL's scheme, from the
+`dronecats.truth` entry points (common.schemes), so the onboard runtime never imports a simulator's
+adapter itself.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from urllib.parse import urlsplit
 
 from common.errors import ConfigError
 from common.pose import Frame
-from common.schemes import SchemeRegistry
+from common.schemes import TRUTH_GROUP, SchemeRegistry
 
 
 class TruthSample(NamedTuple):
@@ -35,13 +36,8 @@ class GroundTruth(Protocol):
         ...
 
 
-# vehicle URL scheme -> "module:factory"; factory(vehicle_url: str, target: str) -> GroundTruth
-_TRUTHS = SchemeRegistry("truth", {"airsim": "sim_bridge.remote_truth:open_remote_truth"})
-
-
-def register_truth_scheme(scheme: str, factory_path: str) -> None:
-    """Ground truth for the vehicles of `scheme://...` URLs, opened by "package.module:function"."""
-    _TRUTHS.register(scheme, factory_path)
+# vehicle URL scheme -> factory(vehicle_url: str, target: str) -> GroundTruth, from the entry points
+_TRUTHS = SchemeRegistry("truth", TRUTH_GROUP)
 
 
 def truth_schemes() -> list[str]:

@@ -5,12 +5,14 @@ clamp with both values. It also owns the flight mode: normal flight, hold (with 
 e-stop. Each transition is logged once with why, and handed to `on_transition` (the runtime writes
 it to events.jsonl at once).
 
-Failsafes are evaluated on every tick (`filter(..., now_s)`), each from the time since its source was
-last heard on the runtime's clock: the ground-station link (hold, then land), the pilot (no valid
-action: hold), the video (no fresh frame: hold) and the vehicle's telemetry (land). A source that
-comes back never resumes flight by itself: the hold stays until the operator lifts it (`resume`), or,
-when no ground station is attached, until a fresh valid pilot action arrives with every source that
-caused the hold back (`pilot_ok`).
+Every failsafe is one object of onboard.safety_failsafes' list (`FAILSAFES`), iterated on every tick
+(`filter(..., now_s)`): first those timed from when their source was last heard on the runtime's clock
+(the ground-station link: hold, then land; the pilot: no valid action, hold; the video: no fresh
+frame, hold; the vehicle's telemetry: land; the process's own stall), then those read off the tick
+(a non-finite setpoint, a collision, a low battery); a pilot failure is counted when it is reported.
+A source that comes back never resumes flight by itself: the hold stays until the operator lifts it
+(`resume`), or, when no ground station is attached, until a fresh valid pilot action arrives with
+every source that caused the hold back (`pilot_ok`).
 
 `SafetyGovernor` is the one object the runtime talks to; it serialises its parts under one lock:
 the envelope and fleet traffic (onboard.safety_envelope), the failsafe watchdogs
@@ -21,7 +23,6 @@ limits are onboard.safety_config's `SafetyConfig`. Their public names are re-exp
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,8 @@ from collections.abc import Callable, Sequence
 from common.interfaces import Telemetry
 from common.pose import Pose
 from onboard.safety_config import SafetyConfig
-from onboard.safety_envelope import Clamp, Envelope, FleetTraffic
+from onboard.safety_envelope import Clamp, FleetTraffic, SafetyEnvelope
+from onboard.safety_failsafes import PILOT_FAILURES, TICK_FAILSAFES, TickFailsafe, TickState
 from onboard.safety_modes import Mode, ModeMachine, SafetyStatus, Transition, TransitionSink
 from onboard.safety_obstacles import ObstacleMap, keep_clear
 from onboard.safety_watchdogs import LINK, PILOT, SOURCE_LABELS, TELEMETRY, VIDEO, FailsafeWatchdogs, Source
@@ -68,13 +70,14 @@ class SafetyGovernor:
         self._lock = threading.Lock()
         self._modes = ModeMachine(clock, log, config.estop_action)
         self._watchdogs = FailsafeWatchdogs(config, self._modes)
-        self._envelope = Envelope(config)
+        self._envelope = SafetyEnvelope(config)
         self._traffic = FleetTraffic(config.traffic_max_age_s, clock)
         # What the vehicle's world knows stands in it (onboard.safety_obstacles): fed by the actuator's
         # ObstacleFeed where the vehicle is an ObstacleSource, empty otherwise.
         self.obstacles = ObstacleMap(clock)
         self.on_transition: TransitionSink | None = None
-        # The first collision the vehicle reported (what it hit, when it says): it ends the run.
+        # The first collision the vehicle reported (what it hit, when it says; the `collision`
+        # failsafe latches it): it ends the run.
         self.collision: str | None = None
 
     @property
@@ -218,9 +221,9 @@ class SafetyGovernor:
         with self._lock:
             status = self._modes.status
             status.consecutive_failures += 1
-            n = status.consecutive_failures
-            if n >= self.config.max_consecutive_failures:
-                self._modes.set_mode(Mode.HOLD, f"{n} consecutive pilot failures (last: {why})")
+            trip = PILOT_FAILURES.check(status.consecutive_failures, why, self.config)
+            if trip is not None:
+                self._modes.set_mode(trip.mode, trip.reason, now_s=trip.now_s)
         self._flush()
 
     def pilot_ok(self, now_s: float | None = None) -> bool:
@@ -257,22 +260,18 @@ class SafetyGovernor:
     ) -> tuple[Setpoint, list[Clamp]]:
         """The setpoint to send this tick, and the clamps that changed it (empty when none did).
 
-        The order is the safety argument: with now_s (the actuation tick's time) the failsafes first,
-        then a non-finite setpoint (never sent), the vehicle's own state (collision, battery), the mode
-        (anything but flying sends a hold), and only then the envelope: speed caps, fence, separation;
-        then, flying or holding, the known obstacles' clearance and the way back into the envelope."""
+        The order is the safety argument: with now_s (the actuation tick's time) the source failsafes
+        first, then the tick failsafes in their list's order (a non-finite setpoint: never sent; the
+        vehicle's collision and battery), the mode (anything but flying sends a hold), and only then the
+        envelope: speed caps, fence, separation; then, flying or holding, the known obstacles'
+        clearance and the way back into the envelope."""
         clamps: list[Clamp] = []
         if now_s is not None:
             self.check_failsafes(now_s)
-        if not all(math.isfinite(v) for v in asked):
-            # A bug upstream (a NaN depth, a division by zero): never sent; the drone holds.
-            with self._lock:
-                self._modes.set_mode(Mode.HOLD, f"non-finite setpoint {tuple(asked)}", now_s=now_s)
-            self._flush()
-            clamps.append(Clamp("non-finite", asked, HOLD, "non-finite setpoint: hold"))
+        refused = self._check_tick_failsafes(asked, telemetry, now_s)
+        if refused is not None:
+            clamps.append(Clamp(refused.name, asked, HOLD, refused.clamp_detail))
             return self._count(HOLD, clamps)
-        if telemetry is not None:
-            self._check_vehicle(telemetry)
         mode = self.mode
         if mode in (Mode.LANDING, Mode.ESTOP):
             if not asked.is_zero:
@@ -298,17 +297,22 @@ class SafetyGovernor:
                 self._modes.status.clamps += len(clamps)
         return sent, clamps
 
-    def _check_vehicle(self, t: Telemetry) -> None:
-        """The vehicle's own state: a collision holds (or lands), a low battery lands."""
+    def _check_tick_failsafes(
+        self, asked: Setpoint, telemetry: Telemetry | None, now_s: float | None
+    ) -> TickFailsafe | None:
+        """TICK_FAILSAFES in order, each trip a mode change; the one that refused the setpoint (the
+        tick then sends a hold and checks nothing after it), or None."""
+        refused = None
         with self._lock:
-            if t.collided:
-                if self.collision is None:  # the first one: later contacts (resting on it) are the same
-                    self.collision = f"collision with {t.collided_with}" if t.collided_with else "collision"
-                mode = Mode.LANDING if self.config.land_on_collision else Mode.HOLD
-                self._modes.set_mode(mode, self.collision)
-            if t.battery_fraction is not None and t.battery_fraction <= self.config.battery_land_fraction:
-                self._modes.set_mode(
-                    Mode.LANDING,
-                    f"battery {t.battery_fraction:.0%} <= {self.config.battery_land_fraction:.0%}",
-                )
+            tick = TickState(asked, telemetry, now_s, self.collision)
+            for failsafe in TICK_FAILSAFES:
+                trip = failsafe.check(tick, self.config)
+                self.collision = tick.collision
+                if trip is None:
+                    continue
+                self._modes.set_mode(trip.mode, trip.reason, now_s=trip.now_s)
+                if failsafe.refuses_setpoint:
+                    refused = failsafe
+                    break
         self._flush()
+        return refused

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from common.frames import heading_to_ned, ned_to_heading
 from common.pose import Pose
-from onboard.controller import body_to_world, world_to_body
 from onboard.safety_config import SafetyConfig
 from onboard.setpoints import Setpoint
 
@@ -104,13 +104,13 @@ def world_clamp(
 ) -> Setpoint:
     """The setpoint a clamp worked out in the world frame (horizontal velocity north/east, climb), back
     in the body frame at the pose's heading, with the clamp recorded."""
-    fwd, right, _ = world_to_body(world_ne_m_s[0], world_ne_m_s[1], 0.0, pose.yaw_deg)
+    fwd, right, _ = ned_to_heading(world_ne_m_s[0], world_ne_m_s[1], 0.0, pose.yaw_deg)
     sent = Setpoint(fwd, right, up_m_s, asked.yaw_rate_deg_s)
     clamps.append(Clamp(rule, asked, sent, detail))
     return sent
 
 
-class Envelope:
+class SafetyEnvelope:
     """The clamps, in the order the governor applies them: speed_caps, fence, separate."""
 
     def __init__(self, config: SafetyConfig) -> None:
@@ -142,7 +142,7 @@ class Envelope:
         look-ahead."""
         c = self.config
         fwd, right, up, _ = sp
-        vn, ve, _ = body_to_world(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
+        vn, ve, _ = heading_to_ned(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
         rn, re = pose.x_m - home.x_m, pose.y_m - home.y_m
         r = math.hypot(rn, re)
         details = []
@@ -180,7 +180,7 @@ class Envelope:
         r = math.hypot(rn, re)
         if r > c.geofence_radius_m:
             speed = min(c.recover_m_s, c.max_horizontal_m_s)
-            fwd, right = world_to_body(-rn / r * speed, -re / r * speed, 0.0, pose.yaw_deg)[:2]
+            fwd, right = ned_to_heading(-rn / r * speed, -re / r * speed, 0.0, pose.yaw_deg)[:2]
             details.append(f"outside the geofence r={r:.1f} m (limit {c.geofence_radius_m} m): returning")
         if not details:
             return sp
@@ -195,7 +195,7 @@ class Envelope:
             return sp
         c = self.config
         fwd, right, up, _ = sp
-        vn, ve, _ = body_to_world(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
+        vn, ve, _ = heading_to_ned(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
         closest = None
         for n, e, d in traffic:
             dn, de, dz = n - pose.x_m, e - pose.y_m, d - pose.z_m

@@ -46,7 +46,7 @@ TransitionSink = Callable[[Transition], None]
 
 
 @dataclass(frozen=True)
-class Failsafe:
+class TrippedBy:
     """The failsafe source whose silence asks for a mode change, and when it was last heard (runtime
     clock; None: never)."""
 
@@ -92,12 +92,12 @@ class ModeMachine:
         changed."""
         return self._change(mode, reason, now_s, planned, None)
 
-    def trip(self, mode: Mode, reason: str, now_s: float, by: Failsafe) -> bool:
+    def trip(self, mode: Mode, reason: str, now_s: float, by: TrippedBy) -> bool:
         """A change asked for by a failsafe source's silence (onboard.safety_watchdogs)."""
         return self._change(mode, reason, now_s, False, by)
 
     def _change(
-        self, mode: Mode, reason: str, now_s: float | None, planned: bool, by: Failsafe | None
+        self, mode: Mode, reason: str, now_s: float | None, planned: bool, by: TrippedBy | None
     ) -> bool:
         """Change the mode unless that would de-escalate."""
         source = None if by is None else by.source

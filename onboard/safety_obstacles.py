@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from common.frames import heading_to_ned
 from common.obstacles import MAX_OBSTACLES, Obstacle, ObstacleSource, check_obstacle
 from common.pose import Pose
-from onboard.controller import body_to_world
 from onboard.safety_config import SafetyConfig
 from onboard.safety_envelope import Clamp, world_clamp
 from onboard.setpoints import Setpoint
@@ -116,7 +116,7 @@ def keep_clear(
     if not obstacles:
         return sp
     fwd, right, up, _ = sp
-    vn, ve, _ = body_to_world(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
+    vn, ve, _ = heading_to_ned(fwd, right, 0.0, pose.yaw_deg)  # linear: velocities as well
     lookahead_s = max(c.lookahead_s, 1e-3)
     climb_m_s = min(c.recover_m_s, c.max_vertical_m_s)
     details = []

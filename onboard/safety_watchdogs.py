@@ -3,144 +3,31 @@ link (hold, then land), the pilot (no valid action: hold), the video (no fresh f
 vehicle's telemetry (land).
 
 One rule for every source, applied on every actuation tick (`FailsafeWatchdogs.check`): the source's
-`SourceRule` says which mode its silence calls for now; a source trips once to each mode above the one
-it has caused already, and when its rule says it is back, that is logged while the mode stays (a
-source that comes back never resumes flight by itself). The rules differ only in their limits and in
-what "silent" and "back" mean for that source.
+failsafe (a `SourceFailsafe` of onboard.safety_failsafes' list) says which mode its silence calls for
+now; a source trips once to each mode above the one it has caused already, and when its failsafe
+says it is back, that is logged while the mode stays (a source that comes back never resumes flight
+by itself). The failsafes differ only in their limits and in what "silent" and "back" mean for that
+source.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from onboard.safety_config import SafetyConfig
-from onboard.safety_modes import ORDER, Failsafe, Mode, ModeMachine
+from onboard.safety_failsafes import (
+    BY_SOURCE,
+    LINK,
+    ONBOARD,
+    PILOT,
+    SOURCE_LABELS,
+    TELEMETRY,
+    VIDEO,
+    Source,
+)
+from onboard.safety_modes import ORDER, Mode, ModeMachine, TrippedBy
 
-# Failsafe sources (SafetyGovernor.watch / heard): what each one does when silent is its SourceRule.
-# ONBOARD is the process itself: a stall of its own (SafetyGovernor.stalled), never watched for silence.
-LINK, PILOT, VIDEO, TELEMETRY, ONBOARD = "link", "pilot", "video", "telemetry", "onboard"
-
-
-@dataclass
-class Source:
-    """One failsafe source, on the runtime's clock."""
-
-    name: str
-    since_s: float  # watched since (the reference while never heard)
-    last_heard_s: float | None = None
-    failing: bool = False  # known silent or stale now (video: a read found it stale; pilot: unanswered)
-    asked_s: float | None = None  # pilot: the first request still unanswered by a valid action
-    due_s: float | None = None  # pilot: when that request's reply is overdue
-    tripped: Mode | None = None  # the mode this source's silence has caused (until it is back)
-    poll: Callable[[], float | None] | None = None  # link: the link's own last-heard time
-    stall_s: float = 0.0  # onboard: the last stall's length (its end is last_heard_s)
-
-    def reference_s(self) -> float:
-        return self.last_heard_s if self.last_heard_s is not None else self.since_s
-
-
-class SourceRule:
-    """What one source's silence calls for. `silent_s`: seconds since it was last heard (since it was
-    watched, when never)."""
-
-    label: str = ""
-
-    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
-        """The highest mode the source's silence calls for now (None: none)."""
-        raise NotImplementedError
-
-    def back(self, source: Source, silent_s: float, c: SafetyConfig) -> bool:
-        """Whether a source that tripped is back by itself (False: only something else clears it)."""
-        return False
-
-    def why(self, source: Source, silent_s: float, now_s: float) -> str:
-        """The reason of the mode change it trips."""
-        if source.last_heard_s is not None:
-            since = f"last heard {silent_s:.2f} s ago"
-        else:
-            since = f"never heard in {silent_s:.2f} s of flight"
-        return f"{self.label} ({since})"
-
-
-class LinkRule(SourceRule):
-    """The ground-station link: hold after link_lost_hold_s, land after link_lost_land_s; back once
-    heard within link_lost_hold_s."""
-
-    label = "ground-station link lost"
-
-    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
-        if silent_s >= c.link_lost_land_s:
-            return Mode.LANDING
-        return Mode.HOLD if silent_s >= c.link_lost_hold_s else None
-
-    def back(self, source: Source, silent_s: float, c: SafetyConfig) -> bool:
-        return silent_s < c.link_lost_hold_s
-
-
-class PilotRule(SourceRule):
-    """The pilot: hold once a request's reply is overdue with no valid action (the deadline is set by
-    `pilot_asked`); only a valid action (the governor's pilot_ok) or a resume clears it."""
-
-    label = "pilot silent (no valid action)"
-
-    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
-        return Mode.HOLD if source.due_s is not None and now_s >= source.due_s else None
-
-    def why(self, source: Source, silent_s: float, now_s: float) -> str:
-        waited_s = now_s - (source.asked_s if source.asked_s is not None else now_s)
-        return f"{self.label}: no valid action in {silent_s:.2f} s (request unanswered {waited_s:.2f} s)"
-
-
-class VideoRule(SourceRule):
-    """The video: hold frame_stale_hold_s after the last fresh frame, once a read found it stale; back
-    with the next fresh frame."""
-
-    label = "video stale"
-
-    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
-        return Mode.HOLD if source.failing and silent_s >= c.frame_stale_hold_s else None
-
-    def back(self, source: Source, silent_s: float, c: SafetyConfig) -> bool:
-        return not source.failing
-
-
-class TelemetryRule(SourceRule):
-    """The vehicle's telemetry: land after telemetry_stale_land_s; a landing is never undone."""
-
-    label = "vehicle telemetry stale"
-
-    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
-        return Mode.LANDING if silent_s >= c.telemetry_stale_land_s else None
-
-
-class StallRule(SourceRule):
-    """The onboard process stalled (it did not run): `safety.on_stall` says hold or land (or nothing);
-    back once the vehicle's telemetry and the link have been heard since the stall ended and the video
-    is not stale (FailsafeWatchdogs.check clears it)."""
-
-    label = "onboard stalled"
-
-    def calls_for(self, source: Source, silent_s: float, now_s: float, c: SafetyConfig) -> Mode | None:
-        if not source.failing or c.on_stall == "continue":
-            return None
-        return Mode.LANDING if c.on_stall == "land" else Mode.HOLD
-
-    def back(self, source: Source, silent_s: float, c: SafetyConfig) -> bool:
-        return not source.failing
-
-    def why(self, source: Source, silent_s: float, now_s: float) -> str:
-        return f"{self.label} {source.stall_s:.1f} s (the process did not run; not a source's silence)"
-
-
-RULES: dict[str, SourceRule] = {
-    LINK: LinkRule(),
-    PILOT: PilotRule(),
-    VIDEO: VideoRule(),
-    TELEMETRY: TelemetryRule(),
-    ONBOARD: StallRule(),
-}
-SOURCE_LABELS = {name: rule.label for name, rule in RULES.items()}
+__all__ = ["LINK", "ONBOARD", "PILOT", "SOURCE_LABELS", "TELEMETRY", "VIDEO", "FailsafeWatchdogs", "Source"]
 
 
 def _rank(mode: Mode | None) -> int:
@@ -158,7 +45,7 @@ class FailsafeWatchdogs:
         self._sources: dict[str, Source] = {}  # checked in the order they were first watched
 
     def watch(self, name: str, now_s: float, poll: Callable[[], float | None] | None = None) -> None:
-        if name not in RULES:
+        if name not in BY_SOURCE:
             raise ValueError(f"unknown failsafe source {name!r} (one of {sorted(SOURCE_LABELS)})")
         self._sources[name] = Source(name, now_s, poll=poll)
 
@@ -245,14 +132,14 @@ class FailsafeWatchdogs:
                 stall.tripped = None
                 self._modes.resume("onboard stall over: vehicle, link and video fresh again", now_s)
         for source in list(self._sources.values()):
-            rule = RULES[source.name]
+            failsafe = BY_SOURCE[source.name]
             silent_s = now_s - self._last_heard(source)
-            wanted = rule.calls_for(source, silent_s, now_s, self.config)
+            wanted = failsafe.calls_for(source, silent_s, now_s, self.config)
             if wanted is not None and _rank(wanted) > _rank(source.tripped):
                 source.tripped = wanted
-                why = rule.why(source, silent_s, now_s)
-                self._modes.trip(wanted, why, now_s, Failsafe(source.name, source.last_heard_s))
-            elif source.tripped is not None and rule.back(source, silent_s, self.config):
+                why = failsafe.reason(source, silent_s, now_s)
+                self._modes.trip(wanted, why, now_s, TrippedBy(source.name, source.last_heard_s))
+            elif source.tripped is not None and failsafe.back(source, silent_s, self.config):
                 self._back(source, now_s)
 
     def _back(self, source: Source, now_s: float) -> None:

@@ -3,19 +3,33 @@
     backend = open_backend("openai://127.0.0.1:8000/v1?model=qwen3-vl-2b&timeout_s=10")
     completion = backend.complete(request)   # a models.request.ChatRequest
 
-Schemes: `openai://` (http), `openais://` (https), `vllm://MODEL`, `trtllm://ENGINE`. The in-process
+Schemes: `openai://` (http), `openais://` (https), `vllm://MODEL`, `trtllm://ENGINE`, `hf://MODEL`.
+Each is a `dronecats.backends` entry point (pyproject.toml; common.schemes): a third party adds a
+backend in its own package the same way, `factory(url: BackendURL) -> ModelBackend`. The in-process
 engines are imported only when their scheme is opened.
+
+The backend, not the pilot, is the extension point: a model pilot is prompt + backend + parser, and
+the same backend also serves the N-drone call and the fleet commander (models.commanders,
+ground_station.fleet), so one new backend reaches every one of them with the prompts, the reply
+parser and the staleness deadlines the runtime relies on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from common.errors import ConfigError
+from common.schemes import BACKENDS_GROUP, SchemeRegistry
 from models.backends.base import CallStats, Completion, ModelBackend
 from models.backends.url import BackendURL, http_base_url, parse_backend_url
 
-__all__ = ["BackendURL", "CallStats", "Completion", "ModelBackend", "open_backend", "parse_backend_url"]
+__all__ = [
+    "BackendURL",
+    "CallStats",
+    "Completion",
+    "ModelBackend",
+    "backend_schemes",
+    "open_backend",
+    "parse_backend_url",
+]
 
 OPENAI_PARAMS = frozenset(
     {
@@ -33,7 +47,7 @@ OPENAI_PARAMS = frozenset(
 )
 
 
-def _open_openai(url: BackendURL) -> ModelBackend:
+def open_openai(url: BackendURL) -> ModelBackend:
     from models.backends.openai_http import DEFAULT_MAX_REPLY_BYTES, OpenAIBackend
 
     unknown = set(url.params) - OPENAI_PARAMS
@@ -63,13 +77,13 @@ def _open_openai(url: BackendURL) -> ModelBackend:
     )
 
 
-def _open_vllm(url: BackendURL) -> ModelBackend:
+def open_vllm(url: BackendURL) -> ModelBackend:
     from models.backends.vllm_local import VLLMBackend, engine_kwargs
 
     return VLLMBackend(url.location, **engine_kwargs(url.params))
 
 
-def _open_trtllm(url: BackendURL) -> ModelBackend:
+def open_trtllm(url: BackendURL) -> ModelBackend:
     from models.backends.trtllm_local import TRTLLMBackend
 
     unknown = set(url.params) - {"profile"}
@@ -78,20 +92,20 @@ def _open_trtllm(url: BackendURL) -> ModelBackend:
     return TRTLLMBackend(url.location)
 
 
-REGISTRY: dict[str, Callable[[BackendURL], ModelBackend]] = {
-    "openai": _open_openai,
-    "openais": _open_openai,
-    "vllm": _open_vllm,
-    "trtllm": _open_trtllm,
-    "hf": lambda url: __import__("models.backends.hf_local", fromlist=["open_hf"]).open_hf(url),
-}
+# scheme -> factory(url: BackendURL) -> ModelBackend, from the installed distributions' entry points
+_BACKENDS = SchemeRegistry("backend", BACKENDS_GROUP)
+
+
+def backend_schemes() -> list[str]:
+    return _BACKENDS.schemes()
 
 
 def open_backend(url: str) -> ModelBackend:
     """A backend for `url`. The URL's `profile=` is read by the pilot (models.pilot), not here: the
     request a pilot builds already carries the profile's decoding settings and output caps."""
     parsed = parse_backend_url(url)
-    opener = REGISTRY.get(parsed.scheme)
+    opener = _BACKENDS.factory_for(parsed.scheme)
     if opener is None:
-        raise ConfigError(f"unknown backend scheme {parsed.scheme!r} in {url!r}; known: {sorted(REGISTRY)}")
-    return opener(parsed)
+        raise ConfigError(f"unknown backend scheme {parsed.scheme!r} in {url!r}; known: {_BACKENDS.known()}")
+    backend: ModelBackend = opener(parsed)
+    return backend

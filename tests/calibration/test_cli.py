@@ -16,6 +16,8 @@ import yaml
 from calibration.pattern import BoardPattern
 from calibration.synthetic import BoardRenderer, SyntheticCamera, spread_poses
 from common.camera import camera_profile
+from common.schemes import CAMERA_SOURCES_GROUP
+from tests.support.plugins import installed
 from tests.support.processes import run_dronecats
 
 PATTERN = BoardPattern(9, 6, 30.0)
@@ -97,36 +99,49 @@ def test_profile_drives_the_controller(view_folder: Path, tmp_path: Path) -> Non
     assert plan["yaw_deg"] == pytest.approx(math.degrees(math.atan(x)), abs=0.05)
 
 
+# Stands in for a webcam (none exists in CI): a camera source of a third party's distribution, as a
+# Tello or webcam adapter would declare one; its frames come from the test (FRAME).
+REHEARSAL_CAMERA = """
+FRAME = None  # count -> BGR frame, set by the test
+
+
+class RehearsalCamera:
+    description = "rehearsal camera"
+    live = True
+
+    def __init__(self, src):
+        self.count = 0
+
+    def read(self):
+        self.count += 1
+        return FRAME(self.count)
+
+    def close(self):
+        pass
+"""
+REHEARSAL_ENTRY_POINTS = f"[{CAMERA_SOURCES_GROUP}]\nrehearsal = rehearsal_camera:RehearsalCamera\n"
+
+
 def test_live_source_stops_once_enough(monkeypatch, capsys, tmp_path: Path) -> None:
     """A live camera never ends: capture stops as soon as views and coverage suffice."""
     import argparse
 
-    from calibration import cli, sources
+    from calibration import cli
 
     renderer = BoardRenderer(PATTERN, CAMERA)
     poses = spread_poses(PATTERN, CAMERA, 30, seed=9)
     rng = np.random.default_rng(9)
 
-    class RehearsalCamera:
-        """Stands in for a webcam (none exists in CI): endless frames of a board moved around."""
+    def frame(count: int) -> np.ndarray:
+        """The count-th frame (from 1): the board moved around, out of view between poses."""
+        if count % 3 == 0:
+            return np.full((CAMERA.height_px, CAMERA.width_px, 3), 90, np.uint8)
+        return renderer.render(poses[(count - 1) % len(poses)], rng)
 
-        description = "rehearsal camera"
-        live = True
-
-        def __init__(self, src: str) -> None:
-            self.count = 0
-
-        def read(self) -> np.ndarray:
-            pose = poses[self.count % len(poses)]
-            self.count += 1
-            if self.count % 3 == 0:  # between poses the board is out of view
-                return np.full((CAMERA.height_px, CAMERA.width_px, 3), 90, np.uint8)
-            return renderer.render(pose, rng)
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setitem(sources._REGISTRY, "rehearsal", RehearsalCamera)
+    camera = installed(
+        monkeypatch, tmp_path / "plugin", "rehearsal_camera", REHEARSAL_CAMERA, REHEARSAL_ENTRY_POINTS
+    )
+    camera.FRAME = frame
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     out = tmp_path / "live.yaml"

@@ -9,32 +9,46 @@ import numpy as np
 import pytest
 
 from calibration import sources
-from calibration.airsim_source import AirSimTarget
+from calibration.airsim_source import AirSimCameraAddress
 from calibration.errors import CalibrationError
+from common.schemes import CAMERA_SOURCES_GROUP
+from tests.support.plugins import installed
 
 
 def test_tello_without_adapter_is_a_clear_error() -> None:
-    with pytest.raises(CalibrationError, match=r"Tello camera is not available yet.*register_source"):
+    with pytest.raises(
+        CalibrationError, match=r"Tello camera is not available yet.*dronecats.camera_sources"
+    ):
         sources.open_source("tello://192.168.10.1")
 
 
-def test_registered_scheme_is_used(monkeypatch) -> None:
-    class Fake:
-        description = "fake"
-        live = True
+FAKE_SOURCE = """
+class Fake:
+    description = "fake"
+    live = True
 
-        def __init__(self, src: str) -> None:
-            self.src = src
+    def __init__(self, src):
+        self.src = src
 
-        def read(self) -> np.ndarray | None:
-            return None
+    def read(self):
+        return None
 
-        def close(self) -> None:
-            pass
+    def close(self):
+        pass
+"""
 
-    monkeypatch.setitem(sources._REGISTRY, "tello", Fake)
+
+def test_a_declared_scheme_is_used(monkeypatch, tmp_path) -> None:
+    """A third party's camera source, declared in its distribution's entry points, serves its scheme."""
+    module = installed(
+        monkeypatch,
+        tmp_path,
+        "fake_tello_source",
+        FAKE_SOURCE,
+        f"[{CAMERA_SOURCES_GROUP}]\ntello = fake_tello_source:Fake\n",
+    )
     source = sources.open_source("tello://10.0.0.2")
-    assert isinstance(source, Fake) and source.src == "tello://10.0.0.2"
+    assert isinstance(source, module.Fake) and source.src == "tello://10.0.0.2"
 
 
 def test_unknown_and_missing_sources() -> None:
@@ -87,14 +101,14 @@ def test_video_file_source(tmp_path: Path) -> None:
 
 
 def test_airsim_url_parsing() -> None:
-    assert AirSimTarget.parse("airsim://10.1.2.3:41452/Drone1") == AirSimTarget(
+    assert AirSimCameraAddress.parse("airsim://10.1.2.3:41452/Drone1") == AirSimCameraAddress(
         "10.1.2.3", 41452, "Drone1", "0"
     )
-    assert AirSimTarget.parse("airsim://localhost/Drone2/front_center") == AirSimTarget(
+    assert AirSimCameraAddress.parse("airsim://localhost/Drone2/front_center") == AirSimCameraAddress(
         "localhost", 41451, "Drone2", "front_center"
     )
     with pytest.raises(CalibrationError, match="VEHICLE"):
-        AirSimTarget.parse("airsim://localhost:41451")
+        AirSimCameraAddress.parse("airsim://localhost:41451")
 
 
 def test_airsim_unreachable_is_a_clear_error() -> None:
@@ -107,4 +121,4 @@ def test_airsim_unreachable_is_a_clear_error() -> None:
     from calibration.airsim_source import connect_client
 
     with pytest.raises(CalibrationError, match=f"cannot reach AirSim at 127.0.0.1:{port}"):
-        connect_client(AirSimTarget("127.0.0.1", port, "Drone1"), timeout_s=2.0)
+        connect_client(AirSimCameraAddress("127.0.0.1", port, "Drone1"), timeout_s=2.0)

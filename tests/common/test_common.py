@@ -9,7 +9,7 @@ import pytest
 from common.actions import Finished, Go, Plan, Rotate, Think, action_from_dict, action_name, action_to_dict
 from common.camera import BUILTIN_CAMERAS, CameraProfile, camera_profile
 from common.clock import SimClock, WallClock
-from common.config import apply_override, load_config
+from common.config import apply_override, load_config, validation_path
 from common.errors import ConfigError
 from common.pose import Pose, wrap_deg
 from common.stats import latency_line, nearest_rank
@@ -96,6 +96,31 @@ def test_config_errors(tmp_path) -> None:
     bad.write_text("a: [1,\n")
     with pytest.raises(ConfigError, match="not valid"):
         load_config(Cfg, bad)
+
+
+class Limited(msgspec.Struct):
+    speed_m_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.speed_m_s < 0:
+            raise ValueError("speed_m_s < 0")
+
+
+class Outer(msgspec.Struct):
+    limited: Limited = msgspec.field(default_factory=Limited)
+    fleet: list[Limited] = msgspec.field(default_factory=list)
+
+
+def test_validation_path_reads_msgspecs_location() -> None:
+    """msgspec's message is the only carrier of where a check failed: its format is pinned here."""
+    paths = []
+    for data in ({"limited": {"speed_m_s": -1}}, {"fleet": [{}, {"speed_m_s": -1}]}, {"limited": 1}):
+        with pytest.raises(msgspec.ValidationError) as caught:
+            msgspec.convert(data, Outer)
+        paths.append(validation_path(caught.value))
+    with pytest.raises(msgspec.ValidationError) as caught:
+        msgspec.convert({"speed_m_s": -1}, Limited)
+    assert [*paths, validation_path(caught.value)] == ["limited", "fleet[1]", "limited", ""]
 
 
 def test_sim_clock_wakes_sleepers() -> None:
