@@ -36,8 +36,8 @@ def main() -> int:
     from models.baseline import BaselinePilot
     from models.pilot import Observation, model_pilot_from_url
     from models.serve import make_pilot, start_server
+    from sim_bridge.sim.baseline_frames import make_cases
     from sim_bridge.sim.world import World
-    from tests.support.baseline_frames import make_cases
 
     started = time.perf_counter()
     with World("residential", vehicles=1, seed=3) as world:
@@ -55,7 +55,7 @@ def main() -> int:
         t0 = time.perf_counter()
         pilot.decide(Observation(case.image, case.instruction))
         named.append(time.perf_counter() - t0)
-        generic = case.instruction.replace(f"{case.notes['colour']} ", "")
+        generic = case.instruction.replace(f"{case.colour} ", "")
         t0 = time.perf_counter()
         pilot.decide(Observation(case.image, generic))
         unnamed.append(time.perf_counter() - t0)

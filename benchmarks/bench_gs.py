@@ -187,13 +187,13 @@ def measure(args: argparse.Namespace, renderer: str) -> dict[str, Any] | None:
     from common.pose import Pose
     from ground_station.app.main import MainWindow
     from ground_station.fleet.client import FleetClient
-    from ground_station.fleet.launch import SimFleet, TargetSpec
+    from ground_station.fleet.launch import LaunchTarget, SimFleet
     from ground_station.fleet.state import FleetEvent, FrameRecord
 
     out = Path(tempfile.mkdtemp(prefix="bench-gs-"))
     settings = [f"min_decision_period_s={args.period_s}", "t_max_s=900", "stop_on_declaration=false"]
     targets = [
-        TargetSpec(f"target_{colour}", f"car@{colour}", Pose(x, y, 0.0, 90.0))
+        LaunchTarget(f"target_{colour}", f"car@{colour}", Pose(x, y, 0.0, 90.0))
         for colour, (x, y) in LANES[: max(1, min(args.drones, len(LANES)))]
     ]
     drone_ids = [f"Drone{i + 1}" for i in range(args.drones)]

@@ -19,14 +19,16 @@ DEFAULT_PORT = 41451
 
 
 @dataclass(frozen=True)
-class AirSimTarget:
+class AirSimCameraAddress:
+    """One AirSim camera to read Scene images from: airsim://HOST:PORT/VEHICLE[/CAMERA]."""
+
     host: str
     port: int
     vehicle: str
     camera: str = "0"
 
     @classmethod
-    def parse(cls, src: str) -> AirSimTarget:
+    def parse(cls, src: str) -> AirSimCameraAddress:
         parts = urlsplit(src)
         if parts.scheme != "airsim":
             raise CalibrationError(f"source {src!r}: expected airsim://HOST:PORT/VEHICLE[/CAMERA]")
@@ -40,7 +42,7 @@ class AirSimTarget:
         return cls(parts.hostname or "127.0.0.1", port, path[0], path[1] if len(path) == 2 else "0")
 
 
-def connect_client(target: AirSimTarget, timeout_s: float = 30.0):  # -> airsim.VehicleClient
+def connect_client(target: AirSimCameraAddress, timeout_s: float = 30.0):  # -> airsim.VehicleClient
     """A connected `airsim.VehicleClient` (one per thread: the client is not thread-safe)."""
     import airsim
 
@@ -55,7 +57,7 @@ def connect_client(target: AirSimTarget, timeout_s: float = 30.0):  # -> airsim.
     return client
 
 
-def grab_scene(client, target: AirSimTarget) -> np.ndarray:
+def grab_scene(client, target: AirSimCameraAddress) -> np.ndarray:
     """One uncompressed Scene image (BGR uint8) from the target camera."""
     import airsim
 
@@ -81,7 +83,7 @@ class AirSimSource:
 
     live = True
 
-    def __init__(self, target: AirSimTarget, client=None) -> None:
+    def __init__(self, target: AirSimCameraAddress, client=None) -> None:
         self.target = target
         self.description = f"airsim://{target.host}:{target.port}/{target.vehicle}/{target.camera}"
         self.client = client if client is not None else connect_client(target)
@@ -94,4 +96,4 @@ class AirSimSource:
 
 
 def open_airsim_source(src: str) -> AirSimSource:
-    return AirSimSource(AirSimTarget.parse(src))
+    return AirSimSource(AirSimCameraAddress.parse(src))

@@ -71,7 +71,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from calibration.pattern import BoardPattern
     from calibration.solve import calibrate_views
-    from calibration.sources import FrameSource, open_source
+    from calibration.sources import CalibrationSource, open_source
     from calibration.views import CaptureSettings, Verdict, ViewCollector
 
     pattern = BoardPattern.parse(args.pattern, args.square_mm)
@@ -92,11 +92,11 @@ def _calibrate(args: argparse.Namespace) -> int:
     if args.sim_board_image and not Path(args.sim_board_image).is_file():
         raise ConfigError(f"--sim-board-image {args.sim_board_image}: no such file")
     if args.sim_board:
-        from calibration.airsim_source import AirSimTarget
+        from calibration.airsim_source import AirSimCameraAddress
         from calibration.sim_sweep import SimSweepSource
 
-        source: FrameSource = SimSweepSource(
-            AirSimTarget.parse(args.source), pattern, board_image=args.sim_board_image
+        source: CalibrationSource = SimSweepSource(
+            AirSimCameraAddress.parse(args.source), pattern, board_image=args.sim_board_image
         )
     else:
         source = open_source(args.source)

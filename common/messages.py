@@ -6,7 +6,7 @@ next to `FrameMeta`. Times are seconds on the sender's clock; the receiver conve
 clock offset estimated from heartbeats (common.link.clock_sync).
 
 Direction:
-- drone → ground (PUB): Telemetry, FrameMeta, Step, Declaration, Heartbeat
+- drone → ground (PUB): TelemetryMessage, FrameMeta, Step, Declaration, Heartbeat
 - ground → drone (DEALER → ROUTER, acked): Instruction, Order, RemoteAction, Judgement, EStop, Hold,
   Land, ReturnHome, GoTo; HeartbeatRequest (not acked, answered by HeartbeatReply); Traffic (not acked,
   not answered)
@@ -65,8 +65,8 @@ def check_numbers(value: Any, where: str = "") -> None:
         if not math.isfinite(value):
             raise ValueError(f"{where or 'value'}={value} is not finite")
     elif isinstance(value, Pose):
-        for name, limit in (("x_m", MAX_POSITION_M), ("y_m", MAX_POSITION_M), ("z_m", MAX_POSITION_M),
-                            ("yaw_deg", MAX_YAW_DEG)):  # fmt: skip
+        limits = (("x_m", MAX_POSITION_M), ("y_m", MAX_POSITION_M), ("z_m", MAX_POSITION_M))
+        for name, limit in (*limits, ("yaw_deg", MAX_YAW_DEG)):
             number = getattr(value, name)
             if not (isinstance(number, (int, float)) and math.isfinite(number) and abs(number) <= limit):
                 raise ValueError(f"{where}.{name}={number} must be finite and within ±{limit:g}")
@@ -133,7 +133,7 @@ class JetsonHealth(msgspec.Struct, frozen=True, omit_defaults=True):
 # omit_defaults: a field at its default is not sent, so a drone without Jetson health (jetson=None)
 # sends exactly what peers from before the field decode; a peer from before the field still rejects
 # telemetry that carries `jetson` (forbid_unknown_fields), so update ground stations first.
-class Telemetry(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+class TelemetryMessage(Body, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     TYPE: ClassVar[str] = "telemetry"
 
     time_s: Stamp  # drone clock, when the state was sampled
@@ -369,7 +369,7 @@ class Ack(Body, frozen=True, forbid_unknown_fields=True):
     duplicate: bool = False
 
 
-PUBLISHED_TYPES: tuple[type[Body], ...] = (Telemetry, FrameMeta, Step, Declaration, Heartbeat)
+PUBLISHED_TYPES: tuple[type[Body], ...] = (TelemetryMessage, FrameMeta, Step, Declaration, Heartbeat)
 COMMAND_TYPES: tuple[type[Body], ...] = (
     Instruction,
     Order,

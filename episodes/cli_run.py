@@ -94,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from common.errors import DroneCatsError
-    from episodes.episode import LatencySpec, RunOptions
+    from episodes.run_options import LatencySpec, RunOptions
     from episodes.runner import run_suite
     from episodes.suites import open_suite
 

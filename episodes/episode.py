@@ -12,12 +12,8 @@ Suites of episodes: episodes.runner (local processes) and episodes.ray_runner (a
 from __future__ import annotations
 
 import json
-import math
 import os
-import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,71 +22,14 @@ import msgspec
 from common.errors import ConfigError
 from episodes.records import EpisodeRecord, record_to_json
 from episodes.run_config import code_version, run_configuration
+from episodes.run_options import RunOptions
 
 if TYPE_CHECKING:
-    from onboard.runtime import RuntimeConfig
+    from models.pilot import Pilot
+    from onboard.recorder import FlightRecorder
+    from onboard.runtime_config import RuntimeConfig
 
 RESULT_FILE = "result.json"
-MIN_DECISION_PERIOD_S = 0.5  # a 5 ms pilot needs no 20 decisions (20 renders) per second
-
-
-# ---- latency models -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LatencySpec:
-    """`measured` (the pilot's own wall time), `fixed:S`, or `lognormal:MEDIAN,P95` (seconds)."""
-
-    kind: str = "measured"
-    median_s: float = 0.0
-    p95_s: float = 0.0
-
-    @classmethod
-    def parse(cls, text: str | None) -> LatencySpec:
-        if not text or text == "measured":
-            return cls()
-        kind, _, rest = text.partition(":")
-        try:
-            values = [float(v) for v in rest.split(",")] if rest else []
-        except ValueError:
-            raise ConfigError(f"--latency {text!r}: numbers expected after '{kind}:'") from None
-        if kind == "fixed" and len(values) == 1 and values[0] >= 0:
-            return cls("fixed", values[0], values[0])
-        if kind == "lognormal" and len(values) == 2 and 0 < values[0] <= values[1]:
-            return cls("lognormal", values[0], values[1])
-        raise ConfigError(
-            f"--latency {text!r}: use measured, fixed:S (S >= 0) or lognormal:MEDIAN,P95 (0 < MEDIAN <= P95)"
-        )
-
-    def __str__(self) -> str:
-        if self.kind == "fixed":
-            return f"fixed:{self.median_s:g}"
-        if self.kind == "lognormal":
-            return f"lognormal:{self.median_s:g},{self.p95_s:g}"
-        return "measured"
-
-    def model(self, seed: int) -> Callable[[Any], float] | None:
-        """A LockstepDriver latency callable (None: the driver's measured latency)."""
-        if self.kind == "fixed":
-            value = self.median_s
-            return lambda pending: value
-        if self.kind == "lognormal":
-            rng = random.Random(seed)
-            mu = math.log(self.median_s)
-            sigma = math.log(self.p95_s / self.median_s) / 1.6448536269514722  # z of the 95th percentile
-            return lambda pending: rng.lognormvariate(mu, sigma)
-        return None
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    pilot: str = "baseline"
-    latency: LatencySpec = LatencySpec()
-    sim_url: str | None = None  # airsim://HOST:PORT: fly against a server in real time (HIL)
-    fly_on: bool = False  # go on to T_max after the first qualifying declaration
-    save_frames: bool = True
-    min_decision_period_s: float = MIN_DECISION_PERIOD_S
-    t_max_s: float | None = None  # override the records' T_max (short test runs)
-    structure: str | None = None  # single | multi | commander (None: each record's own)
-    commander: str | None = None  # commander structure: "rule" (default) or a commander model URL
 
 
 # ---- one episode ----------------------------------------------------------------------------------
@@ -107,7 +46,7 @@ def runtime_config(record: EpisodeRecord, options: RunOptions) -> RuntimeConfig:
     """Every drone's RuntimeConfig for this record under these options."""
     from episodes.scenario import takeoff_altitude_m
     from onboard.recorder import RecorderConfig
-    from onboard.runtime import RuntimeConfig
+    from onboard.runtime_config import RuntimeConfig
 
     return RuntimeConfig(
         instruction=record.instruction,
@@ -238,7 +177,12 @@ def _median(values: list[float]) -> float | None:
 
 
 def _fly_local(
-    record: EpisodeRecord, config: Any, pilot: Any, recorder: Any, options: RunOptions, seed: int
+    record: EpisodeRecord,
+    config: RuntimeConfig,
+    pilot: Pilot,
+    recorder: FlightRecorder,
+    options: RunOptions,
+    seed: int,
 ) -> tuple[dict, list[float]]:
     from episodes.local_flight import fly_record
     from episodes.preflight import check_or_refuse

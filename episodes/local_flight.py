@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 from onboard.assembly import LockstepRun, assemble, fly_lockstep
 from onboard.lockstep import LatencyModel
 from onboard.recorder import FlightRecorder
-from onboard.runtime import OnboardRuntime, Publisher, RuntimeConfig
+from onboard.reporter import Publisher
+from onboard.runtime import OnboardRuntime
+from onboard.runtime_config import RuntimeConfig
 from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
 
 if TYPE_CHECKING:

@@ -71,7 +71,7 @@ def expectation_for(record: EpisodeRecord) -> Expectation:
 
 def _clear_path(world: World, render: object, target: str) -> bool:
     """The target's bbox centre, projected into the facing render, is a pixel of the target."""
-    from sim_bridge.sim.frames import yaw_rotation_ned
+    from common.frames import yaw_rotation_ned
     from sim_bridge.sim.world import Render
 
     assert isinstance(render, Render) and render.seg is not None
@@ -93,7 +93,7 @@ def _clear_path(world: World, render: object, target: str) -> bool:
 
 def _footprint(world: World, name: str) -> np.ndarray:
     """The four ground-plane corners (x, y) of an object's oriented bounding box."""
-    from sim_bridge.sim.frames import yaw_rotation_ned
+    from common.frames import yaw_rotation_ned
 
     obj = world.get_object(name)
     rot = yaw_rotation_ned(obj.pose.yaw_deg)[:2, :2]

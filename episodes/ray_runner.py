@@ -38,6 +38,9 @@ from episodes.records import record_to_json
 from episodes.suites import SuiteEntry
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from episodes.run_options import RunOptions
     from episodes.runner import Report
 
 log = logging.getLogger(__name__)
@@ -109,7 +112,7 @@ class TaskResult:
     error: str | None = None
 
 
-def fly_task(record_json: bytes, options: Any, run_name: str, driver_version: str) -> TaskResult:
+def fly_task(record_json: bytes, options: RunOptions, run_name: str, driver_version: str) -> TaskResult:
     """Fly one episode into a temporary directory on this node and return its files."""
     import json
 
@@ -174,7 +177,7 @@ class _Pool:
             self.free.append(member)
 
 
-def _import_ray() -> Any:
+def _import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -214,7 +217,7 @@ def _slots(ray_options: RayOptions, pools: tuple[_Pool, _Pool]) -> int:
 def fly_on_ray(
     todo: list[tuple[SuiteEntry, str]],
     out: Path,
-    options: Any,
+    options: RunOptions,
     ray_options: RayOptions,
     account: Callable[[dict], None],
     failed: Callable[[str, str], None],
@@ -287,5 +290,5 @@ class RayFlyer:
     ray_options: RayOptions
     label: str = "Ray"
 
-    def fly(self, todo: list[tuple[SuiteEntry, str]], out: Path, options: Any, report: Report) -> None:
+    def fly(self, todo: list[tuple[SuiteEntry, str]], out: Path, options: RunOptions, report: Report) -> None:
         fly_on_ray(todo, out, options, self.ray_options, report.account, report.failed, report.say)

@@ -27,9 +27,10 @@ from typing import Any, Protocol
 import msgspec
 
 from common.errors import ConfigError
-from episodes.episode import RESULT_FILE, RunOptions, atomic_write, episode_configuration, run_episode
+from episodes.episode import RESULT_FILE, atomic_write, episode_configuration, run_episode
 from episodes.records import record_to_json
 from episodes.run_config import code_version, config_differences
+from episodes.run_options import RunOptions
 from episodes.suites import Suite, SuiteEntry, iter_ids
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,11 @@ Public API (import the submodules; this package imports nothing heavy):
   `.messages()`, `.response_format()`, `.reply` -> `ReplySpec` with `parse_action` /
   `parse_multi` / `parse_orders`), `build_request`.
 - `models.parser`: `parse_action(text, point_order, think, plan)`, `parse_multi(text, n, ...)`,
-  `parse_commander(text, n)` -> typed `common.actions` values or `Order`s; anything else raises
+  `parse_commander(text, n)` -> typed `common.actions` values or `ParsedOrder`s; anything else raises
   `common.errors.MalformedReply` (with `.reason` and `.raw`), never another exception.
+- `models.commanders`: the fleet-level pilots, `RuleCommander` (distinct candidates by bearing)
+  and `ModelCommander` (one model call for N drones' orders), behind the `Commander` protocol;
+  shared by the ground station's `CommanderStructure` and the episode runner.
 - `models.schemas`: `action_schema`, `plan_schema`, `multi_schema`, `commander_schema`,
   `SchemaKind`, `schema_for`.
 - `models.history`: `compact(action, point_order)`, `render_history(actions, point_order)`,

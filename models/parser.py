@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, NoReturn, ParamSpec, TypeVar
 
 import msgspec
 
@@ -57,7 +57,7 @@ MAX_REPLY_CHARS = 200_000  # far beyond any output cap; bounds the work on garba
 _JSON_START = re.compile(r"\{\s*[\"}]|\[\s*[\[{\]]")
 
 
-class Order(msgspec.Struct, frozen=True):
+class ParsedOrder(msgspec.Struct, frozen=True):
     """One commander order (docs/protocol.md#several-drones): drone index from 1, and its sub-agent's text."""
 
     drone: int
@@ -72,7 +72,7 @@ class _DuplicateKey(ValueError):
     pass
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     raise _NonFinite(f"non-finite number {name} is not allowed")
 
 
@@ -132,7 +132,7 @@ def extract_json_object(raw: str) -> dict[str, Any]:
     return value
 
 
-def _as_number(value: Any, label: str, raw: str) -> float:
+def _as_number(value: object, label: str, raw: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise MalformedReply(f"{label}={_short(value)} is {type(value).__name__}, not a number", raw)
     try:
@@ -150,7 +150,7 @@ def _number(obj: dict[str, Any], key: str, where: str, raw: str) -> float:
     return _as_number(obj[key], f"{where}{key}", raw)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = json.dumps(value) if not isinstance(value, float) else repr(value)
     return text if len(text) <= 40 else text[:40] + "..."
 
@@ -210,7 +210,7 @@ def _plan(obj: dict[str, Any], where: str, raw: str) -> Plan:
 
 
 def action_from_object(
-    obj: Any,
+    obj: object,
     raw: str = "",
     point_order: PointOrder = "xy",
     think: bool = True,
@@ -301,10 +301,10 @@ def parse_multi(
 
 
 @_malformed_on_error
-def parse_commander(raw: str, n_drones: int) -> tuple[Order, ...]:
+def parse_commander(raw: str, n_drones: int) -> tuple[ParsedOrder, ...]:
     """{"orders": [{"drone": i, "order": text}, ...]}: one order per drone 1..N, returned in drone order."""
     orders = _array(extract_json_object(raw), "orders", n_drones, "entries", raw)
-    by_drone: dict[int, Order] = {}
+    by_drone: dict[int, ParsedOrder] = {}
     for i, item in enumerate(orders):
         where = f"orders[{i}]: "
         if not isinstance(item, dict):
@@ -321,7 +321,7 @@ def parse_commander(raw: str, n_drones: int) -> tuple[Order, ...]:
         text = _text(item, "order", ORDER_MAX_CHARS, where, raw).strip()
         if not text:
             raise MalformedReply(f"{where}order for drone {drone} is empty", raw)
-        by_drone[drone] = Order(drone=drone, order=text)
+        by_drone[drone] = ParsedOrder(drone=drone, order=text)
     return tuple(by_drone[d] for d in range(1, n_drones + 1))
 
 

@@ -21,7 +21,7 @@ from common.actions import Action, Think
 from models.frames import EncodedFrame, encode_frame, encode_frame_and_view, jpeg_data_url
 from models.history import ActionHistory, HistoryEntry, compact, render_history
 from models.identity import PromptIdentity, prompt_identity
-from models.parser import Order
+from models.parser import ParsedOrder
 from models.profile import ModelProfile
 from models.request import ChatRequest, ContentPart, ImagePart, ReplySpec, TextPart, build_request
 from models.schemas import SchemaKind
@@ -211,5 +211,5 @@ class CommanderPrompt:
             parts.append(ImagePart(map_image.data_url()))
         return build_request(self.profile, self.system, tuple(parts), self.reply)
 
-    def parse(self, text: str, request: ChatRequest) -> tuple[Order, ...]:
+    def parse(self, text: str, request: ChatRequest) -> tuple[ParsedOrder, ...]:
         return request.reply.parse_orders(text)

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from common.actions import Action
-from models.parser import Order, PointOrder, parse_action, parse_commander, parse_multi
+from models.parser import ParsedOrder, PointOrder, parse_action, parse_commander, parse_multi
 from models.profile import Decoding, ModelProfile
 from models.schemas import SchemaKind, schema_for, schema_name
 
@@ -54,7 +54,7 @@ class ReplySpec(msgspec.Struct, frozen=True):
             raise ValueError(f"a {self.kind.value} reply is not a multi-drone reply")
         return parse_multi(text, self.n_drones, self.point_order, self.think)
 
-    def parse_orders(self, text: str) -> tuple[Order, ...]:
+    def parse_orders(self, text: str) -> tuple[ParsedOrder, ...]:
         if self.kind is not SchemaKind.COMMANDER:
             raise ValueError(f"a {self.kind.value} reply is not a commander reply")
         return parse_commander(text, self.n_drones)

@@ -15,7 +15,14 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from common.camera import CameraProfile
+    from models.pilot import Decision, Observation, Pilot
+    from onboard.runtime import OnboardRuntime
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +32,10 @@ REALTIME_DEFAULTS: dict[str, Any] = {
     "min_decision_period_s": 0.5,
     "recorder": {"frames_max_hz": 2.0, "frames_max_bytes": 64 * 1024 * 1024},
 }
+
+
+# The Rerun SDK's own default (rr.connect_grpc() without a url, rerun-sdk 0.41): a viewer on this host.
+RERUN_DEFAULT_URL = "rerun+http://127.0.0.1:9876/proxy"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +92,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Needs root or CAP_SYS_NICE; refused -> logged, and the loop runs normally",
     )
     parser.add_argument(
+        "--rerun",
+        nargs="?",
+        const=RERUN_DEFAULT_URL,
+        default=None,
+        metavar="ADDR",
+        help=f"stream the flight live to a running Rerun viewer (default {RERUN_DEFAULT_URL}); "
+        'needs the review extra (pip install "dronecats[review]")',
+    )
+    parser.add_argument(
         "--truth-target",
         default=None,
         help="simulator object to measure distance/visibility against (logs only)",
@@ -97,9 +117,20 @@ def run(args: argparse.Namespace) -> int:
     from models.pilot import StepDeadlines
     from models.serve import make_pilot
     from onboard.assembly import assemble, fly_realtime
-    from onboard.runtime import RuntimeConfig
+    from onboard.runtime_config import RuntimeConfig
 
+    if args.rerun:
+        try:
+            from onboard.rerun_stream import attach_rerun
+        except ImportError as exc:
+            print(
+                f"dronecats onboard: --rerun: {exc.name or exc} is missing: "
+                'install the review extra (pip install "dronecats[review]")',
+                file=sys.stderr,
+            )
+            return 2
     overrides = config_overrides(args)
+    stream = None
     try:
         base = {**REALTIME_DEFAULTS, **vehicle_named_defaults(args.vehicle)}
         config = load_config(RuntimeConfig, args.config, overrides, base=base)
@@ -114,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         check_link_flags(args)  # before anything connects: a drone never comes up insecure by accident
         log_dir = writable_dir(args.log_dir or f"runs/onboard-{time.strftime('%Y%m%d-%H%M%S')}", "--log-dir")
         vehicle = open_vehicle(args.vehicle)
-        pilot: Any = (
+        pilot: Pilot = (
             GroundStationPilot()
             if config.remote
             else make_pilot(
@@ -143,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
                 raise LinkError(
                     f"--gs {args.gs}: cannot bind PORT to PORT+2 ({zmq.strerror(exc.errno or 0)})"
                 ) from None
+        if args.rerun:  # its truth is a connection of its own: sampled on the stream's thread
+            stream_truth = open_truth(args.vehicle, args.truth_target) if args.truth_target else None
+            stream = attach_rerun(runtime.reporter, args.rerun, stream_truth)
         # SIGINT (Ctrl+C) as SIGTERM: the run ends through its own stop path, the vehicle lands and the
         # end-of-run record is written, whatever thread the signal lands in the middle of.
         stop_handler = _stop_on_sigterm(runtime)
@@ -155,7 +189,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"dronecats onboard: {exc}", file=sys.stderr)
         return exc.exit_code
     finally:
-        pass
+        if stream is not None:  # its worker thread is joined: a failed run still exits
+            stream.close()
     if link is not None:
         time.sleep(0.3)  # the final status (published by finish) goes out before the sockets close
         link.close()
@@ -202,7 +237,7 @@ def check_link_flags(args: argparse.Namespace) -> None:
             raise ConfigError("--link-secret needs at least one --link-allow GS.key (a ground station's key)")
 
 
-def _stop_on_sigterm(runtime: Any) -> Callable[[int, Any], None]:
+def _stop_on_sigterm(runtime: OnboardRuntime) -> Callable[[int, FrameType | None], None]:
     """A SIGTERM handler that stops the run once, from another thread.
 
     SIGTERM can come twice in a row (PR_SET_PDEATHSIG fires again as a dying multi-threaded parent's
@@ -212,7 +247,7 @@ def _stop_on_sigterm(runtime: Any) -> Callable[[int, Any], None]:
     """
     fired: list[int] = []
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         fired.append(signum)  # one bytecode: a nested call sees it
         if len(fired) == 1:
             threading.Thread(target=runtime.stop, name="sigterm-stop", daemon=True).start()
@@ -250,7 +285,7 @@ class GroundStationPilot:
 
     name = "remote"
 
-    def decide(self, observation: Any) -> Any:
+    def decide(self, observation: Observation) -> Decision:
         from models.pilot import Decision
 
         return Decision(action=None, raw="", error="remote mode: actions come from the ground station")
@@ -258,7 +293,7 @@ class GroundStationPilot:
     def identity(self) -> None:
         return None
 
-    def canonical_focal_px(self, camera: Any) -> None:
+    def canonical_focal_px(self, camera: CameraProfile) -> None:
         return None
 
     def close(self) -> None:

@@ -12,11 +12,11 @@ import threading
 
 import numpy as np
 
+from common.frames import euler_from_matrix
 from common.interfaces import Telemetry, Vehicle
 from common.obstacles import Obstacle
 from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose
 from common.truth import TruthSample
-from sim_bridge.sim.attitude import euler_from_matrix
 from sim_bridge.sim.world import Render, World, YawMode
 
 # A streamed setpoint keeps the vehicle moving this long; then it brakes to a hold (SimpleFlight-like).

@@ -31,7 +31,7 @@ from PyQt6.QtWidgets import QApplication
 from common.pose import Pose
 from ground_station.app.main import MainWindow
 from ground_station.fleet.client import FleetClient
-from ground_station.fleet.launch import SimFleet, TargetSpec, free_port_block
+from ground_station.fleet.launch import LaunchTarget, SimFleet, free_port_block
 
 SETTINGS = ["min_decision_period_s=0.5", "t_max_s=300", "stop_on_declaration=false"]
 
@@ -56,7 +56,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     app = QApplication.instance() or QApplication([])
     logs = Path(tempfile.mkdtemp(prefix="gs-shots-"))
-    target = TargetSpec("red car", "car@red", Pose(14.0, 0.0, 0.0, 90.0))
+    target = LaunchTarget("red car", "car@red", Pose(14.0, 0.0, 0.0, 90.0))
     with SimFleet(4, "baseline", targets=[target], log_dir=logs, onboard_settings=SETTINGS) as sim:
         fleet = FleetClient(sim.addresses).start()
         try:

@@ -8,7 +8,8 @@
   (one pilot per drone), OneContext (one model call for all N frames, actions sent as RemoteActions
   with their frames' poses), Commander (text orders to sub-agents; expiry after 6 steps, re-plan on
   expiry/finished).
-- `commanders`: the rule-based commander (distinct candidates by bearing) and the model commander.
+  The commanders themselves (rule-based and model) live in `models.commanders`, shared with the
+  episodes, which never import the ground station.
 - `launch.SimFleet`: the built-in simulator plus N real `dronecats onboard` processes, for the demo,
   tests and benchmarks.
 """

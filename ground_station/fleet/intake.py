@@ -13,7 +13,7 @@ from common import wire
 from common.actions import action_to_dict
 from common.link import LinkEvent
 from common.link.clock_sync import ClockOffsetEstimator
-from common.messages import Declaration, FrameMeta, Step, Telemetry
+from common.messages import Declaration, FrameMeta, Step, TelemetryMessage
 from ground_station.fleet.state import DeclarationRecord, FleetState, FrameRecord, StepRecord
 
 
@@ -27,7 +27,7 @@ class FleetIntake:
         self.state = state
         self._clock_offset = clock_offset
 
-    def on_telemetry(self, drone_id: str, envelope: wire.Envelope, body: Telemetry) -> None:
+    def on_telemetry(self, drone_id: str, envelope: wire.Envelope, body: TelemetryMessage) -> None:
         now_s = time.monotonic()
         with self.state.lock:
             drone = self.state.drones[drone_id]

@@ -70,7 +70,9 @@ SIM_GEO_ORIGIN = (47.641468, -122.140165, 122.0)  # lat deg, lon deg, alt m
 
 
 @dataclass(frozen=True)
-class TargetSpec:
+class LaunchTarget:
+    """An object SimFleet spawns in the built-in simulator before the drones start."""
+
     name: str
     asset: str  # e.g. "car@red"
     pose: Pose
@@ -142,7 +144,7 @@ class SimFleet:
     n_drones: int = 4
     pilot: str = "baseline"  # for every drone: baseline, scripted:FILE, a model URL, or remote
     scene: str = "residential"
-    targets: list[TargetSpec] = field(default_factory=list)
+    targets: list[LaunchTarget] = field(default_factory=list)
     log_dir: Path = Path("runs/fleet")
     onboard_settings: list[str] = field(default_factory=list)  # --set KEY=VALUE for every drone
     instruction: str = ""  # empty: the drones wait for the ground station
@@ -250,14 +252,10 @@ class SimFleet:
         base = free_port_block(3)
         link_args, public_key = self._link_args(name)
         address = DroneAddress(name, f"tcp://127.0.0.1:{base}", public_key)
-        argv = [
-            sys.executable, "-m", "dronecats", "--log-level", "INFO", "onboard",
-            "--vehicle", f"airsim://127.0.0.1:{self.sim_port}/{name}",
-            "--pilot", self.pilot,
-            "--gs", address.base, *link_args,
-            "--log-dir", str(self.log_dir.resolve() / name),
-            "--set", f"drone={name}",
-        ]  # fmt: skip
+        argv = [sys.executable, "-m", "dronecats", "--log-level", "INFO", "onboard"]
+        argv += ["--vehicle", f"airsim://127.0.0.1:{self.sim_port}/{name}", "--pilot", self.pilot]
+        argv += ["--gs", address.base, *link_args]
+        argv += ["--log-dir", str(self.log_dir.resolve() / name), "--set", f"drone={name}"]
         if self.instruction:
             argv += ["--instruction", self.instruction]
         if self.targets and self.truth:

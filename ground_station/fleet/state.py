@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.actions import Action, Finished
-from common.messages import Telemetry
+from common.messages import TelemetryMessage
 from common.pose import Pose
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class AckRecord:
 class DroneState:
     drone_id: str
     link_state: str = "connecting"
-    telemetry: Telemetry | None = None
+    telemetry: TelemetryMessage | None = None
     telemetry_received_s: float | None = None
     frames: deque[FrameRecord] = field(default_factory=lambda: deque(maxlen=FRAMES_KEPT))
     steps: deque[StepRecord] = field(default_factory=lambda: deque(maxlen=STEPS_KEPT))

@@ -24,8 +24,8 @@ import numpy as np
 
 from common.actions import Finished, Go
 from ground_station.fleet.client import FleetClient
-from ground_station.fleet.commanders import Commander, CommanderInput, DroneView
 from ground_station.fleet.state import FleetEvent, FrameRecord, StepRecord
+from models.commanders import Commander, CommanderInput, DroneView
 
 log = logging.getLogger(__name__)
 
@@ -319,7 +319,7 @@ def make_structure(
             raise ConfigError("one-context needs the model's URL (--model)")
         return OneContext(fleet, model_url)
     if kind == "commander":
-        from ground_station.fleet.commanders import ModelCommander, RuleCommander
+        from models.commanders import ModelCommander, RuleCommander
 
         chosen: Commander = (
             RuleCommander() if commander == "rule" else ModelCommander(commander, len(fleet.drone_ids))

@@ -11,17 +11,20 @@ import contextlib
 import itertools
 import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from common.errors import ConfigError
+from common.frames import yaw_rotation_ned
 from common.obstacles import Obstacle
 from common.pose import Pose, wrap_deg
 from sim_bridge.sim.assets import COLOURS, QUAD_TRIANGLES, QUAD_UVS, AssetSpec, Part, build_asset, tiled
 from sim_bridge.sim.assets import _drone as drone_parts
-from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb, yaw_rotation_ned
+from sim_bridge.sim.frames import ned_to_pb, pb_to_ned, yaw_quat_pb
 from sim_bridge.sim.ground import GroundMap
 from sim_bridge.sim.textures import TextureCache
 
@@ -59,7 +62,9 @@ class MovingPath:
 
 
 @dataclass
-class SceneObject:
+class SceneBody:
+    """A named object in the scene: its PyBullet body, class, pose and bounding box."""
+
     name: str
     cls: str  # class label: car, suv, van, truck, person, cyclist, drone, sign, plate, checkerboard, scenery
     colour: str
@@ -111,14 +116,16 @@ class Scene:
     """One PyBullet client with named objects and vehicle bodies; `gl` (the OpenGL renderer, when
     rendering with it) mirrors every body created and removed here."""
 
-    def __init__(self, p: Any, gl: GlRenderer | None = None, lock: threading.RLock | None = None) -> None:
+    def __init__(
+        self, p: ModuleType, gl: GlRenderer | None = None, lock: threading.RLock | None = None
+    ) -> None:
         self._p = p
         self.gl = gl
         self.client = p.connect(p.DIRECT)
         self.lock = lock or threading.RLock()
         self.textures = TextureCache()
         self._texture_ids: dict[str, int] = {}
-        self.objects: dict[str, SceneObject] = {}
+        self.objects: dict[str, SceneBody] = {}
         self.vehicle_bodies: dict[str, int] = {}  # vehicle name -> its body
         self.ground_ids: set[int] = set()
         self.ground = GroundMap((90, 128, 77))
@@ -232,7 +239,7 @@ class Scene:
     def place_body(
         self,
         body: int,
-        position_ned: Any,
+        position_ned: Sequence[float] | np.ndarray,
         yaw_deg: float,
         orientation_pb: tuple[float, float, float, float] | None = None,
     ) -> None:
@@ -256,7 +263,7 @@ class Scene:
             return body
 
     # ------------------------------------------------------------------ named objects
-    def add_scenery(self, name: str, parts: list[Part], ground: bool = False) -> list[SceneObject]:
+    def add_scenery(self, name: str, parts: list[Part], ground: bool = False) -> list[SceneBody]:
         """Static scenery merged into few bodies (few bodies keep the renderer fast).
 
         Long boxes are tiled (see assets.tiled) and a body holds at most SCENERY_MAX_LINKS links: TinyRenderer
@@ -281,9 +288,9 @@ class Scene:
 
     def _register(
         self, name: str, spec: AssetSpec, body: int, pose: Pose, scale: tuple[float, float, float], asset: str
-    ) -> SceneObject:
+    ) -> SceneBody:
         centre_pb, half = spec.local_bbox()
-        obj = SceneObject(
+        obj = SceneBody(
             name=name,
             cls=spec.cls,
             colour=spec.colour,
@@ -310,7 +317,7 @@ class Scene:
 
     def spawn(
         self, name: str, asset: str, pose: Pose, scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    ) -> SceneObject:
+    ) -> SceneBody:
         """Spawn an asset (sim_bridge.sim.assets) at a world NED pose; the returned name may differ."""
         spec = build_asset(asset, self.textures, scale)
         with self.lock:
@@ -328,7 +335,7 @@ class Scene:
                 self.gl.remove_body(obj.body_id)
             return True
 
-    def get_object(self, name: str) -> SceneObject:
+    def get_object(self, name: str) -> SceneBody:
         try:
             return self.objects[name]
         except KeyError:
@@ -345,7 +352,7 @@ class Scene:
                 physicsClientId=self.client,
             )
 
-    def move_along_path(self, obj: SceneObject, t_s: float) -> None:
+    def move_along_path(self, obj: SceneBody, t_s: float) -> None:
         assert obj.path is not None
         pos, heading = obj.path.at(t_s)
         yaw = obj.pose.yaw_deg if heading is None else heading

@@ -17,6 +17,7 @@ import numpy as np
 
 from common.camera import CameraProfile
 from common.errors import ConfigError
+from common.frames import yaw_rotation_ned
 from common.pose import Pose
 from sim_bridge.sim.camera import (
     NEAR_M,
@@ -27,8 +28,7 @@ from sim_bridge.sim.camera import (
     camera_rotation_ned,
     image_pixel,
 )
-from sim_bridge.sim.frames import yaw_rotation_ned
-from sim_bridge.sim.scene import SceneObject
+from sim_bridge.sim.scene import SceneBody
 
 VISIBLE_RANGE_M = 100.0
 VISIBLE_PIXELS_640x360 = 20
@@ -52,7 +52,7 @@ class TargetTruth:
 
 
 def projected_region(
-    obj: SceneObject,
+    obj: SceneBody,
     eye: np.ndarray,
     yaw_deg: float,
     cam: CameraProfile,
@@ -96,7 +96,7 @@ def min_visible_pixels(cam: CameraProfile) -> int:
     return max(1, round(VISIBLE_PIXELS_640x360 * cam.width_px * cam.height_px / (640 * 360)))
 
 
-class GroundTruth:
+class SimTruth:
     """Target truth over the scene `cameras` render; `vehicle` looks a vehicle up by name."""
 
     def __init__(self, cameras: Cameras, vehicle: Callable[[str], Viewer]) -> None:

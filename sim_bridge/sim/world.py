@@ -15,7 +15,7 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from sim_bridge.sim.camera import (
     RENDERERS,
     Cameras,
     Render,
+    RenderRunner,
     RenderStats,
     camera_pose,
     camera_rotation_ned,
@@ -49,12 +50,12 @@ from sim_bridge.sim.loop import SimLoop
 from sim_bridge.sim.multirotor import NO_TURN, PATH_LOOKAHEAD_M, Multirotor, MultirotorLimits, Task, YawMode
 from sim_bridge.sim.pybullet_import import import_pybullet
 from sim_bridge.sim.render_pool import RenderPool, SceneSpec
-from sim_bridge.sim.scene import OBSTACLE_CLASSES, MovingPath, Scene, SceneObject
+from sim_bridge.sim.scene import OBSTACLE_CLASSES, MovingPath, Scene, SceneBody
 from sim_bridge.sim.scenes import build_scene
 from sim_bridge.sim.truth import (
     REGION_MARGIN_PX,
     VISIBLE_RANGE_M,
-    GroundTruth,
+    SimTruth,
     TargetTruth,
     min_visible_pixels,
 )
@@ -116,7 +117,7 @@ class World:
         self.camera = camera or BUILTIN_CAMERAS["sim"]
         self.vehicles: dict[str, VehicleSlot] = {}
         self.cameras = Cameras(self.scene, self.vehicles, self.clock.now)
-        self.truth = GroundTruth(self.cameras, self.vehicle)
+        self.truth = SimTruth(self.cameras, self.vehicle)
         self.scene_name = scene
         self.battery_config = battery or BatteryConfig()
         info = build_scene(self.scene, scene, seed)
@@ -147,7 +148,7 @@ class World:
         return self.loop.tick_s
 
     @property
-    def objects(self) -> dict[str, SceneObject]:
+    def objects(self) -> dict[str, SceneBody]:
         return self.scene.objects
 
     @property
@@ -155,7 +156,7 @@ class World:
         return self.scene.ground
 
     @property
-    def render_pool(self) -> Any:
+    def render_pool(self) -> RenderRunner | None:
         return self.cameras.pool
 
     @property
@@ -167,19 +168,19 @@ class World:
         self.cameras.stats = stats
 
     # ------------------------------------------------------------------ objects (see Scene)
-    def add_scenery(self, name: str, parts: list[Part], ground: bool = False) -> list[SceneObject]:
+    def add_scenery(self, name: str, parts: list[Part], ground: bool = False) -> list[SceneBody]:
         return self.scene.add_scenery(name, parts, ground)
 
     def spawn(
         self, name: str, asset: str, pose: Pose, scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    ) -> SceneObject:
+    ) -> SceneBody:
         """Spawn an asset (sim_bridge.sim.assets) at a world NED pose; the returned name may differ."""
         return self.scene.spawn(name, asset, pose, scale)
 
     def destroy(self, name: str) -> bool:
         return self.scene.destroy(name)
 
-    def get_object(self, name: str) -> SceneObject:
+    def get_object(self, name: str) -> SceneBody:
         return self.scene.get_object(name)
 
     def set_object_pose(self, name: str, pose: Pose) -> None:
@@ -264,7 +265,9 @@ class World:
     def land(self, name: str, timeout_s: float) -> Task:
         return self._command(name, lambda m, now: m.land(now, timeout_s))
 
-    def move_velocity(self, name: str, velocity_ned: Any, duration_s: float, yaw: YawMode = NO_TURN) -> Task:
+    def move_velocity(
+        self, name: str, velocity_ned: Sequence[float] | np.ndarray, duration_s: float, yaw: YawMode = NO_TURN
+    ) -> Task:
         """World NED velocity (m/s) for duration_s."""
         return self._command(name, lambda m, now: m.move_velocity(velocity_ned, duration_s, now, yaw))
 
@@ -286,7 +289,12 @@ class World:
         )
 
     def move_to(
-        self, name: str, target_ned: Any, speed_m_s: float, timeout_s: float, yaw: YawMode = NO_TURN
+        self,
+        name: str,
+        target_ned: Sequence[float] | np.ndarray,
+        speed_m_s: float,
+        timeout_s: float,
+        yaw: YawMode = NO_TURN,
     ) -> Task:
         """To a world NED point at speed_m_s."""
         return self._command(name, lambda m, now: m.move_to(target_ned, speed_m_s, now, timeout_s, yaw))
@@ -418,7 +426,7 @@ class World:
     def target_truth(
         self, vehicle: str, target: str, render: Render | None = None, vehicle_pose: Pose | None = None
     ) -> TargetTruth:
-        """Distance, bbox distance and visibility of `target` from `vehicle` (see GroundTruth)."""
+        """Distance, bbox distance and visibility of `target` from `vehicle` (see SimTruth)."""
         return self.truth.target_truth(vehicle, target, render, vehicle_pose)
 
     def point_on_target(self, render: Render, target: str, u: float, v: float) -> bool:
@@ -447,7 +455,7 @@ __all__ = [
     "MovingPath",
     "Render",
     "RenderStats",
-    "SceneObject",
+    "SceneBody",
     "TargetTruth",
     "VehicleSlot",
     "World",

@@ -256,7 +256,8 @@ def test_hfov_definition_matches_profile() -> None:
 
 
 def test_sim_sweep_plan_puts_the_board_where_planned() -> None:
-    from calibration.sim_sweep import CAMERA_OFFSET_FRD_M, NedPose, _yaw_rot, plan_sweep
+    from calibration.sim_sweep import CAMERA_OFFSET_FRD_M, NedPose, plan_sweep
+    from common.frames import yaw_rotation_ned
 
     pattern = BoardPattern(9, 6, 100.0)
     plan = plan_sweep(pattern, NedPose(3.0, -2.0, -8.0, 30.0), 640, 360, plan_hfov_deg=80.0)
@@ -265,7 +266,7 @@ def test_sim_sweep_plan_puts_the_board_where_planned() -> None:
     assert len(plan.vehicle_poses) == len(plan.targets_px) >= 20
     f_px = 320.0 / math.tan(math.radians(40.0))
     board = np.array([plan.board_pose.x_m, plan.board_pose.y_m, plan.board_pose.z_m])
-    board_rot = _yaw_rot(plan.board_pose.yaw_deg)
+    board_rot = yaw_rotation_ned(plan.board_pose.yaw_deg)
     normal = board_rot @ np.array([1.0, 0.0, 0.0])
     # The outline of the squares, board frame: left, up.
     half_w, half_h = (pattern.cols + 1) * 0.05, (pattern.rows + 1) * 0.05
@@ -273,7 +274,7 @@ def test_sim_sweep_plan_puts_the_board_where_planned() -> None:
         board + board_rot @ np.array([0.0, sy * half_w, -sz * half_h]) for sy in (-1, 1) for sz in (-1, 1)
     ]
     for pose, (u_target, v_target) in zip(plan.vehicle_poses, plan.targets_px, strict=True):
-        rot = _yaw_rot(pose.yaw_deg)
+        rot = yaw_rotation_ned(pose.yaw_deg)
         cam = np.array([pose.x_m, pose.y_m, pose.z_m]) + rot @ np.array(CAMERA_OFFSET_FRD_M)
 
         def project(point: np.ndarray, rot: np.ndarray = rot, cam: np.ndarray = cam) -> tuple[float, float]:

@@ -29,7 +29,7 @@ from common.messages import (
     Judgement,
     RemoteAction,
     Step,
-    Telemetry,
+    TelemetryMessage,
 )
 from common.pose import Pose
 from tests.support.processes import run_dronecats, subprocess_env
@@ -45,7 +45,9 @@ def roundtrip(body, blob=None):
 @pytest.mark.parametrize(
     "body",
     [
-        Telemetry(3.0, POSE, (0.5, 0.0, -0.1), 87.5, "segment", True, "up", 19.8, {"model": 0.41}, "ok"),
+        TelemetryMessage(
+            3.0, POSE, (0.5, 0.0, -0.1), 87.5, "segment", True, "up", 19.8, {"model": 0.41}, "ok"
+        ),
         Step(4.0, "c1", 12, Go(point=(612, 430), depth_m=9.0), '{"action":"go"}', {"model": 0.5}),
         Step(4.0, "c1", 12, None, "garbage", {}, "not JSON"),
         Declaration("dec-1", 5.0, POSE, 13, "c2"),

@@ -22,7 +22,7 @@ from common.link import (
     GroundLinkConfig,
     Insecure,
 )
-from common.messages import Ack, FrameMeta, Heartbeat, Instruction, Step, Telemetry
+from common.messages import Ack, FrameMeta, Heartbeat, Instruction, Step, TelemetryMessage
 from common.pose import Pose
 from tests.support.processes import wait_for
 
@@ -39,7 +39,7 @@ def samples(direction: str) -> list[list[bytes]]:
     if direction == "to_drone":
         return [valid(Instruction("go to the tree")), valid(Instruction("x" * 50))]
     return [
-        valid(Telemetry(1.0, POSE, (0, 0, 0), 50.0, "hover", True, "up", 20.0)),
+        valid(TelemetryMessage(1.0, POSE, (0, 0, 0), 50.0, "hover", True, "up", 20.0)),
         valid(Step(1.0, "c", 1, None, "raw")),
         valid(Ack(3, "instruction", "ok")),
         valid(FrameMeta(1, 1.0, POSE, 640, 360, 85), blob=b"\xff\xd8jpeg"),
@@ -117,15 +117,14 @@ def bad_messages(direction: str, count: int, seed: int) -> list[list[bytes]]:
         body = (
             Instruction("hi")
             if direction == "to_drone"
-            else Telemetry(1.0, POSE, (0, 0, 0), None, "m", True, "up", 1.0)
+            else TelemetryMessage(1.0, POSE, (0, 0, 0), None, "m", True, "up", 1.0)
         )
         return valid(body, drone_id="someone-else")
 
     def wrong_direction() -> list[bytes]:
         if direction == "to_drone":
-            return valid(
-                rng.choice([Telemetry(1.0, POSE, (0, 0, 0), None, "m", True, "up", 1.0), Ack(1, "x", "ok")])
-            )
+            telemetry = TelemetryMessage(1.0, POSE, (0, 0, 0), None, "m", True, "up", 1.0)
+            return valid(rng.choice([telemetry, Ack(1, "x", "ok")]))
         return valid(Instruction("not for a ground station"))
 
     makers = [
@@ -243,7 +242,7 @@ def test_fuzz_ground_side():
         assert seen == []
         # Still alive: a valid telemetry message is delivered.
         pub.send_multipart(
-            [wire.TOPIC_TELEMETRY, *valid(Telemetry(2.0, POSE, (0, 0, 0), 1.0, "m", True, "up", 1.0))]
+            [wire.TOPIC_TELEMETRY, *valid(TelemetryMessage(2.0, POSE, (0, 0, 0), 1.0, "m", True, "up", 1.0))]
         )
         assert wait_for(lambda: len(seen) == 1, timeout_s=5)
     finally:

@@ -30,7 +30,7 @@ from common.link import (
     Insecure,
 )
 from common.link.budget import FrameBudgetConfig
-from common.messages import Instruction, Telemetry
+from common.messages import Instruction, TelemetryMessage
 from common.pose import Pose
 from tests.support.processes import wait_for
 
@@ -139,7 +139,7 @@ def flood(link: DroneLink, seconds: float) -> dict[str, int]:
     def telemetry_loop() -> None:
         while not stop.is_set():
             link.publish_telemetry(
-                Telemetry(time.monotonic(), Pose(0, 0, -5), (0, 0, 0), 80.0, "hover", True, "up", 50.0)
+                TelemetryMessage(time.monotonic(), Pose(0, 0, -5), (0, 0, 0), 80.0, "hover", True, "up", 50.0)
             )
             sent["telemetry"] += 1
             time.sleep(0.02)

@@ -23,10 +23,10 @@ import zmq
 
 from common import wire
 from common.link import DroneEndpoint, DroneLink, DroneLinkConfig, GroundLink, GroundLinkConfig, Insecure
-from common.messages import Telemetry, Traffic, TrafficEntry
+from common.messages import TelemetryMessage, Traffic, TrafficEntry
 from common.pose import Pose
 from ground_station.fleet.client import FleetClient
-from ground_station.fleet.launch import SimFleet, TargetSpec
+from ground_station.fleet.launch import LaunchTarget, SimFleet
 from tests.support.processes import wait_for
 
 
@@ -66,8 +66,8 @@ def test_traffic_reaches_the_drone_and_non_finite_traffic_is_rejected() -> None:
 # Head-on in the blocks scene's east corridor: Drone1 at the plaza facing east, for a red car 24 m
 # east; Drone2 10 m east of it facing west, for a blue car 14 m west (the lock-step test's geometry,
 # tests/onboard/test_fleet_separation.py).
-RED = TargetSpec("red", "car@red", Pose(0.0, 24.0, 0.0, 0.0))
-BLUE = TargetSpec("blue", "car@blue", Pose(0.0, -14.0, 0.0, 0.0))
+RED = LaunchTarget("red", "car@red", Pose(0.0, 24.0, 0.0, 0.0))
+BLUE = LaunchTarget("blue", "car@blue", Pose(0.0, -14.0, 0.0, 0.0))
 START_WORLD = {"Drone1": (0.0, 0.0, 90.0), "Drone2": (0.0, 10.0, -90.0)}  # x, y, yaw
 SETTINGS = ["min_decision_period_s=0.5", "t_max_s=300", "stop_on_declaration=false"]
 
@@ -93,7 +93,7 @@ def place_head_on(sim_port: int) -> None:
 def fly_head_on(out: Path, traffic_hz: float) -> tuple[float, dict[str, str], Path]:
     """(closest horizontal distance between the drones, each drone's last safety state, log dir)."""
     closest = [math.inf]
-    latest: dict[str, Telemetry] = {}
+    latest: dict[str, TelemetryMessage] = {}
     lock = threading.Lock()
     with SimFleet(
         2, "baseline", scene="blocks", targets=[RED, BLUE], log_dir=out, onboard_settings=SETTINGS
@@ -111,7 +111,7 @@ def fly_head_on(out: Path, traffic_hz: float) -> tuple[float, dict[str, str], Pa
             place_head_on(sim.sim_port)
 
             def on_event(event) -> None:
-                if event.kind != "telemetry" or not isinstance(event.record, Telemetry):
+                if event.kind != "telemetry" or not isinstance(event.record, TelemetryMessage):
                     return
                 with lock:
                     latest[event.drone] = event.record

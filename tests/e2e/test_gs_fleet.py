@@ -18,16 +18,16 @@ import pytest
 
 from common.pose import Pose
 from ground_station.fleet.client import FleetClient
-from ground_station.fleet.commanders import RuleCommander
-from ground_station.fleet.launch import SimFleet, TargetSpec
+from ground_station.fleet.launch import LaunchTarget, SimFleet
 from ground_station.fleet.structures import CommanderStructure, OneContext, PerDrone
 from ground_station.headless import HeadlessSession
+from models.commanders import RuleCommander
 from tests.support.pilots import serve_pilot_process
 from tests.support.processes import run_dronecats, wait_for
 
 pytestmark = pytest.mark.slow
 
-TARGET = TargetSpec("target", "car@red", Pose(9.0, 1.0, 0.0, 90.0))
+TARGET = LaunchTarget("target", "car@red", Pose(9.0, 1.0, 0.0, 90.0))
 SETTINGS = ["min_decision_period_s=0.5", "t_max_s=400", "stop_on_declaration=false"]
 
 

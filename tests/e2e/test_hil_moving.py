@@ -63,7 +63,7 @@ def object_xyz(client, name: str) -> np.ndarray:
 class MovingTarget:
     """The record's moving target, placed in a running simulator, with the mover that drives it."""
 
-    vehicle: Any  # sim_bridge.airsim_vehicle.AirSimVehicle (imported where the simulator runs)
+    vehicle: Any  # onboard.vehicles.airsim.AirSimVehicle (imported where the simulator runs)
     client: Any
     mod: Any
     name: str
@@ -77,7 +77,7 @@ class MovingTarget:
 def moving_target(port: int, record) -> Iterator[MovingTarget]:
     """Set up `record` on the simulator at `port` over stock AirSim RPC, its first target starting
     its route now; torn down and disconnected when the block ends."""
-    from sim_bridge.airsim_vehicle import AirSimVehicle, parse_airsim_url
+    from onboard.vehicles.airsim import AirSimVehicle, parse_airsim_url
 
     vehicle = AirSimVehicle(parse_airsim_url(f"airsim://127.0.0.1:{port}/Drone1?api=airsim"))
     client, mod = vehicle.client(), vehicle.module

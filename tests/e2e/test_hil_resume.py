@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from common.errors import ConfigError
-from episodes.episode import RESULT_FILE, LatencySpec, RunOptions
+from episodes.episode import RESULT_FILE
+from episodes.run_options import LatencySpec, RunOptions
 from episodes.runner import run_suite
 from episodes.suites import Suite, load_suite
 from tests.support.processes import sim_server

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from episodes.episode import LatencySpec, RunOptions
 from episodes.logs import read_episode
+from episodes.run_options import LatencySpec, RunOptions
 from episodes.runner import run_suite
 from episodes.suites import Suite, load_suite
 from sim_bridge.rpc.airsim_api import EXTENSIONS

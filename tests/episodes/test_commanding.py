@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from episodes.episode import RESULT_FILE, LatencySpec, RunOptions, run_episode
+from episodes.episode import RESULT_FILE, run_episode
 from episodes.logs import read_episode
 from episodes.preflight import expectation_for
 from episodes.records import DroneStart, EpisodeRecord, SceneObject
 from episodes.report import groups, load_rows
+from episodes.run_options import LatencySpec, RunOptions
 from episodes.runner import run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.pilots import serve_pilot_process

@@ -11,9 +11,9 @@ import cv2
 import msgspec
 import pytest
 
-from episodes.episode import LatencySpec, RunOptions
 from episodes.records import SceneObject
 from episodes.report import groups, load_rows, short_pilot
+from episodes.run_options import LatencySpec, RunOptions
 from episodes.runner import run_suite
 from episodes.suites import Suite, SuiteEntry
 from tests.support.episodes import tiny_suite

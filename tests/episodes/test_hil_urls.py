@@ -11,7 +11,7 @@ from common.pose import Pose
 from episodes.asset_map import BUILTIN, load_asset_map, placement
 from episodes.hil import RouteMover, parse_sim_url
 from episodes.records import SceneObject
-from sim_bridge.airsim_vehicle import parse_airsim_url
+from onboard.vehicles.airsim import parse_airsim_url
 
 
 def test_sim_url_options() -> None:

@@ -12,7 +12,8 @@ import msgspec
 import pytest
 
 from common.errors import ConfigError
-from episodes.episode import RESULT_FILE, LatencySpec, RunOptions
+from episodes.episode import RESULT_FILE
+from episodes.run_options import LatencySpec, RunOptions
 from episodes.runner import PARTIAL_DIR, run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.episodes import tiny_suite

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from episodes.episode import RESULT_FILE, LatencySpec, RunOptions
+from episodes.episode import RESULT_FILE
 from episodes.logs import read_episode
 from episodes.preflight import expectation_for
+from episodes.run_options import LatencySpec, RunOptions
 from episodes.runner import run_suite
 from episodes.suites import Suite, SuiteEntry, save_suite
 from tests.support.episodes import short_record, tiny_suite

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from common.errors import ConfigError
-from episodes.episode import LatencySpec
 from episodes.preflight import Expectation, check, expectation_for
 from episodes.records import EpisodeRecord, SceneObject
 from episodes.report import wilson
+from episodes.run_options import LatencySpec
 from episodes.suites import SINGLE_TASKS, generate, load_suite, save_suite
 from tests.support.episodes import purple_car_approach
 

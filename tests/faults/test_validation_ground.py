@@ -29,7 +29,7 @@ from common.messages import (
     HeartbeatReply,
     HeartbeatRequest,
     Instruction,
-    Telemetry,
+    TelemetryMessage,
 )
 from common.pose import Pose
 from ground_station.fleet.launch import free_port_block
@@ -189,8 +189,8 @@ def test_10000_fuzzed_frames_to_the_ground_station_and_nothing_non_finite_stored
     try:
         drone.wait_connected()
         pose = Pose(0.0, 0.0, -3.0, 0.0)
-        drone.send(Fuzzed(drone.encode(Telemetry(1.0, pose, (0, 0, 0), 90.0, "flying", True, "up", 20.0)),
-                          ACCEPT, "setup", "telemetry", wire.TOPIC_TELEMETRY))  # fmt: skip
+        telemetry = TelemetryMessage(1.0, pose, (0, 0, 0), 90.0, "flying", True, "up", 20.0)
+        drone.send(Fuzzed(drone.encode(telemetry), ACCEPT, "setup", "telemetry", wire.TOPIC_TELEMETRY))
         # The declarations of the issue, each its own frame: rejected, never stored.
         for i, distance in enumerate((math.nan, math.inf, -math.inf, -1e308)):
             body = {"declaration_id": f"bad-{i}", "t_s": 2.0, "pose_ned": {"x_m": 0, "y_m": 0, "z_m": -3},

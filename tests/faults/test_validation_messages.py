@@ -15,10 +15,10 @@ from common import wire
 from common.actions import Go, Rotate
 from common.config import load_config
 from common.errors import ConfigError
-from common.messages import Declaration, Instruction, Telemetry, TrafficEntry
+from common.messages import Declaration, Instruction, TelemetryMessage, TrafficEntry
 from common.pose import Pose
 from onboard.config_limits import LIMITS
-from onboard.runtime import RuntimeConfig
+from onboard.runtime_config import RuntimeConfig
 from tests.support.fuzz_frames import ACCEPT, Generator, leaves, with_leaf
 
 
@@ -51,7 +51,7 @@ def test_every_number_of_every_message_refuses_non_finite_and_huge_values(body, 
 
 def test_constructors_refuse_non_finite_and_out_of_range_actions() -> None:
     with pytest.raises(ValueError, match="must be finite"):
-        Telemetry(1.0, Pose(math.nan, 0, 0), (0, 0, 0), None, "m", True, "up", 1.0)
+        TelemetryMessage(1.0, Pose(math.nan, 0, 0), (0, 0, 0), None, "m", True, "up", 1.0)
     with pytest.raises(ValueError, match="not finite"):
         TrafficEntry("d2", (0.0, 0.0, 0.0), (math.inf, 0.0, 0.0), 0.1)
     for bad in [dict(point=(-100000, 99999), depth_m=5.0), dict(point=(5, 5), depth_m=-50.0),

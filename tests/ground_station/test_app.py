@@ -16,7 +16,7 @@ import pytest
 
 from common.pose import Pose
 from ground_station.fleet.client import FleetClient
-from ground_station.fleet.launch import SimFleet, TargetSpec
+from ground_station.fleet.launch import LaunchTarget, SimFleet
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ SETTINGS = ["min_decision_period_s=0.5", "t_max_s=400", "stop_on_declaration=fal
 @pytest.fixture(scope="module")
 def live_fleet(tmp_path_factory):
     out = tmp_path_factory.mktemp("gui-fleet")
-    target = TargetSpec("target", "car@red", Pose(9.0, 1.0, 0.0, 90.0))
+    target = LaunchTarget("target", "car@red", Pose(9.0, 1.0, 0.0, 90.0))
     with SimFleet(2, "baseline", targets=[target], log_dir=out, onboard_settings=SETTINGS) as sim:
         fleet = FleetClient(sim.addresses, sim.security).start()
         try:
@@ -65,8 +65,12 @@ def test_instruction_tiles_declaration_judgement_and_estop(qtbot, live_fleet, tm
     window.instruction.structure.setCurrentText("per-drone")
     qtbot.mouseClick(window.instruction.send, Qt.MouseButton.LeftButton)
     # the tile updates: a live frame, the model's go ringed on it, steps counted
-    qtbot.waitUntil(lambda: tile.view.image is not None and tile.view.go_step is not None, timeout=60_000)
-    assert "GO (" in tile.info.text()
+    # (waited for together: the go ringed may be an earlier step's, and the tile's last two lines may
+    # be a rotate and a finished when the assertion looks)
+    qtbot.waitUntil(
+        lambda: tile.view.image is not None and tile.view.go_step is not None and "GO (" in tile.info.text(),
+        timeout=60_000,
+    )
     qtbot.waitUntil(lambda: "instruction: ok" in tile.ack_label.text(), timeout=60_000)
 
     # a declaration appears in the log, with its frame and the simulator's distance

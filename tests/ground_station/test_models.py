@@ -9,7 +9,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from common.messages import Telemetry
+from common.messages import TelemetryMessage
 from common.pose import Pose
 from ground_station.fleet.declarations import DeclarationRows
 from ground_station.fleet.launch import DroneExit, end_reason
@@ -93,13 +93,13 @@ def test_alerts_sound_for_warnings_merge_repeats_and_clear_on_acknowledge(qtbot)
     assert model.raise_alert("warning", "Drone2", "link lost (silent 2.0 s)", key="link") is not lost
 
 
-def telemetry(mode: str, z_m: float, armed: bool = True, safety: str = "ok") -> Telemetry:
-    return Telemetry(
+def telemetry(mode: str, z_m: float, armed: bool = True, safety: str = "ok") -> TelemetryMessage:
+    return TelemetryMessage(
         0.0, Pose(1.0, 2.0, z_m, 0.0), (0.0, 0.0, 0.0), None, mode, armed, "up", 20.0, {}, safety
     )
 
 
-def drone(t: Telemetry | None, received_s: float | None = 100.0, link: str = "up") -> DroneState:
+def drone(t: TelemetryMessage | None, received_s: float | None = 100.0, link: str = "up") -> DroneState:
     return DroneState("Drone1", link_state=link, telemetry=t, telemetry_received_s=received_s)
 
 

@@ -10,7 +10,7 @@ import pytest
 from common.actions import Finished, Go, Rotate
 from models.baseline import BaselinePilot
 from models.pilot import Observation
-from tests.support.baseline_frames import make_cases, on_body
+from sim_bridge.sim.baseline_frames import make_cases, on_body
 
 pytest.importorskip("pybullet")
 
@@ -36,7 +36,7 @@ def test_point_on_target_in_at_least_90_percent_of_visible_frames(cases) -> None
     misses = []
     for case in visible:
         action = pilot.decide(Observation(case.image, case.instruction)).action
-        on_target = isinstance(action, Go) and on_body(case, case.notes["target_id"], action.point)
+        on_target = isinstance(action, Go) and on_body(case, case.target_id, action.point)
         arrived = isinstance(action, Finished) and case.distance_m is not None and case.distance_m <= DELTA_M
         hits += on_target or arrived
         if not (on_target or arrived):
@@ -53,7 +53,7 @@ def test_same_colour_objects_of_another_class_are_not_chosen(cases) -> None:
     chosen = []
     for case in with_distractor:
         action = pilot.decide(Observation(case.image, case.instruction)).action
-        if isinstance(action, Go) and on_body(case, case.notes["distractor_id"], action.point):
+        if isinstance(action, Go) and on_body(case, case.distractor_id, action.point):
             chosen.append((case.kind, case.instruction))
         elif isinstance(action, Finished) and case.kind == "distractor_only":
             chosen.append((case.kind, case.instruction, "finished"))
@@ -78,7 +78,7 @@ def test_depth_estimates_follow_the_true_distance(cases) -> None:
         if case.kind != "target" or not case.visible:
             continue
         action = pilot.decide(Observation(case.image, case.instruction)).action
-        if isinstance(action, Go) and on_body(case, case.notes["target_id"], action.point):
+        if isinstance(action, Go) and on_body(case, case.target_id, action.point):
             ratios.append(action.depth_m / case.distance_m)
     ratios.sort()
     median = ratios[len(ratios) // 2]

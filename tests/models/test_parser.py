@@ -10,7 +10,7 @@ import pytest
 
 from common.actions import Finished, Go, Plan, Rotate, Think
 from common.errors import MalformedReply
-from models.parser import Order, extract_json_object, parse_action, parse_commander, parse_multi
+from models.parser import ParsedOrder, extract_json_object, parse_action, parse_commander, parse_multi
 
 GO = '{"action": "go", "point": [612, 430], "depth_m": 9, "angle_deg": null}'
 
@@ -225,7 +225,7 @@ def test_commander_replies() -> None:
     raw = json.dumps(
         {"orders": [{"drone": 2, "order": "hold position"}, {"drone": 1, "order": " find the red sign "}]}
     )
-    assert parse_commander(raw, 2) == (Order(1, "find the red sign"), Order(2, "hold position"))
+    assert parse_commander(raw, 2) == (ParsedOrder(1, "find the red sign"), ParsedOrder(2, "hold position"))
 
 
 BAD_COMMANDER_REPLIES = [  # for 2 drones

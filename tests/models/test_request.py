@@ -16,7 +16,7 @@ from common.errors import ConfigError, MalformedReply
 from models.frames import encode_frame
 from models.history import EMPTY_HISTORY
 from models.identity import prompt_identity
-from models.parser import Order
+from models.parser import ParsedOrder
 from models.pilot_prompt import CommanderPrompt, Conversation, MultiDronePrompt, PilotPrompt
 from models.profile import load_profile, profile_names
 from models.schemas import SchemaKind
@@ -256,7 +256,7 @@ def test_commander_request_and_reply() -> None:
     orders = prompt.parse(
         '{"orders": [{"drone": 1, "order": "go left"}, {"drone": 2, "order": "hold"}]}', request
     )
-    assert orders == (Order(1, "go left"), Order(2, "hold"))
+    assert orders == (ParsedOrder(1, "go left"), ParsedOrder(2, "hold"))
 
 
 def test_prompt_identity_hashes() -> None:

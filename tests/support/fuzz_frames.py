@@ -39,7 +39,7 @@ from common.messages import (
     RemoteAction,
     ReturnHome,
     Step,
-    Telemetry,
+    TelemetryMessage,
     Traffic,
     TrafficEntry,
 )
@@ -254,7 +254,7 @@ class Generator:
     # ---- a ground station's SUB and DEALER sockets ----------------------------------------------
     def ground_samples(self) -> list[Any]:
         return [
-            Telemetry(1.0, POSE, (0.5, 0.0, -0.1), 80.0, "flying", True, "up", 20.0, {"model_s": 0.4}),
+            TelemetryMessage(1.0, POSE, (0.5, 0.0, -0.1), 80.0, "flying", True, "up", 20.0, {"model_s": 0.4}),
             Step(2.0, "c1", 3, Go((612, 430), 9.0), '{"action": "go"}', {"model_s": 0.5}),
             Declaration("Drone1-3.000", 3.0, POSE, 4, "c1", 4.2, 4.0, True),
             Heartbeat(1.0, "up", 3),
@@ -269,7 +269,7 @@ class Generator:
         x, y = rng.uniform(-100, 100), rng.uniform(-100, 100)
         pose = Pose(x, y, -3.0, rng.uniform(-180, 180))
         if choice == 0:
-            body: Any = Telemetry(
+            body: Any = TelemetryMessage(
                 rng.uniform(0, 1e4), pose, (0.0, 0.0, 0.0), 50.0, "flying", True, "up", 20.0
             )
         elif choice == 1:

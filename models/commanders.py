@@ -8,6 +8,10 @@ heading ("about 40 degrees to your right"): a sub-agent sees only its frame, nev
 It remembers where drones declared `finished` and sends no drone back to a candidate there (a
 sub-agent that cannot tell look-alikes apart would otherwise be sent back to the same wrong one).
 `ModelCommander` asks a model (models.pilot.command).
+
+They live with the models, not in the ground station: the ground station's `CommanderStructure`
+and the episode runner (episodes/fleet_episode.py, which never imports the ground station) drive
+the same commanders.
 """
 
 from __future__ import annotations

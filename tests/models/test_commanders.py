@@ -1,5 +1,4 @@
-"""Pure logic of the fleet library: the rule-based commander's assignment by bearing, drone addresses,
-and the fleet state's bookkeeping (no processes, no sockets)."""
+"""The rule-based commander's assignment by bearing (pure logic: no processes, no sockets)."""
 
 from __future__ import annotations
 
@@ -7,12 +6,9 @@ import math
 
 import pytest
 
-from common.actions import Finished, Go
-from common.errors import ConfigError
+from common.actions import Finished
 from common.pose import Pose
-from ground_station.fleet.client import DroneAddress
-from ground_station.fleet.commanders import CommanderInput, DroneView, RuleCommander, bearing_to
-from ground_station.fleet.state import DroneState, FleetState, StepRecord
+from models.commanders import CommanderInput, DroneView, RuleCommander, bearing_to
 
 
 @pytest.mark.parametrize(
@@ -100,64 +96,6 @@ def test_a_declaration_away_from_the_assignment_is_placed_ahead_of_the_drone() -
     assert orders.detail["assignments"][0]["bearing_deg"] == pytest.approx(
         math.degrees(math.atan2(30, 20)), abs=0.1
     )
-
-
-def test_drone_address_parsing() -> None:
-    address = DroneAddress.parse("Drone1=tcp://10.0.0.5:5600")
-    endpoint = address.to_endpoint()
-    assert (endpoint.telemetry_endpoint, endpoint.frame_endpoint, endpoint.command_endpoint) == (
-        "tcp://10.0.0.5:5600",
-        "tcp://10.0.0.5:5601",
-        "tcp://10.0.0.5:5602",
-    )
-    for bad in ("tcp://10.0.0.5:5600", "Drone1=udp://x:1", "Drone1=tcp://host"):
-        with pytest.raises(ConfigError):
-            DroneAddress.parse(bad)
-
-
-def step(action, t: float = 0.0) -> StepRecord:
-    return StepRecord(t, 0, action, "", "c", True, 0.01, None, 0.0)
-
-
-def test_fleet_state_events_log_and_staleness() -> None:
-    state = FleetState(["Drone1"])
-    seen = []
-    state.add_listener(seen.append)
-    state.emit("telemetry", "Drone1", None)  # shown, never logged
-    state.emit("instruction", None, text="go")
-    assert [e.kind for e in seen] == ["telemetry", "instruction"]
-    assert [e["kind"] for e in state.session_log] == ["instruction"]
-    drone: DroneState = state.drones["Drone1"]
-    assert drone.is_stale(100.0, 2.0)  # nothing heard yet
-    drone.link_state, drone.telemetry_received_s = "up", 99.0
-    assert not drone.is_stale(100.0, 2.0) and drone.is_stale(101.5, 2.0)
-    drone.steps.extend([step(Go(point=(1, 2), depth_m=3.0)), step(Finished())])
-    assert state.finished_count() == 1
-
-
-def test_the_fleet_library_and_headless_mode_import_no_qt() -> None:
-    """The episode runner uses ground_station.fleet on machines without a display stack."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, ground_station.fleet.client, ground_station.fleet.structures, "
-        "ground_station.fleet.commanders, ground_station.fleet.launch, ground_station.headless, "
-        "ground_station.cli; print(sorted(m for m in sys.modules if 'Qt' in m))"
-    )
-    from tests.support import ROOT
-    from tests.support.processes import subprocess_env
-
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=subprocess_env(),
-        cwd=ROOT,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
 
 
 def test_search_sectors_stay_fixed_in_the_world_across_plans() -> None:

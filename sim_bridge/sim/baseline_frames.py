@@ -1,15 +1,24 @@
-"""Saved simulator frames with ground truth for the baseline pilot: the built-in simulator renders a
-named target (and, in some frames, a same-colour object of another class) from random drone poses;
-the segmentation image is the truth for "is this point on the target"."""
+"""Frames with ground truth for scoring and timing the baseline pilot: the built-in simulator renders
+a named target (and, in some frames, a same-colour object of another class) from random drone poses;
+the segmentation image is the truth for "is this point on the target".
+
+It lives with the simulator because it drives the `World` and reads its truth; the pilot
+(models.baseline) never imports it, and both the tests and benchmarks/bench_baseline.py use it."""
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from common.pose import Pose
+
+if TYPE_CHECKING:  # the world imports PyBullet: only its callers pay for that
+    import numpy as np
+
+    from sim_bridge.sim.camera import Render
+    from sim_bridge.sim.world import World
 
 VEHICLES = {"car", "suv", "van", "truck"}
 TARGET_CLASSES = ("car", "person", "van")
@@ -21,15 +30,19 @@ OTHER_CLASS = {"car": "person", "van": "person", "person": "car"}
 class SimCase:
     kind: str  # "target" (target in front, maybe with a distractor), "distractor_only", "empty"
     instruction: str
-    image: Any
-    render: Any
+    image: np.ndarray  # BGR
+    render: Render
     target: str | None
     distractor: str | None
     visible: bool
     distance_m: float | None
+    drone_pose: Pose
+    target_class: str
+    colour: str  # of the target and of its distractor
+    target_id: int | None  # segmentation body ids in `render`
+    distractor_id: int | None
     pixel_count: int = 0
     box2d_px: tuple[int, int, int, int] | None = None
-    notes: dict[str, Any] = field(default_factory=dict)
 
 
 def _free_spot(
@@ -49,7 +62,7 @@ def _free_spot(
 
 
 def make_cases(
-    world: Any, n_target: int = 36, n_distractor_only: int = 8, n_empty: int = 6, seed: int = 7
+    world: World, n_target: int = 36, n_distractor_only: int = 8, n_empty: int = 6, seed: int = 7
 ) -> list[SimCase]:
     """Render `n_target` frames with the target in view (half with a same-colour distractor of
     another class), `n_distractor_only` with only the distractor, and `n_empty` with neither."""
@@ -118,14 +131,15 @@ def make_cases(
                 distance_m=truth.distance_m if truth else None,
                 pixel_count=truth.pixel_count if truth else 0,
                 box2d_px=truth.box2d_px if truth else None,
-                notes={"drone": drone, "class": cls, "colour": colour},
+                drone_pose=drone,
+                target_class=cls,
+                colour=colour,
+                # Segmentation ids are kept with the render: cases are scored against the stored
+                # masks, so the ids of bodies destroyed below need not stay valid in the world.
+                target_id=world.get_object(target_name).body_id if target_name else None,
+                distractor_id=world.get_object(distractor_name).body_id if distractor_name else None,
             )
         )
-        # Segmentation ids are kept in the render; the ids of destroyed bodies are not reused by
-        # point_on_target since we evaluate against the stored masks below.
-        case = cases[-1]
-        case.notes["target_id"] = world.get_object(target_name).body_id if target_name else None
-        case.notes["distractor_id"] = world.get_object(distractor_name).body_id if distractor_name else None
         for name in spawned:
             world.destroy(name)
     return cases
@@ -133,9 +147,9 @@ def make_cases(
 
 def on_body(case: SimCase, body_id: int | None, point: tuple[int, int]) -> bool:
     """Whether the image point (0-1000, image order) lies on body `body_id` in the case's render."""
-    if body_id is None:
-        return False
     seg = case.render.seg
+    if body_id is None or seg is None:
+        return False
     h, w = seg.shape
     col = min(w - 1, max(0, int(point[0] * w / 1000.0)))
     row = min(h - 1, max(0, int(point[1] * h / 1000.0)))
