@@ -162,7 +162,7 @@ def episode_figures(out: Path, seed: int, t_max_s: float) -> dict:
 
 def runtime_config(loop_name: str, t_max_s: float, **more: Any) -> Any:
     """The runtime's configuration for one loop of the scenario (`more`: what a variant adds)."""
-    from onboard.runtime import RuntimeConfig
+    from onboard.runtime_config import RuntimeConfig
     from onboard.safety import SafetyConfig
 
     loop, latency_goal = LOOPS[loop_name]
@@ -210,7 +210,7 @@ def fly(args: tuple[int, str, str, float, float], camera_pitch_deg: float = 0.0)
         runtime.recorder.close()
     finally:
         world.close()
-    row = episode_row(args, out, runtime.steps, runtime.counters.stale, wall_s, t_max_s)
+    row = episode_row(args, out, runtime.state.steps, runtime.state.counters.stale, wall_s, t_max_s)
     return {**row, "camera_pitch_deg": camera_pitch_deg}
 
 

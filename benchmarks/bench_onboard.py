@@ -84,9 +84,9 @@ def worker(args: argparse.Namespace) -> int:
     from models.pilot import model_pilot_from_url
     from onboard.assembly import assemble
     from onboard.recorder import FlightRecorder, RecorderConfig
-    from onboard.runtime import RuntimeConfig
+    from onboard.runtime_config import RuntimeConfig
     from onboard.safety import SafetyConfig
-    from sim_bridge.remote_truth import RemoteTruth
+    from onboard.vehicles.airsim_truth import RemoteTruth
 
     # The drones (spawned 2 m apart) all fly to one red car, each 3 m above the one before, held
     # apart by the altitude floor: a collision hold would stop that drone's decisions and leave its

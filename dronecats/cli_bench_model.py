@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ def load_frames(directory: Path) -> list[Any]:
     return [f for f in frames if f is not None]
 
 
-def make_token_counter(path: str) -> Any:
+def make_token_counter(path: str) -> Callable[[str], int]:
     try:
         from transformers import AutoTokenizer
     except ImportError:
@@ -146,10 +147,10 @@ def run(args: argparse.Namespace) -> int:
 def format_report(report: dict[str, Any]) -> str:
     """The report as a two-column table, one measure a line."""
 
-    def ms(value: Any) -> str:
+    def ms(value: float | None) -> str:
         return "n/a" if value is None else f"{value:g} ms"
 
-    def num(value: Any, unit: str = "") -> str:
+    def num(value: float | None, unit: str = "") -> str:
         return "n/a" if value is None else f"{value:g}{unit}"
 
     latency = report.get("step_latency_ms") or {}

@@ -29,6 +29,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
@@ -37,6 +38,7 @@ import msgspec
 import numpy as np
 
 from common.errors import ConfigError, VehicleError
+from common.frames import yaw_quat_ned_wxyz, yaw_rotation_ned
 from common.pose import Pose, wrap_deg
 from episodes.asset_map import AssetMap, load_asset_map, placement
 from episodes.preflight import (
@@ -53,7 +55,24 @@ from episodes.records import COMMANDING_TASKS, EpisodeRecord
 from episodes.scenario import start_pose
 
 if TYPE_CHECKING:
-    from sim_bridge.airsim_vehicle import AirSimTarget
+    from types import ModuleType
+    from typing import TypeAlias
+
+    import airsim
+    import cosysairsim
+
+    from common.clock import SimClock
+    from models.pilot import Pilot
+    from onboard.lockstep import LatencyModel
+    from onboard.recorder import FlightRecorder
+    from onboard.runtime_config import RuntimeConfig
+    from onboard.vehicles.airsim import AirSimTarget, AirSimVehicle
+    from onboard.vehicles.airsim_truth import RemoteTruth, TargetExtent
+
+    # Either client package's (onboard.vehicles.airsim.client_module): the same stock RPC and types.
+    RpcClient: TypeAlias = airsim.MultirotorClient | cosysairsim.MultirotorClient
+    RpcPose: TypeAlias = airsim.Pose | cosysairsim.Pose
+    RpcGeoPoint: TypeAlias = airsim.GeoPoint | cosysairsim.GeoPoint
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +91,9 @@ class HilTarget:
 
 def parse_sim_url(url: str, flag: str = "--sim") -> HilTarget:
     """A --sim URL (or a --sim-pool entry: `flag`): what it shares with an airsim:// vehicle URL (host,
-    port, api, spawn) is parsed by sim_bridge.airsim_vehicle.parse_airsim_url; `assets` and `lockstep`
+    port, api, spawn) is parsed by onboard.vehicles.airsim.parse_airsim_url; `assets` and `lockstep`
     are the runner's own."""
-    from sim_bridge.airsim_vehicle import parse_airsim_url
+    from onboard.vehicles.airsim import parse_airsim_url
 
     parts = urlsplit(url)
     if parts.scheme != "airsim" or not parts.hostname:
@@ -105,7 +124,7 @@ def simulator_identity(url: str) -> dict[str, Any]:
     and from the server itself its version and the map it runs (a fingerprint of its scene objects'
     names, the suites' own objects left out). Asked once per URL and process; a server that does not
     answer is a ConfigError naming it."""
-    from sim_bridge.airsim_vehicle import client_module, resolve_api
+    from onboard.vehicles.airsim import client_module, resolve_api
 
     target = parse_sim_url(url)
     server = target.server
@@ -136,9 +155,9 @@ def asset_map_sha256(amap: AssetMap) -> str:
     return hashlib.sha256(msgspec.json.encode(amap)).hexdigest()[:16]
 
 
-def _pose(mod: Any, x: float, y: float, z: float, yaw_deg: float) -> Any:
-    half = math.radians(yaw_deg) / 2.0  # a yaw-only quaternion (both packages' Quaternionr)
-    return mod.Pose(mod.Vector3r(x, y, z), mod.Quaternionr(0.0, 0.0, math.sin(half), math.cos(half)))
+def _pose(mod: ModuleType, x: float, y: float, z: float, yaw_deg: float) -> RpcPose:
+    w, qx, qy, qz = yaw_quat_ned_wxyz(yaw_deg)  # both packages' Quaternionr take (x, y, z, w)
+    return mod.Pose(mod.Vector3r(x, y, z), mod.Quaternionr(qx, qy, qz, w))
 
 
 # ---- moving objects ------------------------------------------------------------------------------
@@ -167,7 +186,7 @@ class RouteMover:
         p = self.points[-1]
         return Pose(float(p[0]), float(p[1]), float(p[2]), wrap_deg(self.yaw_deg))
 
-    def place(self, client: Any, mod: Any, t_s: float) -> None:
+    def place(self, client: RpcClient, mod: ModuleType, t_s: float) -> None:
         p = self.at(t_s)
         if not client.simSetObjectPose(self.name, _pose(mod, p.x_m, p.y_m, p.z_m, p.yaw_deg), True):
             raise VehicleError(f"simSetObjectPose({self.name!r}) was refused: the moving object is gone")
@@ -177,7 +196,9 @@ class RouteMover:
 class RealTimeMovers:
     """Real-time HIL: a thread places every moving object at MOVER_RATE_HZ, on the server's time."""
 
-    def __init__(self, movers: list[RouteMover], new_client: Any, mod: Any, vehicle: str) -> None:
+    def __init__(
+        self, movers: list[RouteMover], new_client: Callable[[], RpcClient], mod: ModuleType, vehicle: str
+    ) -> None:
         self.movers, self._new_client, self._mod, self._vehicle = movers, new_client, mod, vehicle
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -214,7 +235,7 @@ class RpcStepper:
     sent before it are applied first), in chunks of at most MAX_LOCKSTEP_CHUNK_S with the moving
     objects placed after each; `clock` follows the simulation time."""
 
-    def __init__(self, vehicle: Any, clock: Any, movers: list[RouteMover]) -> None:
+    def __init__(self, vehicle: AirSimVehicle, clock: SimClock, movers: list[RouteMover]) -> None:
         self.vehicle, self.clock, self.movers = vehicle, clock, movers
 
     def advance(self, duration_s: float) -> float:
@@ -234,14 +255,16 @@ class RpcStepper:
 class SetUp:
     names: dict[str, str] = field(default_factory=dict)  # record object id -> actor name on the server
     spawned: list[str] = field(default_factory=list)
-    moved: list[tuple[str, Any]] = field(default_factory=list)  # (actor, its pose before) to put back
+    moved: list[tuple[str, RpcPose]] = field(default_factory=list)  # (actor, its pose before) to put back
     spawn: Pose = field(default_factory=lambda: Pose(0.0, 0.0, 0.0, 0.0))  # the drone's spawn (world NED)
 
 
-def set_up(client: Any, mod: Any, record: EpisodeRecord, amap: AssetMap, spawn: Pose | None = None) -> SetUp:
+def set_up(
+    client: RpcClient, mod: ModuleType, record: EpisodeRecord, amap: AssetMap, spawn: Pose | None = None
+) -> SetUp:
     """Place the record's objects and its drone on the server (stock calls); `spawn`: the drone's
     spawn in the world (default: simGetObjectPose - simGetVehiclePose)."""
-    from sim_bridge.airsim_vehicle import spawn_offset
+    from onboard.vehicles.airsim import spawn_offset
 
     marker = amap.scene_markers.get(record.scene)
     if marker and not client.simListSceneObjects(marker):
@@ -286,7 +309,7 @@ def set_up(client: Any, mod: Any, record: EpisodeRecord, amap: AssetMap, spawn: 
     return done
 
 
-def tear_down(client: Any, done: SetUp) -> None:
+def tear_down(client: RpcClient, done: SetUp) -> None:
     for name in done.spawned:
         try:
             client.simDestroyObject(name)
@@ -299,7 +322,7 @@ def tear_down(client: Any, done: SetUp) -> None:
             log.warning("could not put %s back: %s", name, exc)
 
 
-def set_segmentation(client: Any, target: str) -> bool:
+def set_segmentation(client: RpcClient, target: str) -> bool:
     """Every mesh id 0, the target TARGET_SEGMENTATION_ID: its pixels stand out in Segmentation
     images. False when the server refuses (point-on-target then falls back to box2D)."""
     try:
@@ -310,7 +333,7 @@ def set_segmentation(client: Any, target: str) -> bool:
         return False
 
 
-def announce(client: Any, event: str, episode_id: str) -> None:
+def announce(client: RpcClient, event: str, episode_id: str) -> None:
     """Tell the server which episode starts or ends (simPrintLogMessage, stock AirSim: shown in AirSim's
     viewport, logged by `dronecats sim`), so a server's own log says which episode flew on it when."""
     try:
@@ -330,7 +353,7 @@ class ServerPreflight:
     occupancy: float | None = None
     clear_path: bool | None = None
     clear_path_by: str | None = None  # simTestLineOfSightBetweenPoints | detection
-    extent: Any = None
+    extent: TargetExtent | None = None
     colour: tuple[int, int, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -347,7 +370,7 @@ class ServerPreflight:
         }
 
 
-def _geo(home: Any, spawn: Pose, p: np.ndarray, mod: Any) -> Any:
+def _geo(home: RpcGeoPoint, spawn: Pose, p: np.ndarray, mod: ModuleType) -> RpcGeoPoint:
     """World NED -> GeoPoint about the vehicle's home (its spawn), as AirSim's geodetic converter does
     over short distances."""
     radius_m = 6378137.0
@@ -361,7 +384,12 @@ def _geo(home: Any, spawn: Pose, p: np.ndarray, mod: Any) -> Any:
 
 
 def server_preflight(
-    vehicle: Any, truth: Any, record: EpisodeRecord, done: SetUp, altitude_m: float, expect: Expectation
+    vehicle: AirSimVehicle,
+    truth: RemoteTruth,
+    record: EpisodeRecord,
+    done: SetUp,
+    altitude_m: float,
+    expect: Expectation,
 ) -> ServerPreflight:
     """The pre-flight checks on the server, after set-up (the drone teleported to look, then put back):
     objects where the record says; start distance and bearing; the target detected from the airborne
@@ -369,7 +397,7 @@ def server_preflight(
     (Segmentation pixels of its colour); a clear camera path (simTestLineOfSightBetweenPoints from the
     camera to just in front of the target's box, where the server has it). Learns the target's extent
     (box3D) and segmentation colour on the way."""
-    from sim_bridge.remote_truth import learn_colour
+    from onboard.vehicles.airsim_truth import learn_colour
 
     client, mod = vehicle.client(), vehicle.module
     report = ServerPreflight()
@@ -452,7 +480,12 @@ def server_preflight(
 
 
 def _clear_path(
-    client: Any, mod: Any, truth: Any, vehicle: Any, report: ServerPreflight, here: tuple[np.ndarray, float]
+    client: RpcClient,
+    mod: ModuleType,
+    truth: RemoteTruth,
+    vehicle: AirSimVehicle,
+    report: ServerPreflight,
+    here: tuple[np.ndarray, float],
 ) -> tuple[bool, str]:
     """simTestLineOfSightBetweenPoints from the camera to CLEAR_PATH_STANDOFF_M in front of the target's
     box on the line to its centre; a server without it: the target was detected facing it."""
@@ -460,8 +493,7 @@ def _clear_path(
     extent = report.extent
     centre = here[0]
     if extent is not None:
-        c, s_ = math.cos(math.radians(here[1])), math.sin(math.radians(here[1]))
-        rot = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])
+        rot = yaw_rotation_ned(here[1])
         centre = here[0] + rot @ np.asarray(extent.centre_frd_m)
         direction = centre - cam_xyz
         length = float(np.linalg.norm(direction))
@@ -490,11 +522,11 @@ def _clear_path(
 # ---- one episode ----------------------------------------------------------------------------------
 def fly_hil(
     record: EpisodeRecord,
-    config: Any,
-    pilot: Any,
-    recorder: Any,
+    config: RuntimeConfig,
+    pilot: Pilot,
+    recorder: FlightRecorder,
     sim_url: str,
-    latency: Any = None,
+    latency: LatencyModel | None = None,
 ) -> dict:
     """Set the episode up on the server, check it there, fly it (real time, or lock-step with the
     `latency` model), and clean up. Returns reason, steps, sim_time_s and (lock-step) injected.
@@ -510,12 +542,17 @@ def fly_hil(
 
 
 def _fly_hil(
-    record: EpisodeRecord, config: Any, pilot: Any, recorder: Any, sim_url: str, latency: Any
+    record: EpisodeRecord,
+    config: RuntimeConfig,
+    pilot: Pilot,
+    recorder: FlightRecorder,
+    sim_url: str,
+    latency: LatencyModel | None,
 ) -> dict:
     from common.clock import SimClock, WallClock
     from onboard.assembly import assemble, fly_lockstep, fly_realtime
-    from sim_bridge.airsim_vehicle import AirSimVehicle
-    from sim_bridge.remote_truth import RemoteTruth
+    from onboard.vehicles.airsim import AirSimVehicle
+    from onboard.vehicles.airsim_truth import RemoteTruth
 
     if len(record.drones) != 1:
         raise ConfigError(f"episode {record.id}: the HIL path flies single-drone episodes")
@@ -603,7 +640,9 @@ def _fly_hil(
     return {"reason": result.reason, "steps": result.steps, "sim_time_s": sim_time_s, "injected": injected}
 
 
-def truth_source(truth: Any, movers: list[RouteMover], realtime: RealTimeMovers | None) -> dict[str, Any]:
+def truth_source(
+    truth: RemoteTruth, movers: list[RouteMover], realtime: RealTimeMovers | None
+) -> dict[str, Any]:
     """What the run's ground truth came from (episode.json run.truth)."""
     extent = truth.extent
     return {

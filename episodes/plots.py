@@ -16,11 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from common.declarations import qualifies
 from episodes.logs import read_episode
 from episodes.report import EpisodeRow, GroupStats
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # The simulator's colour names in matplotlib's (white and silver keep a dark edge to be seen).
 _COLOURS = {"grey": "grey", "silver": "silver", "white": "white", "pink": "hotpink"}
@@ -30,7 +37,7 @@ PANEL_IN = 3.4  # one trace panel, inches (at 100 dpi: 340 px)
 DPI = 100
 
 
-def _pyplot() -> Any:
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -46,7 +53,7 @@ def _colour(name: str | None, default: str) -> str:
     return _COLOURS.get(name, name)
 
 
-def save(fig: Any, path: Path, dpi: int = DPI) -> list[Path]:
+def save(fig: Figure, path: Path, dpi: int = DPI) -> list[Path]:
     """`path` (PNG) and the same figure as PDF next to it; the paths written."""
     fig.savefig(path, dpi=dpi)
     vector = path.with_suffix(".pdf")
@@ -54,7 +61,7 @@ def save(fig: Any, path: Path, dpi: int = DPI) -> list[Path]:
     return [path, vector]
 
 
-def draw_trace(ax: Any, row: EpisodeRow, delta_m: float | None = None, compact: bool = False) -> None:
+def draw_trace(ax: Axes, row: EpisodeRow, delta_m: float | None = None, compact: bool = False) -> None:
     from matplotlib.patches import Circle
 
     logs = read_episode(Path(row.directory))
@@ -153,13 +160,13 @@ def draw_trace(ax: Any, row: EpisodeRow, delta_m: float | None = None, compact: 
     ax.grid(True, lw=0.3)
 
 
-def _handles(axes: Sequence[Any]) -> tuple[list[Any], list[str]]:
+def _handles(axes: Sequence[Axes]) -> tuple[list[Artist], list[str]]:
     """One handle per label over all panels; objects drawn in their own colours get a grey stand-in
     (the colour is the object's, not the legend entry's)."""
     from matplotlib.lines import Line2D
 
     stand_in = {"distractor": "^", "look-alike": "X", "target": "s"}
-    seen: dict[str, Any] = {}
+    seen: dict[str, Artist] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             if label in stand_in:
@@ -177,7 +184,7 @@ def _handles(axes: Sequence[Any]) -> tuple[list[Any], list[str]]:
     return list(seen.values()), list(seen)
 
 
-def _legend(ax: Any) -> None:
+def _legend(ax: Axes) -> None:
     handles, labels = _handles([ax])
     ax.legend(handles, labels, loc="best", framealpha=0.8)
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -37,6 +37,14 @@ from models.frames import encode_frame
 from models.pilot_prompt import PilotPrompt
 from models.profile import ModelProfile
 from models.request import ChatRequest
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from llmcompressor.modifiers.quantization import GPTQModifier, QuantizationModifier
+    from transformers import PreTrainedModel
+
+    from models.backends.hf_inputs import ModelInputs
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +70,7 @@ COPIED_FILES = (
 class FlightView:
     """One calibration frame: a BGR image from the simulator and the episode's instruction."""
 
-    image: Any
+    image: np.ndarray
     instruction: str
 
 
@@ -81,7 +89,7 @@ class QuantizeReport(msgspec.Struct):
     held_out: int = 0
 
 
-def quantized_linears(model: Any) -> list[tuple[str, Any]]:
+def quantized_linears(model: torch.nn.Module) -> list[tuple[str, torch.nn.Linear]]:
     """The linear layers the recipe quantises: all but IGNORE (lm_head, the vision tower)."""
     import torch
 
@@ -97,7 +105,7 @@ def quantized_linears(model: Any) -> list[tuple[str, Any]]:
     ]
 
 
-def check_group_size(model: Any, group_size: int) -> None:
+def check_group_size(model: torch.nn.Module, group_size: int) -> None:
     """Before any calibration: every quantised layer's input width must be a multiple of the group
     size (a group never spans two rows), else a ConfigError names the layers and the group size that
     fits (llm-compressor would fail after calibrating, on an unflatten of the first such layer)."""
@@ -134,7 +142,7 @@ def calibration_requests(
     return requests
 
 
-def model_inputs(inputs: Any, request: ChatRequest) -> dict[str, Any]:
+def model_inputs(inputs: ModelInputs, request: ChatRequest) -> dict[str, Any]:
     """A request as the model's input tensors, through the same path as hf:// in flight."""
     from models.backends.hf_local import hf_messages
 
@@ -146,8 +154,8 @@ def model_inputs(inputs: Any, request: ChatRequest) -> dict[str, Any]:
 
 @dataclass
 class LoadedModel:
-    model: Any
-    inputs: Any
+    model: PreTrainedModel
+    inputs: ModelInputs
     source_dir: Path
     random_weights: bool
     notes: list[str] = field(default_factory=list)
@@ -193,7 +201,7 @@ def check_recipe(method: str, group_size: int) -> None:
         raise ConfigError(f"group size {group_size} must be a power of two >= 8")
 
 
-def recipe(method: str, group_size: int) -> Any:
+def recipe(method: str, group_size: int) -> GPTQModifier | QuantizationModifier:
     from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
 
     check_recipe(method, group_size)
@@ -210,7 +218,7 @@ def recipe(method: str, group_size: int) -> Any:
     return QuantizationModifier(config_groups=groups, ignore=list(IGNORE))
 
 
-def last_logits(model: Any, sample: dict[str, Any], positions: int = 16) -> Any:
+def last_logits(model: PreTrainedModel, sample: dict[str, Any], positions: int = 16) -> torch.Tensor:
     import torch
 
     with torch.inference_mode():
@@ -242,7 +250,7 @@ def quantize(
     reference = [last_logits(loaded.model, s) for s in check]
     n_linear = sum(1 for m in loaded.model.modules() if isinstance(m, torch.nn.Linear))
     # One sample a batch, already tensors: what oneshot iterates over instead of a dataset.
-    loader: Any = torch.utils.data.DataLoader(
+    loader: torch.utils.data.DataLoader[dict[str, Any]] = torch.utils.data.DataLoader(
         calibration,  # type: ignore[arg-type, unused-ignore]  # (torch stubs only with the hf extra)
         batch_size=None,
         collate_fn=lambda x: x,

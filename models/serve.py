@@ -30,13 +30,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.camera import CameraProfile
 from common.errors import BackendError, ConfigError, DroneCatsError, MalformedReply, ProtocolError
 from models.chat_decode import DecodedChat, decode_chat
 from models.parser import parse_action, reply_object
 from models.pilot import Decision, FailureKind, Observation, Pilot, StepDeadlines
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ class ScriptedPilot:
 
 def make_pilot(
     spec: str, delta_m: float = 5.0, camera: str | None = None, deadlines: StepDeadlines | None = None
-) -> Any:
+) -> Pilot:
     """`baseline`, `scripted:FILE`, or a backend URL with `profile=` (a model pilot, its calls cut at
     `deadlines`: the runtime's staleness bounds)."""
     if spec == "baseline":
@@ -138,7 +141,7 @@ class PilotService:
 
     def __init__(
         self,
-        pilot: Any,
+        pilot: Pilot,
         model_name: str,
         latency_s: float = 0.0,
         latency_draws_s: Sequence[float] | None = None,
@@ -224,7 +227,7 @@ class PilotService:
 
 
 @functools.lru_cache(maxsize=64)
-def _validator(schema_text: str) -> Any:
+def _validator(schema_text: str) -> Validator:
     """A checked validator per distinct schema: clients send the same few schemas every call, and
     checking a schema costs far more than validating a reply against it."""
     import jsonschema
@@ -334,7 +337,7 @@ class _Handler(BaseHTTPRequestHandler):
         # back until the client's delayed ACK (40 ms on Linux) on every keep-alive request.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         logger.debug("%s - %s", self.address_string(), format % args)
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
@@ -463,7 +466,7 @@ class PilotHTTPServer(ThreadingHTTPServer):
 
 
 def start_server(
-    pilot: Any,
+    pilot: Pilot,
     host: str = "127.0.0.1",
     port: int = 0,
     model_name: str | None = None,

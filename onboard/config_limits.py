@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from common.errors import ConfigError
+
+if TYPE_CHECKING:
+    import msgspec
 
 
 class ConfigRangeError(ConfigError, ValueError):
@@ -40,7 +43,7 @@ class Range:
     unit: str = ""
     optional: bool = False  # None is allowed (the field's "not set")
 
-    def holds(self, value: Any) -> bool:
+    def holds(self, value: object) -> bool:
         if value is None:
             return self.optional
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -119,7 +122,7 @@ ORDERED: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def check_limits(config: Any) -> None:
+def check_limits(config: msgspec.Struct) -> None:
     """Raise ConfigRangeError naming the first field of `config` outside its range (LIMITS)."""
     name = type(config).__name__
     for field, valid in LIMITS[name].items():

@@ -150,7 +150,7 @@ class FlightRecorder:
         self.incomplete_logs: set[str] = set()  # files whose lines before a re-creation are lost
 
     # ---- episode.json -------------------------------------------------------------------------
-    def write_metadata(self, **fields: Any) -> None:
+    def write_metadata(self, **fields: object) -> None:
         """Merge fields (dicts deeply) into episode.json and replace the file atomically.
 
         The first write is the arming check of the log dir: it raises SafetyError naming the dir.
@@ -210,7 +210,7 @@ class FlightRecorder:
         self._last_trace_t[line.drone] = line.t
         return self._append(self._trace, self._encoder.encode(line) + b"\n")
 
-    def event(self, kind: str, t: float, drone: str, **fields: Any) -> None:
+    def event(self, kind: str, t: float, drone: str, **fields: object) -> None:
         data = {"t": t, "drone": drone, "event": kind, **fields, "wall_time": time.time()}
         self._append(self._events, (json.dumps(data, default=_json_default) + "\n").encode())
 
@@ -362,7 +362,7 @@ def _deep_update(into: dict[str, Any], fields: dict[str, Any]) -> None:
             into[key] = value
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(value: object) -> object:
     try:
         return msgspec.to_builtins(value)
     except TypeError:

@@ -68,7 +68,7 @@ class SimSettings:
     sim_mode: str = "Multirotor"  # SIM_MODES' keys
 
 
-def _number(value: Any, where: str) -> float:
+def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"settings {where}: expected a finite number, got {value!r}")
     return float(value)
@@ -126,7 +126,7 @@ def read_settings(path: str | Path) -> SimSettings:
     return SimSettings(vehicles, camera, clock, mount, wind, mode)
 
 
-def _wind(value: Any, where: str) -> tuple[float, float, float]:
+def _wind(value: object, where: str) -> tuple[float, float, float]:
     """AirSim's Wind: {X, Y, Z} in world NED m/s, each 0 when left out."""
     if not isinstance(value, dict):
         raise ConfigError(f"settings {where} must be an object {{X, Y, Z}} (m/s, world NED)")
@@ -165,7 +165,7 @@ def _mount(cameras: dict[str, Any], where: str) -> CameraMount:
     return CameraMount(offset, angles[0], angles[1], angles[2], gimbal)  # type: ignore[arg-type]
 
 
-def _camera(cameras: Any, where: str) -> CameraProfile | None:
+def _camera(cameras: object, where: str) -> CameraProfile | None:
     if not isinstance(cameras, dict):
         raise ConfigError(f"settings {where}.Cameras must be an object")
     for cam_name, cam in cameras.items():

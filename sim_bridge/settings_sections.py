@@ -96,13 +96,13 @@ class VehicleSections:
 _Entry = tuple[str, bool, "LidarParams | DistanceParams | SensorParams | None"]
 
 
-def _finite(where: str, value: Any) -> float:
+def _finite(where: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"settings {where}: expected a finite number, got {value!r}")
     return float(value)
 
 
-def _size_ok(value: Any) -> bool:
+def _size_ok(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 16 <= value <= 8192
 
 
@@ -169,7 +169,7 @@ def _vehicle_sensors(
     return lidars, distances, sensors, params
 
 
-def _sensor_entries(data: Any, where: str, key: str = "Sensors") -> dict[str, _Entry]:
+def _sensor_entries(data: object, where: str, key: str = "Sensors") -> dict[str, _Entry]:
     if not isinstance(data, dict):
         raise ConfigError(
             f"settings {where}{'.Sensors' if key == 'Sensors' else ''} must be an object of name -> sensor"
@@ -213,7 +213,7 @@ def _sensor_entries(data: Any, where: str, key: str = "Sensors") -> dict[str, _E
     return entries
 
 
-def _cameras(data: Any, where: str, key: str = "Cameras") -> dict[str, CameraSetting]:
+def _cameras(data: object, where: str, key: str = "Cameras") -> dict[str, CameraSetting]:
     if not isinstance(data, dict):
         raise ConfigError(f"settings {where}.{key} must be an object of name -> camera")
     out = {}

@@ -31,7 +31,12 @@ import json
 import logging
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+    from xgrammar import CompiledGrammar
+    from xgrammar.contrib.hf import LogitsProcessor
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +241,9 @@ class GrammarCache:
     """Compiled grammars for one tokenizer, one per (schema, cap): a schema is compiled on its
     first request only (a plan grammar takes tens of milliseconds, an action one a few)."""
 
-    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: list[int]) -> None:
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, vocab_size: int, stop_token_ids: list[int]
+    ) -> None:
         import xgrammar
 
         info = xgrammar.TokenizerInfo.from_huggingface(
@@ -254,11 +261,11 @@ class GrammarCache:
                 stop_token_ids=stop_token_ids,
             )
         self._compiler = xgrammar.GrammarCompiler(info, cache_enabled=False)
-        self._compiled: dict[tuple[str, int], tuple[Any, int]] = {}
+        self._compiled: dict[tuple[str, int], tuple[CompiledGrammar, int]] = {}
         self._lock = threading.Lock()
         self.compiles = 0
 
-    def get(self, schema: dict[str, Any], max_tokens: int) -> tuple[Any, int]:
+    def get(self, schema: dict[str, Any], max_tokens: int) -> tuple[CompiledGrammar, int]:
         """(compiled grammar, max new tokens) for a request's schema and output cap."""
         key = (json.dumps(schema, sort_keys=True), max_tokens)
         with self._lock:
@@ -280,7 +287,7 @@ class GrammarCache:
             self._compiled[key] = (compiled, limit)
             return compiled, limit
 
-    def logits_processor(self, compiled: Any) -> Any:
+    def logits_processor(self, compiled: CompiledGrammar) -> LogitsProcessor:
         """A fresh processor for one generate() call (xgrammar's keeps per-call matcher state)."""
         from xgrammar.contrib.hf import LogitsProcessor
 

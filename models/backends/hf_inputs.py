@@ -9,7 +9,12 @@ patches, and `mm_token_type_ids` marks them (the model's multimodal RoPE needs i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+    from PIL.Image import Image
+    from transformers import PreTrainedTokenizerBase, ProcessorMixin, Qwen2VLImageProcessorPil
 
 IMAGE_TOKEN = "<|image_pad|>"
 
@@ -17,7 +22,7 @@ IMAGE_TOKEN = "<|image_pad|>"
 class VLInputs:
     """tokenizer + image processor -> the keywords of model.generate()."""
 
-    def __init__(self, tokenizer: Any, image_processor: Any) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, image_processor: Qwen2VLImageProcessorPil) -> None:
         self.tokenizer = tokenizer
         self.image_processor = image_processor
         self.image_token_id = int(tokenizer.convert_tokens_to_ids(IMAGE_TOKEN))
@@ -30,11 +35,11 @@ class VLInputs:
         image_processor = Qwen2VLImageProcessorPil.from_pretrained(path, local_files_only=True)
         return cls(tokenizer, image_processor)
 
-    def apply_chat_template(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
+    def apply_chat_template(self, messages: list[dict[str, Any]], **kwargs: object) -> str:
         text: str = self.tokenizer.apply_chat_template(messages, tokenize=False, **kwargs)
         return text
 
-    def __call__(self, text: str, images: list[Any]) -> dict[str, Any]:
+    def __call__(self, text: str, images: list[Image]) -> dict[str, Any]:
         import torch
 
         out: dict[str, Any] = {}
@@ -55,7 +60,7 @@ class VLInputs:
         out["mm_token_type_ids"] = (encoded["input_ids"] == self.image_token_id).to(torch.int32)
         return out
 
-    def decode(self, ids: Any) -> str:
+    def decode(self, ids: torch.Tensor) -> str:
         text: str = self.tokenizer.decode(ids, skip_special_tokens=True)
         return text
 
@@ -63,17 +68,21 @@ class VLInputs:
 class ProcessorInputs:
     """The same interface over a transformers processor (a trained model's own directory)."""
 
-    def __init__(self, processor: Any) -> None:
+    def __init__(self, processor: ProcessorMixin) -> None:
         self.processor = processor
         self.tokenizer = processor.tokenizer
 
-    def apply_chat_template(self, messages: list[dict[str, Any]], **kwargs: Any) -> str:
+    def apply_chat_template(self, messages: list[dict[str, Any]], **kwargs: object) -> str:
         text: str = self.processor.apply_chat_template(messages, tokenize=False, **kwargs)
         return text
 
-    def __call__(self, text: str, images: list[Any]) -> dict[str, Any]:
+    def __call__(self, text: str, images: list[Image]) -> dict[str, Any]:
         return dict(self.processor(text=[text], images=images or None, return_tensors="pt"))
 
-    def decode(self, ids: Any) -> str:
+    def decode(self, ids: torch.Tensor) -> str:
         text: str = self.processor.decode(ids, skip_special_tokens=True)
         return text
+
+
+# What hf:// and the quantizer build their inputs with: either of the two, by the model directory.
+ModelInputs = VLInputs | ProcessorInputs

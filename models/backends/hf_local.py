@@ -41,6 +41,12 @@ from models.backends.base import CallStats, Completion
 from models.backends.images import decode_data_url, split_content
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    import PIL.Image
+    import torch
+
+    from models.backends.hf_grammar import GrammarCache
     from models.backends.url import BackendURL
     from models.request import ChatRequest
 
@@ -82,7 +88,7 @@ def open_hf(url: BackendURL) -> HFBackend:
     )
 
 
-def import_hf() -> tuple[Any, Any]:
+def import_hf() -> tuple[ModuleType, ModuleType]:
     try:
         return importlib.import_module("torch"), importlib.import_module("transformers")
     except ImportError as exc:
@@ -91,13 +97,13 @@ def import_hf() -> tuple[Any, Any]:
         ) from None
 
 
-def hf_messages(request: ChatRequest) -> tuple[list[dict[str, Any]], list[Any]]:
+def hf_messages(request: ChatRequest) -> tuple[list[dict[str, Any]], list[PIL.Image.Image]]:
     """The request's messages in the transformers chat-template form ({"type": "image"} parts in
     place of the data URLs), and the images as RGB PIL images in the same order."""
     from PIL import Image
 
     messages: list[dict[str, Any]] = []
-    images: list[Any] = []
+    images: list[PIL.Image.Image] = []
     for message in request.messages():
         content = message["content"]
         if isinstance(content, str):
@@ -143,7 +149,7 @@ class TokenClock:
     def __init__(self) -> None:
         self.times: list[float] = []
 
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         self.times.append(time.perf_counter())
         return scores
 
@@ -182,7 +188,7 @@ class HFBackend:
         self._torch: Any = None
         self._model: Any = None
         self._inputs: Any = None
-        self._grammars: Any = None
+        self._grammars: GrammarCache | None = None
         self._stop_ids: list[int] = []
         self.last_timing: HFTiming | None = None
 

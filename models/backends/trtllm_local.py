@@ -26,12 +26,17 @@ from models.backends.vllm_local import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+
+    import tensorrt_llm
+
     from models.request import ChatRequest
 
 logger = logging.getLogger(__name__)
 
 
-def import_trtllm() -> Any:
+def import_trtllm() -> ModuleType:
     return import_engine(
         "trtllm",
         "tensorrt_llm",
@@ -40,7 +45,7 @@ def import_trtllm() -> Any:
     )
 
 
-def prompt_inputs(request: ChatRequest, apply_chat_template: Any) -> dict[str, Any]:
+def prompt_inputs(request: ChatRequest, apply_chat_template: Callable[..., str]) -> dict[str, Any]:
     """TensorRT-LLM's prompt dict: templated text plus the decoded frames in message order."""
     text_messages: list[dict[str, Any]] = []
     images: list[Any] = []
@@ -63,7 +68,7 @@ def prompt_inputs(request: ChatRequest, apply_chat_template: Any) -> dict[str, A
 
 
 class TRTLLMBackend:
-    def __init__(self, engine: str, **llm_kwargs: Any) -> None:
+    def __init__(self, engine: str, **llm_kwargs: object) -> None:
         if not engine:
             raise ConfigError(
                 "trtllm:// needs an engine directory or checkpoint, e.g. trtllm:///engines/qwen3vl"
@@ -78,7 +83,7 @@ class TRTLLMBackend:
         if self._llm is None:
             self._trt, self._llm = load_llm(import_trtllm, "tensorrt_llm", self.engine, self.llm_kwargs)
 
-    def sampling_params(self, request: ChatRequest) -> Any:
+    def sampling_params(self, request: ChatRequest) -> tensorrt_llm.SamplingParams:
         self.load()
         sampling = importlib.import_module("tensorrt_llm.sampling_params")
         kwargs = sampling_kwargs(request)

@@ -11,8 +11,8 @@ import contextlib
 import importlib
 import logging
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -20,6 +20,11 @@ from common.errors import BackendError, ConfigError
 from models.backends.base import CallStats, Completion
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    import tensorrt_llm
+    import vllm
+
     from models.request import ChatRequest
 
 logger = logging.getLogger(__name__)
@@ -70,7 +75,7 @@ def engine_kwargs(params: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def import_engine(scheme: str, package: str, how_to_get_it: str) -> Any:
+def import_engine(scheme: str, package: str, how_to_get_it: str) -> ModuleType:
     """An in-process engine's package, or one BackendError: what `scheme://` needs and how to get it."""
     try:
         return importlib.import_module(package)
@@ -78,11 +83,11 @@ def import_engine(scheme: str, package: str, how_to_get_it: str) -> Any:
         raise BackendError(f"{scheme}:// needs the `{package}` package ({exc}); {how_to_get_it}") from None
 
 
-def import_vllm() -> Any:
+def import_vllm() -> ModuleType:
     return import_engine("vllm", "vllm", "install the GPU extra: pip install 'dronecats[vllm]'")
 
 
-def structured_output_kwargs(vllm_module: Any, schema: dict[str, Any]) -> dict[str, Any]:
+def structured_output_kwargs(vllm_module: ModuleType, schema: dict[str, Any]) -> dict[str, Any]:
     """The SamplingParams keyword that constrains the reply to `schema` on this vLLM version."""
     sampling = importlib.import_module(f"{vllm_module.__name__}.sampling_params")
     if hasattr(sampling, "StructuredOutputsParams"):
@@ -114,7 +119,7 @@ def chat_kwargs(request: ChatRequest) -> dict[str, Any]:
 
 
 class VLLMBackend:
-    def __init__(self, model: str, **engine: Any) -> None:
+    def __init__(self, model: str, **engine: object) -> None:
         if not model:
             raise ConfigError("vllm:// needs a model id or path, e.g. vllm://Qwen/Qwen3-VL-2B-Instruct")
         self.model = model
@@ -129,7 +134,7 @@ class VLLMBackend:
             logger.info("loading %s in-process with %s", self.model, self.engine)
             self._vllm, self._llm = load_llm(import_vllm, "vllm", self.model, self.engine)
 
-    def sampling_params(self, request: ChatRequest) -> Any:
+    def sampling_params(self, request: ChatRequest) -> vllm.SamplingParams:
         self.load()
         kwargs = sampling_kwargs(request)
         kwargs.update(structured_output_kwargs(self._vllm, request.reply.schema))
@@ -149,8 +154,8 @@ class VLLMBackend:
 
 
 def load_llm(
-    import_engine: Callable[[], Any], label: str, model: str, kwargs: dict[str, Any]
-) -> tuple[Any, Any]:
+    import_engine: Callable[[], ModuleType], label: str, model: str, kwargs: dict[str, Any]
+) -> tuple[ModuleType, vllm.LLM | tensorrt_llm.LLM]:
     """The engine package and its `LLM(model=model, **kwargs)` (vLLM's and TensorRT-LLM's offline API
     alike), a failure to build it as one BackendError."""
     module = import_engine()
@@ -168,7 +173,24 @@ def engine_errors(what: str) -> Iterator[None]:
         raise BackendError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
-def completion_from_request_output(outputs: Any, backend: str, model: str, latency_s: float) -> Completion:
+class EngineSample(Protocol):
+    """What a reply is read from: vLLM's CompletionOutput, TensorRT-LLM's alike (token_ids and
+    finish_reason are read where present)."""
+
+    @property
+    def text(self) -> str: ...
+
+
+class EngineRequestOutput(Protocol):
+    """vLLM's RequestOutput, TensorRT-LLM's alike (prompt_token_ids read where present)."""
+
+    @property
+    def outputs(self) -> Sequence[EngineSample]: ...
+
+
+def completion_from_request_output(
+    outputs: Sequence[EngineRequestOutput], backend: str, model: str, latency_s: float
+) -> Completion:
     """vLLM and TensorRT-LLM both return RequestOutput-like objects: .outputs[0].text/.token_ids."""
     try:
         first = outputs[0]

@@ -23,9 +23,15 @@ import random
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast, Qwen2VLImageProcessorPil
+
+    from common.actions import Action
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +109,7 @@ def cache_root() -> Path:
 # ---- the corpus: what the model will read and write in flight -----------------------------------
 
 
-def _random_action(rng: random.Random, think: bool, plan: bool) -> Any:
+def _random_action(rng: random.Random, think: bool, plan: bool) -> Action:
     from common.actions import Finished, Go, Plan, Rotate, Think
 
     kinds = ["go", "go", "go", "rotate", "finished"] + (["think"] if think else [])
@@ -171,7 +177,7 @@ def corpus(seed: int = 0) -> list[str]:
 # ---- the tokenizer ---------------------------------------------------------------------------
 
 
-def train_tokenizer(config: dict[str, Any], texts: list[str]) -> Any:
+def train_tokenizer(config: dict[str, Any], texts: list[str]) -> Tokenizer:
     """A byte-level BPE tokenizer with exactly config vocab_size ids, specials at the config's ids."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -220,7 +226,7 @@ def train_tokenizer(config: dict[str, Any], texts: list[str]) -> Any:
     return tokenizer
 
 
-def _fast_tokenizer(tokenizer: Any) -> Any:
+def _fast_tokenizer(tokenizer: Tokenizer) -> PreTrainedTokenizerFast:
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
@@ -237,7 +243,7 @@ def _fast_tokenizer(tokenizer: Any) -> Any:
     )
 
 
-def image_processor(config: dict[str, Any]) -> Any:
+def image_processor(config: dict[str, Any]) -> Qwen2VLImageProcessorPil:
     """The Qwen2-VL image processor's defaults, sized for this vision tower and a 640-wide frame.
 
     The PIL variant: torchvision (the default backend) cannot be installed beside the CPU torch."""

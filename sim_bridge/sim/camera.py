@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import cv2
 import msgspec
@@ -21,8 +21,9 @@ import numpy as np
 
 from common.camera import CameraProfile
 from common.errors import ConfigError
+from common.frames import yaw_rotation_ned
 from common.pose import Pose
-from sim_bridge.sim.frames import ned_to_pb, yaw_rotation_ned
+from sim_bridge.sim.frames import ned_to_pb
 from sim_bridge.sim.gimbal import CameraMount, camera_position, camera_rotation, points_by_yaw
 from sim_bridge.sim.ground import fill_background
 from sim_bridge.sim.tilted import TiltedView, body_quat_pb, fill_background_rotated, view_matrix_rotated
@@ -124,6 +125,10 @@ class RenderJob:
     vehicle_pose: tuple[float, float, float, float] | None = None
 
 
+# a getCameraImage buffer: a numpy array, or a flat sequence where PyBullet was built without numpy
+PbBuffer = np.ndarray | Sequence[float]
+
+
 class RenderRunner(Protocol):
     """Where full frames render when not in this process (sim_bridge.sim.render_pool.RenderPool)."""
 
@@ -213,7 +218,7 @@ class Cameras:
         vehicle_pose: Pose | None,
         kind: str = "full",
         rotation: np.ndarray | None = None,
-    ) -> tuple[Any, Any, Any]:
+    ) -> tuple[PbBuffer, PbBuffer, PbBuffer]:
         """PyBullet's (rgba, zbuf, seg) for camera `cam` at (eye, yaw); the caller holds the lock.
 
         With `vehicle_pose`, the vehicle's own body is moved out of the way meanwhile (its camera is
@@ -485,7 +490,7 @@ def _depth_for(depth: bool, weather: Weather | None) -> bool:
 
 
 def _arrays(
-    cam: CameraProfile, rgba: Any, zbuf: Any, seg: Any, depth: bool
+    cam: CameraProfile, rgba: PbBuffer, zbuf: PbBuffer, seg: PbBuffer, depth: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A render's buffers as arrays: RGBA, segmentation (body ids), planar depth (m) if asked."""
     h, w = cam.height_px, cam.width_px

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_bridge.sim.attitude import euler_from_matrix, rotation_matrix
-from sim_bridge.sim.frames import yaw_rotation_ned
+from common.frames import euler_from_matrix, offset_to_ned, rotation_from_euler, yaw_rotation_ned
 
 CAMERA_OFFSET_FRD_M = (0.5, 0.0, 0.1)  # forward camera: 0.5 m ahead, 0.1 m below the body origin
 
@@ -73,8 +72,8 @@ def points_by_yaw(mount: CameraMount, roll_rad: float, pitch_rad: float) -> bool
 
 def camera_rotation(mount: CameraMount, roll_rad: float, pitch_rad: float, yaw_rad: float) -> np.ndarray:
     """3x3 camera (FRD) -> world NED rotation for a body at these ZYX Euler angles."""
-    body = rotation_matrix(roll_rad, pitch_rad, yaw_rad)
-    cam = body @ rotation_matrix(
+    body = rotation_from_euler(roll_rad, pitch_rad, yaw_rad)
+    cam = body @ rotation_from_euler(
         math.radians(mount.roll_deg), math.radians(mount.pitch_deg), math.radians(mount.yaw_deg)
     )
     g = mount.gimbal
@@ -88,7 +87,7 @@ def camera_rotation(mount: CameraMount, roll_rad: float, pitch_rad: float, yaw_r
         roll = math.radians(g.roll_deg) * s + roll * (1.0 - s)
     if not math.isnan(g.yaw_deg):
         yaw = math.radians(g.yaw_deg) * s + yaw * (1.0 - s)
-    return rotation_matrix(roll, pitch, yaw)
+    return rotation_from_euler(roll, pitch, yaw)
 
 
 def camera_position(
@@ -102,5 +101,5 @@ def camera_position(
         if mount.level:
             arm = yaw_rotation_ned(math.degrees(yaw_rad))
     else:
-        arm = rotation_matrix(roll_rad, pitch_rad, yaw_rad)
-    return np.asarray(body_ned, float) + arm @ np.asarray(mount.offset_frd_m)
+        arm = rotation_from_euler(roll_rad, pitch_rad, yaw_rad)
+    return offset_to_ned(body_ned, arm, mount.offset_frd_m)

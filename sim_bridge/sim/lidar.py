@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from common.errors import ConfigError
-from sim_bridge.sim.oriented_camera import quat_from_rotation, rotation_pry_deg
+from common.frames import quat_from_rotation, rotation_pry_deg
 
 VEHICLE_INERTIAL_FRAME = "VehicleInertialFrame"
 SENSOR_LOCAL_FRAME = "SensorLocalFrame"
@@ -104,7 +104,7 @@ class LidarParams:
         return rotation_pry_deg(*self.rotation_deg)
 
 
-def _number(where: str, value: Any, integer: bool = False) -> float:
+def _number(where: str, value: object, integer: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"settings {where}: expected a finite number, got {value!r}")
     if integer and int(value) != value:

@@ -19,15 +19,16 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
+from common.frames import yaw_rotation_ned
 from common.pose import Pose, wrap_deg
 from sim_bridge.sim.attitude import AttitudeCommand, AttitudeModel, body_rotation_ned, fly_attitude
 from sim_bridge.sim.battery import Battery, BatteryConfig
-from sim_bridge.sim.frames import yaw_rotation_ned
 from sim_bridge.sim.wind import WindResponse
 
 log = logging.getLogger(__name__)
@@ -179,7 +180,11 @@ class Multirotor:
         self._goal = _Goal("hold", target_ned=stop, yaw_is_rate=False, yaw_value=self.yaw_deg)
 
     def move_velocity(
-        self, velocity_ned: np.ndarray, duration_s: float, now_s: float, yaw: YawMode = NO_TURN
+        self,
+        velocity_ned: Sequence[float] | np.ndarray,
+        duration_s: float,
+        now_s: float,
+        yaw: YawMode = NO_TURN,
     ) -> Task:
         self.landed = False
         return self._start(
@@ -243,7 +248,7 @@ class Multirotor:
 
     def move_to(
         self,
-        target_ned: np.ndarray,
+        target_ned: Sequence[float] | np.ndarray,
         speed_m_s: float,
         now_s: float,
         timeout_s: float = math.inf,

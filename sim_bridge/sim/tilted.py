@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 
 from common.camera import CameraProfile
-from sim_bridge.sim.attitude import AttitudeModel, euler_to_quaternion
+from common.frames import euler_to_quaternion
+from sim_bridge.sim.attitude import AttitudeModel
 from sim_bridge.sim.frames import ned_to_pb, yaw_quat_pb
 from sim_bridge.sim.ground import GROUND_SEG_ID, MAX_GROUND_RANGE_M, SKY_BGR, GroundMap, _pack_rgba
 
@@ -29,7 +30,9 @@ def body_quat_pb(attitude: AttitudeModel, yaw_deg: float) -> tuple[float, float,
     return (x, -y, -z, w)
 
 
-def view_matrix_rotated(p: Any, client: int, eye_ned: np.ndarray, rotation: np.ndarray) -> Any:
+def view_matrix_rotated(
+    p: ModuleType, client: int, eye_ned: np.ndarray, rotation: np.ndarray
+) -> tuple[float, ...]:
     """PyBullet's view matrix for a camera at eye_ned whose FRD axes are rotation's columns (world NED)."""
     fwd, down = rotation[:, 0], rotation[:, 2]
     return p.computeViewMatrix(

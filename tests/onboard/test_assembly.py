@@ -11,7 +11,7 @@ from common.pose import Pose
 from models.baseline.pilot import BaselinePilot
 from onboard.assembly import assemble, fly_lockstep
 from onboard.recorder import RecorderConfig
-from onboard.runtime import RuntimeConfig
+from onboard.runtime_config import RuntimeConfig
 from sim_bridge.local import LocalCamera, LocalTruth, LocalVehicle
 from sim_bridge.sim.world import World
 

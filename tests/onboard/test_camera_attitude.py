@@ -15,7 +15,8 @@ import pytest
 
 from common.actions import Go
 from common.camera import BUILTIN_CAMERAS
-from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose, quaternion_euler_deg
+from common.frames import quaternion_euler_deg
+from common.pose import LEVEL_CAMERA, CameraAttitude, Frame, Pose
 from onboard import latency_compensation as lc
 from onboard.controller import back_project, go_world_point, plan_action, plan_go
 from onboard.decision import make_plan
@@ -164,7 +165,7 @@ def test_camera_attitude_from_world_angles_and_quaternions() -> None:
 
 def test_airsim_adapter_reads_the_camera_attitude_from_the_image_pose() -> None:
     airsim = pytest.importorskip("airsim")
-    from sim_bridge.airsim_vehicle import camera_heading_attitude
+    from onboard.vehicles.airsim import camera_heading_attitude
 
     yaw, att = camera_heading_attitude(airsim.to_quaternion(0.0, 0.0, math.radians(40.0)))
     assert yaw == pytest.approx(40.0) and att is LEVEL_CAMERA  # a level camera: exactly level

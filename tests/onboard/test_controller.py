@@ -17,12 +17,12 @@ import pytest
 from common.actions import Finished, Go, Rotate, Think
 from common.camera import BUILTIN_CAMERAS, CameraProfile
 from common.errors import ConfigError
+from common.frames import heading_to_ned, ned_to_heading
 from common.pose import Pose
 from onboard.controller import (
     ControlPlan,
     PlanKind,
     back_project,
-    body_to_world,
     go_world_goal,
     hold_plan,
     plan_action,
@@ -30,7 +30,6 @@ from onboard.controller import (
     plan_rotate,
     plan_toward,
     undistort_pixel,
-    world_to_body,
 )
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES, flight_profile, load_flight_profile
 from tests.support.processes import run_dronecats
@@ -333,10 +332,10 @@ def test_stop_band_keeps_the_turn():
 
 def test_frames_round_trip_and_east_heading():
     for yaw in (0.0, 37.0, -120.0, 180.0):
-        n, e, d = body_to_world(2.0, -1.0, 0.5, yaw)
-        assert world_to_body(n, e, d, yaw) == pytest.approx((2.0, -1.0, 0.5))
-    assert body_to_world(1.0, 0.0, 1.0, 90.0) == pytest.approx((0.0, 1.0, -1.0))  # facing east, climbing
-    assert body_to_world(0.0, 1.0, 0.0, 0.0) == pytest.approx((0.0, 1.0, 0.0))  # right of north is east
+        n, e, d = heading_to_ned(2.0, -1.0, 0.5, yaw)
+        assert ned_to_heading(n, e, d, yaw) == pytest.approx((2.0, -1.0, 0.5))
+    assert heading_to_ned(1.0, 0.0, 1.0, 90.0) == pytest.approx((0.0, 1.0, -1.0))  # facing east, climbing
+    assert heading_to_ned(0.0, 1.0, 0.0, 0.0) == pytest.approx((0.0, 1.0, 0.0))  # right of north is east
 
 
 def test_latency_compensation_goal_and_replan():

@@ -13,7 +13,7 @@ from common.pose import Pose
 from onboard.controller import go_world_point, plan_go, plan_toward_point
 from onboard.decision import make_plan
 from onboard.profiles import BUILTIN_FLIGHT_PROFILES
-from onboard.runtime import RuntimeConfig
+from onboard.runtime_config import RuntimeConfig
 
 OUTDOOR = BUILTIN_FLIGHT_PROFILES["outdoor"]  # cap 3 m, 1.2 m/s, slow band 5 m (x0.6), stop band 2 m
 CAMERA = BUILTIN_CAMERAS["outdoor"]  # 1280x720, fx = fy = 640, cx 640, cy 360

@@ -1,5 +1,5 @@
 """The Jetson's health on the ground-station link: onboard.jetson's snapshot travels in
-Telemetry.jetson over real ZeroMQ sockets (the runtime's own telemetry, a stand-in tegrastats feeding
+TelemetryMessage.jetson over real ZeroMQ sockets (the runtime's own telemetry, a stand-in tegrastats feeding
 the monitor), the fleet client keeps it, and the drone's tile shows it. Peers from before the field:
 their telemetry still decodes, and a drone without Jetson health sends what they decode."""
 
@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from common import wire
-from common.messages import JetsonHealth, Telemetry
+from common.messages import JetsonHealth, TelemetryMessage
 from common.pose import Pose
 from onboard.jetson import JetsonMonitor, JetsonSources
 from onboard.link import attach_link
@@ -28,7 +28,7 @@ from tests.support.runtime import make_runtime
 
 
 class TelemetryBeforeJetson(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """common.messages.Telemetry as peers from before the `jetson` field have it."""
+    """common.messages.TelemetryMessage as peers from before the `jetson` field have it."""
 
     time_s: float
     pose_ned: Pose
@@ -43,7 +43,7 @@ class TelemetryBeforeJetson(msgspec.Struct, frozen=True, forbid_unknown_fields=T
     pose_source: str = "vehicle"
 
 
-def telemetry(**fields: object) -> Telemetry:
+def telemetry(**fields: object) -> TelemetryMessage:
     base: dict[str, object] = dict(
         time_s=12.5,
         pose_ned=Pose(1.0, 2.0, -5.0, 30.0),
@@ -55,7 +55,7 @@ def telemetry(**fields: object) -> Telemetry:
         control_rate_hz=50.0,
         latencies_s={"model": 0.4},
     )
-    return Telemetry(**{**base, **fields})  # type: ignore[arg-type]
+    return TelemetryMessage(**{**base, **fields})  # type: ignore[arg-type]
 
 
 def parts_of(body: msgspec.Struct) -> list[bytes]:
@@ -67,7 +67,7 @@ def test_peers_from_before_the_field_interoperate() -> None:
     # Their telemetry decodes here, without Jetson health.
     old = TelemetryBeforeJetson(3.0, Pose(0, 0, -2), (0, 0, 0), None, "hover", True, "up", 20.0)
     decoded = wire.decode(parts_of(old)).body
-    assert isinstance(decoded, Telemetry) and decoded.jetson is None and decoded.mode == "hover"
+    assert isinstance(decoded, TelemetryMessage) and decoded.jetson is None and decoded.mode == "hover"
     # A drone without Jetson health sends what they decode.
     new = telemetry(safety_state="geofence")
     _header, body = wire.encode(new, drone_id="Drone1", session_id="s1", seq=0, send_time_s=1.0)

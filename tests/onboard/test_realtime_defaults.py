@@ -9,7 +9,7 @@ from pathlib import Path
 from common.config import load_config
 from onboard.cli import REALTIME_DEFAULTS, vehicle_named_defaults
 from onboard.recorder import FlightRecorder, RecorderConfig
-from onboard.runtime import RuntimeConfig
+from onboard.runtime_config import RuntimeConfig
 
 
 def test_defaults_apply_and_a_config_file_or_set_overrides_them(tmp_path: Path) -> None:

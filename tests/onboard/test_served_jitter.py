@@ -1,5 +1,5 @@
 """The served control rate's jitter (issue 25): the actuation thread's period spread, carried in
-telemetry to the ground station (Telemetry.control_jitter_ms) and written to episode.json."""
+telemetry to the ground station (TelemetryMessage.control_jitter_ms) and written to episode.json."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from common import wire
 from common.clock import WallClock
-from common.messages import Telemetry
+from common.messages import TelemetryMessage
 from common.pose import Pose
 from onboard.actuation import ActuationThread
 
@@ -52,11 +52,11 @@ def test_a_running_thread_reports_a_finite_jitter() -> None:
 
 
 def test_telemetry_carries_it_and_omits_it_at_zero() -> None:
-    base = Telemetry(1.0, Pose(0.0, 0.0, -3.0), (0.0, 0.0, 0.0), None, "hover", True, "up", 19.8)
+    base = TelemetryMessage(1.0, Pose(0.0, 0.0, -3.0), (0.0, 0.0, 0.0), None, "hover", True, "up", 19.8)
     _, body = wire.encode(base, drone_id="Drone1", session_id="s1", seq=0, send_time_s=1.0)
     assert b"control_jitter_ms" not in body  # what peers from before the field decode
-    jittery = Telemetry(
+    jittery = TelemetryMessage(
         1.0, Pose(0.0, 0.0, -3.0), (0.0, 0.0, 0.0), None, "hover", True, "up", 19.8, control_jitter_ms=3.5
     )
     decoded = wire.decode(wire.encode(jittery, drone_id="Drone1", session_id="s1", seq=1, send_time_s=1.0))
-    assert isinstance(decoded.body, Telemetry) and decoded.body.control_jitter_ms == 3.5
+    assert isinstance(decoded.body, TelemetryMessage) and decoded.body.control_jitter_ms == 3.5

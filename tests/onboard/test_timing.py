@@ -19,7 +19,7 @@ from models.pilot import ModelPilot, Observation
 from models.profile import load_profile
 from onboard.actuation import ActuationThread, Actuator
 from onboard.realtime import set_thread_fifo
-from onboard.runtime import RuntimeConfig
+from onboard.runtime_config import RuntimeConfig
 from onboard.safety import SafetyConfig, SafetyGovernor
 from tests.support.pilots import scene
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sim_bridge.emulators.mavlink_emulator.core import Autopilot
 from sim_bridge.emulators.mavlink_emulator.manoeuvres import Manoeuvres
@@ -43,16 +43,25 @@ from sim_bridge.emulators.mavlink_emulator.protocol import (
     PX4_POSCTL,
     int_param,
 )
-from sim_bridge.emulators.mavlink_emulator.telemetry import Telemetry
+from sim_bridge.emulators.mavlink_emulator.telemetry import TelemetrySender
+
+if TYPE_CHECKING:
+    from pymavlink.dialects.v20.all import (
+        MAVLink_command_int_message,
+        MAVLink_command_long_message,
+        MAVLink_set_mode_message,
+    )
 
 
 class Commands:
-    def __init__(self, autopilot: Autopilot, manoeuvres: Manoeuvres, telemetry: Telemetry) -> None:
+    def __init__(self, autopilot: Autopilot, manoeuvres: Manoeuvres, telemetry: TelemetrySender) -> None:
         self.ap = autopilot
         self.manoeuvres = manoeuvres
         self.telemetry = telemetry
 
-    def on_command(self, msg: Any, is_int: bool) -> None:
+    def on_command(
+        self, msg: MAVLink_command_long_message | MAVLink_command_int_message, is_int: bool
+    ) -> None:
         ap, m = self.ap, self.ap.m
         ack = ap.link.ack
         cmd = int(msg.command)
@@ -98,7 +107,7 @@ class Commands:
         else:
             ack(cmd, m.MAV_RESULT_UNSUPPORTED)
 
-    def on_set_mode(self, msg: Any) -> None:
+    def on_set_mode(self, msg: MAVLink_set_mode_message) -> None:
         """The legacy SET_MODE message (MAVProxy's "mode" uses it on ArduPilot); no ack."""
         if self.ap.px4:
             self.set_mode((msg.custom_mode >> 16) & 0xFF, (msg.custom_mode >> 24) & 0xFF)

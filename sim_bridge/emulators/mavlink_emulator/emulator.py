@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from sim_bridge.emulators.h264_out import H264Streamer
 from sim_bridge.emulators.mavlink_emulator.airframe import Airframe
@@ -20,8 +20,11 @@ from sim_bridge.emulators.mavlink_emulator.link import MavLink
 from sim_bridge.emulators.mavlink_emulator.manoeuvres import Manoeuvres
 from sim_bridge.emulators.mavlink_emulator.offboard import Offboard
 from sim_bridge.emulators.mavlink_emulator.parameters import ParamProtocol
-from sim_bridge.emulators.mavlink_emulator.telemetry import Telemetry
+from sim_bridge.emulators.mavlink_emulator.telemetry import TelemetrySender
 from sim_bridge.emulators.mavlink_params import ParamStore
+
+if TYPE_CHECKING:
+    from pymavlink.dialects.v20.all import MAVLink_message
 from sim_bridge.sim.world import World
 
 log = logging.getLogger(__name__)
@@ -62,7 +65,7 @@ class MavlinkEmulator:
         self.home = self.airframe.home
         self.autopilot = Autopilot(self.config, self.link, self.airframe, self.params)
         self.manoeuvres = Manoeuvres(self.autopilot)
-        self.telemetry = Telemetry(self.autopilot)
+        self.telemetry = TelemetrySender(self.autopilot)
         self.failsafe_rules: FailsafeRules = (
             Px4Failsafes(self.autopilot, self.manoeuvres)
             if self.px4
@@ -181,7 +184,7 @@ class MavlinkEmulator:
             except Exception:
                 log.exception("emulator: handling %s failed", kind)
 
-    def _dispatch(self, kind: str, msg: Any) -> None:
+    def _dispatch(self, kind: str, msg: MAVLink_message) -> None:
         """Route one message by its MAVLink type name to the part that owns it."""
         if kind == "SET_POSITION_TARGET_LOCAL_NED":
             self.offboard.on_setpoint(msg)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from sim_bridge.emulators.mavlink_emulator.core import Autopilot
 from sim_bridge.emulators.mavlink_emulator.manoeuvres import Manoeuvres
@@ -49,11 +49,14 @@ from sim_bridge.emulators.mavlink_emulator.protocol import (
     PX4_STAB,
 )
 
+if TYPE_CHECKING:
+    from pymavlink.dialects.v20.all import MAVLink_heartbeat_message
+
 log = logging.getLogger(__name__)
 
 
 class FailsafeRules(Protocol):
-    def on_heartbeat(self, msg: Any, now: float) -> None:
+    def on_heartbeat(self, msg: MAVLink_heartbeat_message, now: float) -> None:
         """A HEARTBEAT came in (it may be the ground station's)."""
 
     def check(self, now: float) -> None:
@@ -65,7 +68,7 @@ class Px4Failsafes:
         self.ap = autopilot
         self.manoeuvres = manoeuvres
 
-    def on_heartbeat(self, msg: Any, now: float) -> None:
+    def on_heartbeat(self, msg: MAVLink_heartbeat_message, now: float) -> None:
         # Commander::dataLinkCheck: only MAV_TYPE_GCS heartbeats are the ground station
         if msg.type == self.ap.m.MAV_TYPE_GCS:
             self.ap.last_gcs_heartbeat_s = now
@@ -157,7 +160,7 @@ class ArduPilotFailsafes:
         self.ap = autopilot
         self.manoeuvres = manoeuvres
 
-    def on_heartbeat(self, msg: Any, now: float) -> None:
+    def on_heartbeat(self, msg: MAVLink_heartbeat_message, now: float) -> None:
         if msg.get_srcSystem() == int(self.ap.params.get("SYSID_MYGCS")):
             self.ap.last_gcs_heartbeat_s = now  # ArduPilot: any heartbeat from SYSID_MYGCS
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sim_bridge.emulators.mavlink_emulator.protocol import (
     APM_GUIDED,
@@ -35,6 +35,9 @@ from sim_bridge.emulators.mavlink_emulator.protocol import (
     TAKEOFF_SPEED_M_S,
 )
 from sim_bridge.emulators.mavlink_params import ParamStore
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class Flavour(ABC):
     def mode_name(self, main: int, sub: int) -> str: ...
 
     @abstractmethod
-    def heartbeat_mode(self, m: Any, main: int, sub: int) -> tuple[int, int, int]:
+    def heartbeat_mode(self, m: ModuleType, main: int, sub: int) -> tuple[int, int, int]:
         """(autopilot, base_mode without the armed bit, custom_mode) for HEARTBEAT."""
 
 
@@ -134,7 +137,7 @@ class Px4(Flavour):
             main, str(main)
         )
 
-    def heartbeat_mode(self, m: Any, main: int, sub: int) -> tuple[int, int, int]:
+    def heartbeat_mode(self, m: ModuleType, main: int, sub: int) -> tuple[int, int, int]:
         custom = (main << 16) | (sub << 24)
         base = m.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED | m.MAV_MODE_FLAG_STABILIZE_ENABLED
         if main in (PX4_AUTO, PX4_OFFBOARD):
@@ -174,7 +177,7 @@ class ArduPilot(Flavour):
     def mode_name(self, main: int, sub: int) -> str:
         return APM_MODES.get(main, str(main))
 
-    def heartbeat_mode(self, m: Any, main: int, sub: int) -> tuple[int, int, int]:
+    def heartbeat_mode(self, m: ModuleType, main: int, sub: int) -> tuple[int, int, int]:
         base = m.MAV_MODE_FLAG_CUSTOM_MODE_ENABLED | m.MAV_MODE_FLAG_STABILIZE_ENABLED
         return m.MAV_AUTOPILOT_ARDUPILOTMEGA, base, main
 

@@ -6,13 +6,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from pymavlink.dialects.v20.all import MAVLink_message
 
 log = logging.getLogger(__name__)
 
 
 class MavLink:
-    def __init__(self, mavutil: Any, companion: tuple[str, int]) -> None:
+    def __init__(self, mavutil: ModuleType, companion: tuple[str, int]) -> None:
         self.m = mavutil.mavlink  # the dialect module (enums)
         host, port = companion
         self.conn = mavutil.mavlink_connection(f"udpout:{host}:{port}", source_system=1, source_component=1)
@@ -39,7 +44,7 @@ class MavLink:
     def ack(self, command: int, result: int) -> None:
         self.send(self.mav.command_ack_send, command, result)
 
-    def receive(self, timeout_s: float) -> Any:
+    def receive(self, timeout_s: float) -> MAVLink_message | None:
         """The next decoded message or None; raises what the socket raises."""
         return self.conn.recv_match(blocking=True, timeout=timeout_s)
 

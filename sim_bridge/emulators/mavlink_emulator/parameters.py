@@ -3,18 +3,27 @@ firmware's parameter store (sim_bridge.emulators.mavlink_params: its defaults an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sim_bridge.emulators.mavlink_emulator.link import MavLink
 from sim_bridge.emulators.mavlink_params import ParamStore
 
+if TYPE_CHECKING:
+    from types import ModuleType
 
-def _param_id(msg: Any) -> str:
+    from pymavlink.dialects.v20.all import (
+        MAVLink_param_request_list_message,
+        MAVLink_param_request_read_message,
+        MAVLink_param_set_message,
+    )
+
+
+def _param_id(msg: MAVLink_param_request_read_message | MAVLink_param_set_message) -> str:
     return msg.param_id if isinstance(msg.param_id, str) else msg.param_id.decode(errors="replace")
 
 
 class ParamProtocol:
-    def __init__(self, params: ParamStore, link: MavLink, m: Any) -> None:
+    def __init__(self, params: ParamStore, link: MavLink, m: ModuleType) -> None:
         self.params = params
         self.link = link
         self.m = m
@@ -31,11 +40,11 @@ class ParamProtocol:
             names.index(name),
         )
 
-    def on_request_list(self, msg: Any) -> None:
+    def on_request_list(self, msg: MAVLink_param_request_list_message) -> None:
         for name in self.params.names():
             self.send(name)
 
-    def on_request_read(self, msg: Any) -> None:
+    def on_request_read(self, msg: MAVLink_param_request_read_message) -> None:
         pid = _param_id(msg)
         names = self.params.names()
         if msg.param_index >= 0 and msg.param_index < len(names):
@@ -43,7 +52,7 @@ class ParamProtocol:
         elif pid in self.params.params:
             self.send(pid)
 
-    def on_set(self, msg: Any) -> None:
+    def on_set(self, msg: MAVLink_param_set_message) -> None:
         name = _param_id(msg)
         if name not in self.params.params:
             self.link.statustext(self.m.MAV_SEVERITY_ERROR, f"unknown param: {name}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +41,9 @@ from sim_bridge.emulators.mavlink_emulator.protocol import (
     SYS_STATUS,
 )
 
+if TYPE_CHECKING:
+    from pymavlink.dialects.v20.all import MAVLink_request_data_stream_message
+
 
 def geo(p_ned: np.ndarray) -> tuple[int, int, int]:
     """lat, lon (degE7) and altitude AMSL (mm) of a point in the episode's world NED frame."""
@@ -51,7 +54,9 @@ def geo(p_ned: np.ndarray) -> tuple[int, int, int]:
     return round(lat * 1e7), round(lon * 1e7), round((HOME_ALT_M - float(p_ned[2])) * 1000)
 
 
-class Telemetry:
+class TelemetrySender:
+    """Sends what the autopilot streams and what it is asked for, on its schedule."""
+
     def __init__(self, autopilot: Autopilot) -> None:
         self.ap = autopilot
         self.link = autopilot.link
@@ -94,7 +99,7 @@ class Telemetry:
         self._next_s.pop(msg_id, None)
         return int(m.MAV_RESULT_ACCEPTED)
 
-    def request_data_stream(self, msg: Any) -> None:
+    def request_data_stream(self, msg: MAVLink_request_data_stream_message) -> None:
         """ArduPilot REQUEST_DATA_STREAM: a stream group (0: all) at a rate, or stopped."""
         ids = (
             [i for g in APM_STREAMS.values() for i in g]
