@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_jitter as bench  # the scenario, the latency draws, the scoring
 import bench_jitter_realtime as realtime  # the report and the decision periods
 
+from common import procs
 from common.procs import dronecats_cmd, stop_process, subprocess_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,27 +52,8 @@ MODEL_PROFILE = "qwen3.5-2b"  # the openai:// client's prompt and reply format (
 
 
 def start_and_read(argv: list[str], marker: str, log: IO[str]) -> tuple[subprocess.Popen, str]:
-    """Start `argv` (stderr to `log`) and return it with the first stdout line containing `marker`;
-    stdout keeps being drained (into `log`) so the child never blocks on a full pipe."""
-    proc = subprocess.Popen(argv, env=subprocess_env(), stdout=subprocess.PIPE, stderr=log, text=True)
-    assert proc.stdout is not None
-    found: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if not ready.is_set() and marker in line:
-                found.append(line.strip())
-                ready.set()
-            log.write(line)
-        ready.set()  # the child exited before saying it
-
-    threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(STARTUP_TIMEOUT_S) or not found:
-        stop_process(proc)
-        raise SystemExit(f"{' '.join(argv[2:4])} did not print {marker!r} in {STARTUP_TIMEOUT_S:.0f} s")
-    return proc, found[0]
+    """common.procs.start_and_read with stderr to `log` as well."""
+    return procs.start_and_read(argv, marker, log, STARTUP_TIMEOUT_S, stderr=log)
 
 
 def start_route_at_liftoff(

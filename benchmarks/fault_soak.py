@@ -9,7 +9,7 @@ The processes a deployment runs, all on this host and the wall clock:
   FaultProxy (here)        an HTTP proxy between the drone and serve-pilot that injects the model
                            faults at the socket: a slow reply, a trickled body, trickled headers, a
                            50 MB reply, garbage;
-  Operator (here)          the ground station's side of the CURVE link (the real GroundLink, keys
+  SoakOperator (here)      the ground station's side of the CURVE link (the real GroundLink, keys
                            made for the run): sends the instruction, and after each fault, as an
                            operator does after an alert, sends it again (a hold with a ground
                            station attached waits for the operator);
@@ -60,7 +60,7 @@ from typing import IO, Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common.procs import dronecats_cmd, stop_process, subprocess_env  # noqa: E402
+from common.procs import dronecats_cmd, start_and_read, stop_process, subprocess_env  # noqa: E402
 
 STARTUP_TIMEOUT_S = 90.0
 MODEL_PROFILE = "qwen3.5-2b"
@@ -86,31 +86,6 @@ CONFIG = {
         "link_lost_land_s": 30.0,  # longer than any cut here: a cut holds, then the flight resumes
     },
 }
-
-
-def start_and_read(argv: list[str], marker: str, log: IO[str]) -> tuple[subprocess.Popen, str]:
-    """Start `argv` (stdout and stderr to `log`) and return it with its first line containing `marker`."""
-    proc = subprocess.Popen(
-        argv, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    found: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if not ready.is_set() and marker in line:
-                found.append(line.strip())
-                ready.set()
-            log.write(line)
-            log.flush()
-        ready.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(STARTUP_TIMEOUT_S) or not found:
-        stop_process(proc)
-        raise SystemExit(f"{' '.join(argv[2:4])} did not print {marker!r} in {STARTUP_TIMEOUT_S:.0f} s")
-    return proc, found[0]
 
 
 # ---- the model faults, at the socket --------------------------------------------------------------
@@ -318,7 +293,7 @@ def logged_refusal(steps: list[dict[str, Any]], events: list[dict[str, Any]]) ->
 
 
 # ---- the operator, at the ground station's end of the link ----------------------------------------
-class Operator:
+class SoakOperator:
     """The ground station's side: a real GroundLink over CURVE with the ground station's key."""
 
     def __init__(self, keys: Path, base_port: int) -> None:
@@ -425,7 +400,7 @@ class Soak:
     sim_port: int = 0
     gs_base_port: int = 0
     client: Any = None
-    operator: Operator | None = None
+    operator: SoakOperator | None = None
 
     @property
     def log_dir(self) -> Path:
@@ -436,11 +411,15 @@ class Soak:
             dronecats_cmd("sim", "--scene", "residential", "--port", "0", "--clock-speed", "1"),
             "listening on",
             logs["sim"],
+            STARTUP_TIMEOUT_S,
         )
         self.procs["sim"] = sim
         self.sim_port = int(line.rsplit(":", 1)[1])
         pilot, line = start_and_read(
-            dronecats_cmd("serve-pilot", "--pilot", "baseline", "--port", "0"), "listening on", logs["pilot"]
+            dronecats_cmd("serve-pilot", "--pilot", "baseline", "--port", "0"),
+            "listening on",
+            logs["pilot"],
+            STARTUP_TIMEOUT_S,
         )
         self.procs["pilot"] = pilot
         upstream = line.rsplit(" ", 1)[1].removeprefix("http://").split("/", 1)[0]
@@ -495,7 +474,7 @@ class Soak:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        self.operator = Operator(keys, self.gs_base_port)
+        self.operator = SoakOperator(keys, self.gs_base_port)
         self.operator.connect()
         if not self.operator.instruct(tries=120):
             raise SystemExit(f"the drone never took the instruction (logs in {self.work})")

@@ -18,13 +18,13 @@ from tests.support.failsafe import (
     describe,
     events,
     first,
+    flying,
     jsonl,
-    onboard,
     reset_world,
     safety_events,
     wait_until,
 )
-from tests.support.processes import baseline_onboard_args, run_dronecats, stop_process
+from tests.support.processes import baseline_onboard_args, run_dronecats
 
 FREE_BYTES = 300 * 1024  # left on the 2 MB filesystem when the flight starts: a few frames' worth
 
@@ -52,11 +52,8 @@ def test_failsafe_log_disk_fills_mid_flight_frames_stop_the_flight_goes_on(sim, 
         filler.write_bytes(b"\0" * (os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize - FREE_BYTES))
         log_dir = disk / "flight"
         x_start, _, ground_z = poses.wait_first()
-        drone = onboard(port, log_dir, "--set", "t_max_s=25", out_dir=tmp_path)
-        try:
+        with flying(port, log_dir, "--set", "t_max_s=25", out_dir=tmp_path) as drone:
             assert drone.wait(timeout=120) == 0, describe(log_dir, tmp_path)
-        finally:
-            stop_process(drone)
         assert wait_until(lambda: abs(poses.latest()[2] - ground_z) < 0.3, 20.0), poses.latest()
         # Every line of every log parses (no line cut in half by ENOSPC), and they went on after the error.
         steps = jsonl(log_dir / "steps.jsonl")

@@ -14,13 +14,12 @@ from tests.support.failsafe import (
     describe,
     events,
     first,
+    flying,
     jsonl,
-    onboard,
     reset_world,
     safety_events,
     wait_until,
 )
-from tests.support.processes import stop_process
 
 PAUSE_S = 4.0
 
@@ -55,9 +54,9 @@ def test_failsafe_paused_simulator_frames_refused_and_hold(sim, tmp_path) -> Non
     reset_world(client, target_x_m=40.0)
     log_dir = tmp_path / "flight"
     steps_file = log_dir / "steps.jsonl"
-    with PoseRecorder(port) as poses:
-        # stale once the stamp stands still 0.3 s: less than the 0.5 s between decisions
-        drone = onboard(port, log_dir, "--set", "t_max_s=40", "--set", "max_frame_age_s=0.3")
+    # stale once the stamp stands still 0.3 s: less than the 0.5 s between decisions
+    stale = ("--set", "t_max_s=40", "--set", "max_frame_age_s=0.3")
+    with PoseRecorder(port) as poses, flying(port, log_dir, *stale):
         try:
             assert wait_until(lambda: len(jsonl(steps_file)) >= 4 and poses.latest()[0] > 1.0, 90.0), (
                 describe(log_dir)
@@ -74,8 +73,7 @@ def test_failsafe_paused_simulator_frames_refused_and_hold(sim, tmp_path) -> Non
             assert lifted, describe(log_dir)
             assert wait_until(lambda: len(jsonl(steps_file)) > steps_before + steps_during, 30.0)
         finally:
-            client.simPause(False)
-            stop_process(drone)
+            client.simPause(False)  # resumed before `flying` stops the drone, which then lands it
     refused = [e for e in events(log_dir, "capture_failed") if pause_wall <= e["wall_time"] <= resume_wall]
     assert refused and all("video stale" in e["error"] for e in refused)
     # No frame read after the video went stale reached the pilot: no step from the first refusal

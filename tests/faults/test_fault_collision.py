@@ -16,13 +16,11 @@ from tests.support.failsafe import (
     describe,
     events,
     first,
-    jsonl,
-    onboard,
+    flying,
     reset_world,
     safety_events,
-    wait_until,
+    wait_steps,
 )
-from tests.support.processes import stop_process
 
 T_MAX_S = 120.0
 
@@ -34,10 +32,9 @@ def test_a_collision_ends_the_run_at_once_naming_what_was_hit(sim, tmp_path) -> 
     port, client = sim
     reset_world(client, target_x_m=40.0)
     log_dir = tmp_path / "flight"
-    with PoseRecorder(port) as poses:
-        drone = onboard(port, log_dir, "--set", f"t_max_s={T_MAX_S:g}")
-        try:
-            assert wait_until(lambda: len(jsonl(log_dir / "steps.jsonl")) >= 2, 90.0), describe(log_dir)
+    try:
+        with PoseRecorder(port) as poses, flying(port, log_dir, "--set", f"t_max_s={T_MAX_S:g}") as drone:
+            wait_steps(log_dir, 2)
             x, y, _ = poses.latest()
             car = airsim.Pose(airsim.Vector3r(x + 3.0, y, 0.0), airsim.to_quaternion(0, 0, 1.5708))
             assert client.simSpawnObject("obstacle", "car@blue", car, airsim.Vector3r(1, 1, 1)) == "obstacle"
@@ -46,10 +43,9 @@ def test_a_collision_ends_the_run_at_once_naming_what_was_hit(sim, tmp_path) -> 
             client.simSetVehiclePose(into_car, False, vehicle_name="Drone1")
             rc = drone.wait(timeout=60)
             ended_s = time.time() - hit_wall
-        finally:
-            stop_process(drone)
-            for name in client.simListSceneObjects("obstacle.*"):
-                client.simDestroyObject(name)
+    finally:
+        for name in client.simListSceneObjects("obstacle.*"):
+            client.simDestroyObject(name)
     assert rc == 0, describe(log_dir)
     run = json.loads((log_dir / "episode.json").read_text())["run"]
     assert run["end_reason"].startswith("collided: collision with obstacle"), run

@@ -23,11 +23,10 @@ from tests.support.failsafe import (
     end_record,
     events,
     first,
+    flying,
     jsonl,
-    onboard,
     reset_world,
 )
-from tests.support.processes import stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -38,21 +37,17 @@ def test_without_an_operator_a_declaration_holds_then_lands_after_the_wait(sim, 
     port, client = sim
     reset_world(client, target_x_m=12.0)
     log_dir = tmp_path / "flight"
+    unjudged = (
+        "--set",
+        "on_declaration=hold",
+        "--set",
+        f"judgement_wait_s={WAIT_S:g}",
+        "--set",
+        "t_max_s=120",
+    )
     with PoseRecorder(port) as poses:
-        drone = onboard(
-            port,
-            log_dir,
-            "--set",
-            "on_declaration=hold",
-            "--set",
-            f"judgement_wait_s={WAIT_S:g}",
-            "--set",
-            "t_max_s=120",
-        )
-        try:
+        with flying(port, log_dir, *unjudged) as drone:
             rc = drone.wait(timeout=120)
-        finally:
-            stop_process(drone)
         samples = list(poses.samples)
     assert rc == 0, describe(log_dir)
     declarations = jsonl(log_dir / "declarations.jsonl")
@@ -92,9 +87,7 @@ def test_an_operator_rejects_then_accepts_and_the_run_ends_accepted(sim, tmp_pat
         verdicts.append((body.declaration_id, "reject" if not verdicts else "accept"))
         arrived.set()
 
-    drone = onboard(
-        port,
-        log_dir,
+    with_operator = (
         "--gs",
         address,
         "--set",
@@ -104,25 +97,26 @@ def test_an_operator_rejects_then_accepts_and_the_run_ends_accepted(sim, tmp_pat
         "--set",
         "judgement_wait_s=60",
     )
-    link = GroundLink(GroundLinkConfig(), Insecure(), on_declaration=on_declaration)
-    link.start()
-    try:
-        link.add_drone(DroneEndpoint("Drone1", *endpoints(address)))
-        sent = 0
-        deadline = time.monotonic() + 90.0
-        while sent < 2 and time.monotonic() < deadline:
-            if arrived.wait(0.2) and len(verdicts) > sent:
-                declaration_id, verdict = verdicts[sent]
-                ack = link.send_command("Drone1", Judgement(declaration_id, verdict, "test"), timeout_s=5.0)
-                assert ack.result == "ok", ack
-                sent += 1
-                accepted_wall = time.time()
-                arrived.clear()
-        rc = drone.wait(timeout=30)
-        ended_s = time.time() - accepted_wall
-    finally:
-        link.close()
-        stop_process(drone)
+    with flying(port, log_dir, *with_operator) as drone:
+        link = GroundLink(GroundLinkConfig(), Insecure(), on_declaration=on_declaration)
+        link.start()
+        try:
+            link.add_drone(DroneEndpoint("Drone1", *endpoints(address)))
+            sent = 0
+            deadline = time.monotonic() + 90.0
+            while sent < 2 and time.monotonic() < deadline:
+                if arrived.wait(0.2) and len(verdicts) > sent:
+                    declaration_id, verdict = verdicts[sent]
+                    judgement = Judgement(declaration_id, verdict, "test")
+                    ack = link.send_command("Drone1", judgement, timeout_s=5.0)
+                    assert ack.result == "ok", ack
+                    sent += 1
+                    accepted_wall = time.time()
+                    arrived.clear()
+            rc = drone.wait(timeout=30)
+            ended_s = time.time() - accepted_wall
+        finally:
+            link.close()
     assert sent == 2 and rc == 0, (verdicts, describe(log_dir))
     judged = [d for d in jsonl(log_dir / "declarations.jsonl") if d.get("judged")]
     assert [d["judged"] for d in judged] == ["reject", "accept"], judged

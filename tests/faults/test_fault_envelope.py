@@ -17,14 +17,14 @@ from tests.support.failsafe import (
     describe,
     events,
     first,
+    flying,
     jsonl,
-    onboard,
     output_file,
     reset_world,
     safety_events,
+    wait_steps,
     wait_until,
 )
-from tests.support.processes import stop_process
 
 CEILING_M = 4.0
 
@@ -33,14 +33,10 @@ def test_a_takeoff_above_the_ceiling_is_refused_before_anything_flies(sim, tmp_p
     port, client = sim
     reset_world(client)
     log_dir = tmp_path / "flight"
+    ceiling = ("--set", "takeoff_altitude_m=10", "--set", f"safety.altitude_ceiling_m={CEILING_M}")
     with PoseRecorder(port) as poses:
-        drone = onboard(
-            port, log_dir, "--set", "takeoff_altitude_m=10", "--set", f"safety.altitude_ceiling_m={CEILING_M}"
-        )
-        try:
+        with flying(port, log_dir, *ceiling) as drone:
             rc = drone.wait(timeout=60)
-        finally:
-            stop_process(drone)
         time.sleep(0.5)
         highest_m = max(-z for _, _, _, z in poses.between(0.0, time.time()))
     out = output_file(log_dir).read_text().strip()
@@ -60,22 +56,17 @@ def test_a_vehicle_put_above_the_ceiling_is_brought_back_under_it(sim, tmp_path)
     port, client = sim
     reset_world(client, target_x_m=40.0)
     log_dir = tmp_path / "flight"
-    with PoseRecorder(port) as poses:
-        drone = onboard(
-            port, log_dir, "--set", "t_max_s=60", "--set", f"safety.altitude_ceiling_m={CEILING_M}"
-        )
-        try:
-            assert wait_until(lambda: len(jsonl(log_dir / "steps.jsonl")) >= 2, 90.0), describe(log_dir)
-            x, y, _ = poses.latest()
-            lifted = airsim.Pose(airsim.Vector3r(x, y, -(CEILING_M + 3.0)), airsim.to_quaternion(0, 0, 0))
-            client.simSetVehiclePose(lifted, True, vehicle_name="Drone1")
-            lift_wall = time.time()
-            assert wait_until(lambda: -poses.latest()[2] > CEILING_M + 2.0, 5.0), poses.latest()
-            back = wait_until(lambda: -poses.latest()[2] < CEILING_M, 30.0)
-            back_s = time.time() - lift_wall
-            assert back, (poses.latest(), describe(log_dir))
-        finally:
-            stop_process(drone)
+    ceiling = ("--set", "t_max_s=60", "--set", f"safety.altitude_ceiling_m={CEILING_M}")
+    with PoseRecorder(port) as poses, flying(port, log_dir, *ceiling):
+        wait_steps(log_dir, 2)
+        x, y, _ = poses.latest()
+        lifted = airsim.Pose(airsim.Vector3r(x, y, -(CEILING_M + 3.0)), airsim.to_quaternion(0, 0, 0))
+        client.simSetVehiclePose(lifted, True, vehicle_name="Drone1")
+        lift_wall = time.time()
+        assert wait_until(lambda: -poses.latest()[2] > CEILING_M + 2.0, 5.0), poses.latest()
+        back = wait_until(lambda: -poses.latest()[2] < CEILING_M, 30.0)
+        back_s = time.time() - lift_wall
+        assert back, (poses.latest(), describe(log_dir))
     recover = first(events(log_dir, "clamp"), rule="recover")
     assert recover is not None and "above the ceiling" in recover["detail"], describe(log_dir)
     assert recover["sent"][2] < 0  # descending
@@ -91,10 +82,9 @@ def test_a_stall_of_the_onboard_process_is_named_and_the_flight_goes_on(sim, tmp
     reset_world(client, target_x_m=40.0)
     log_dir = tmp_path / "flight"
     stall_s = 3.0
-    with PoseRecorder(port) as poses:
-        drone = onboard(port, log_dir, "--set", "t_max_s=60")
+    with PoseRecorder(port) as poses, flying(port, log_dir, "--set", "t_max_s=60") as drone:
         try:
-            assert wait_until(lambda: len(jsonl(log_dir / "steps.jsonl")) >= 3, 90.0), describe(log_dir)
+            wait_steps(log_dir, 3)
             os.kill(drone.pid, signal.SIGSTOP)
             stop_wall = time.time()
             time.sleep(stall_s)
@@ -104,8 +94,7 @@ def test_a_stall_of_the_onboard_process_is_named_and_the_flight_goes_on(sim, tmp
             flew_on = wait_until(lambda: len(jsonl(log_dir / "steps.jsonl")) > steps_at_resume + 1, 30.0)
             lowest_m = min(-z for _, _, _, z in poses.between(stop_wall, time.time()))
         finally:
-            os.kill(drone.pid, signal.SIGCONT)
-            stop_process(drone)
+            os.kill(drone.pid, signal.SIGCONT)  # a stopped process would take a SIGTERM only once resumed
     stall = first(events(log_dir, "stall"))
     assert stall is not None and stall_s - 0.5 <= stall["gap_s"] <= stall_s + 3.0, describe(log_dir)
     hold = first(safety_events(log_dir), mode="hold", source="onboard")

@@ -17,14 +17,13 @@ from tests.support.failsafe import (
     describe,
     events,
     first,
+    flying,
     jsonl,
-    onboard,
     output_file,
     reset_world,
     safety_events,
-    wait_until,
+    wait_steps,
 )
-from tests.support.processes import stop_process
 
 
 @pytest.mark.slow
@@ -32,18 +31,12 @@ def test_the_log_dir_deleted_mid_flight_is_recreated_and_the_flight_goes_on(sim,
     port, client = sim
     reset_world(client, target_x_m=30.0)
     log_dir = tmp_path / "flight"
-    with PoseRecorder(port) as poses:
-        drone = onboard(port, log_dir, "--set", "t_max_s=20", out_dir=tmp_path)
-        try:
-            assert wait_until(lambda: len(jsonl(log_dir / "steps.jsonl")) >= 3, 90.0), describe(
-                log_dir, tmp_path
-            )
-            shutil.rmtree(log_dir)
-            deleted_wall = time.time()
-            x_deleted = poses.latest()[0]
-            assert drone.wait(timeout=90) == 0, describe(log_dir, tmp_path)
-        finally:
-            stop_process(drone)
+    with PoseRecorder(port) as poses, flying(port, log_dir, "--set", "t_max_s=20", out_dir=tmp_path) as drone:
+        wait_steps(log_dir, 3, out_dir=tmp_path)
+        shutil.rmtree(log_dir)
+        deleted_wall = time.time()
+        x_deleted = poses.latest()[0]
+        assert drone.wait(timeout=90) == 0, describe(log_dir, tmp_path)
     out = output_file(log_dir, tmp_path).read_text()
     alerts = [line for line in out.splitlines() if "vanished or became unwritable mid-flight" in line]
     assert len(alerts) == 1, out

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.failsafe import PoseRecorder, describe, jsonl, onboard, reset_world, wait_until
+from tests.support.failsafe import PoseRecorder, describe, flying, jsonl, reset_world, wait_until
 from tests.support.model_servers import ModelServer, model_server
-from tests.support.processes import stop_process
 
 GO_AHEAD = '{"action":"go","point":[500,700],"depth_m":2.0,"angle_deg":null}'
 DEADLINE_S = 1.5  # action_deadline_s of the flight: every model call is cut there
@@ -87,58 +86,50 @@ def test_fault_slow_huge_and_bad_model_replies_hold_and_stay_bounded(sim, tmp_pa
     steps_file = log_dir / "steps.jsonl"
     with model_server("normal", action=GO_AHEAD) as server, PoseRecorder(port) as poses:
         url = server.openai_url(profile="qwen3.5-2b", timeout_s=30, retries=1)
-        drone = onboard(
-            port,
-            log_dir,
-            "--pilot",
-            url,
-            "--set",
-            f"action_deadline_s={DEADLINE_S}",
-            "--set",
-            "t_max_s=240",
-            "--set",
-            "safety.max_consecutive_failures=1000",
-        )
-        try:
-            # Flying forward on valid replies first, so a hold is a change the pose shows.
-            flying = wait_until(lambda: len(jsonl(steps_file)) >= 3 and poses.latest()[0] > 1.0, 90.0)
-            assert flying, describe(log_dir)
-            for mode in ("trickle_body", "trickle_headers", "hang"):
-                _slow_fault(server, poses, steps_file, mode)
+        bounded = ("--set", f"action_deadline_s={DEADLINE_S}", "--set", "t_max_s=240")
+        patient = ("--set", "safety.max_consecutive_failures=1000")
+        with flying(port, log_dir, "--pilot", url, *bounded, *patient) as drone:
+            try:
+                # Flying forward on valid replies first, so a hold is a change the pose shows.
+                cruising = wait_until(lambda: len(jsonl(steps_file)) >= 3 and poses.latest()[0] > 1.0, 90.0)
+                assert cruising, describe(log_dir)
+                for mode in ("trickle_body", "trickle_headers", "hang"):
+                    _slow_fault(server, poses, steps_file, mode)
+                    _flying_normally(server, steps_file)
+
+                # 50 MB replies: cut at the cap, one line each, no memory kept.
+                rss_before_kib = _rss_kib(drone.pid)
+                size_before = steps_file.stat().st_size
+                n0 = len(jsonl(steps_file))
+                first_reply = server.reply_count()
+                server.set_mode("huge", huge_bytes=50 * 1024 * 1024)
+                capped = _wait_discarded(steps_file, n0, "backend", 6, 60.0)
+                rss_after_kib = _rss_kib(drone.pid)
+                huge = [r for r in server.replies[first_reply:] if r.mode == "huge" and r.ended_s is not None]
+                most_mib = max(r.sent_bytes for r in huge) / 2**20
+                grown_bytes = steps_file.stat().st_size - size_before
+                print(
+                    f"huge: {len(huge)} replies of 50 MiB, the server wrote at most"
+                    f" {most_mib:.1f} MiB of one; steps.jsonl +{grown_bytes} bytes;"
+                    f" onboard RSS {rss_before_kib / 1024:.0f} -> {rss_after_kib / 1024:.0f} MiB"
+                )
+                assert all(
+                    "reply over the cap of 1048576 bytes: connection closed" in s["error"] for s in capped
+                )
+                assert len(huge) >= 5 and not any(r.completed for r in huge)
+                assert all(r.sent_bytes < 25 * 1024 * 1024 for r in huge)
+                assert grown_bytes < 64 * 1024
+                assert rss_after_kib - rss_before_kib < 40 * 1024  # 52 MB a reply before the cap
+
+                # A malformed reply under the cap (900 KB of filler) is logged as its excerpt only.
+                n0 = _flying_normally(server, steps_file)
+                server.set_mode("huge", huge_bytes=900 * 1024)
+                malformed = _wait_discarded(steps_file, n0, "malformed", 2)
+                assert all(len(s["raw"].encode()) < 2048 + 120 for s in malformed)
+                assert all(" [excerpt: 921" in s["raw"] and "sha256 " in s["raw"] for s in malformed)
                 _flying_normally(server, steps_file)
-
-            # 50 MB replies: cut at the cap, one line each, no memory kept.
-            rss_before_kib = _rss_kib(drone.pid)
-            size_before = steps_file.stat().st_size
-            n0 = len(jsonl(steps_file))
-            first_reply = server.reply_count()
-            server.set_mode("huge", huge_bytes=50 * 1024 * 1024)
-            capped = _wait_discarded(steps_file, n0, "backend", 6, 60.0)
-            rss_after_kib = _rss_kib(drone.pid)
-            huge = [r for r in server.replies[first_reply:] if r.mode == "huge" and r.ended_s is not None]
-            most_mib = max(r.sent_bytes for r in huge) / 2**20
-            grown_bytes = steps_file.stat().st_size - size_before
-            print(
-                f"huge: {len(huge)} replies of 50 MiB, the server wrote at most"
-                f" {most_mib:.1f} MiB of one; steps.jsonl +{grown_bytes} bytes;"
-                f" onboard RSS {rss_before_kib / 1024:.0f} -> {rss_after_kib / 1024:.0f} MiB"
-            )
-            assert all("reply over the cap of 1048576 bytes: connection closed" in s["error"] for s in capped)
-            assert len(huge) >= 5 and not any(r.completed for r in huge)
-            assert all(r.sent_bytes < 25 * 1024 * 1024 for r in huge)
-            assert grown_bytes < 64 * 1024
-            assert rss_after_kib - rss_before_kib < 40 * 1024  # 52 MB a reply before the cap
-
-            # A malformed reply under the cap (900 KB of filler) is logged as its excerpt only.
-            n0 = _flying_normally(server, steps_file)
-            server.set_mode("huge", huge_bytes=900 * 1024)
-            malformed = _wait_discarded(steps_file, n0, "malformed", 2)
-            assert all(len(s["raw"].encode()) < 2048 + 120 for s in malformed)
-            assert all(" [excerpt: 921" in s["raw"] and "sha256 " in s["raw"] for s in malformed)
-            _flying_normally(server, steps_file)
-        finally:
-            server.set_mode("normal", action=GO_AHEAD)
-            stop_process(drone)
+            finally:
+                server.set_mode("normal", action=GO_AHEAD)
     size = steps_file.stat().st_size
     print(f"steps.jsonl: {size} bytes in all")
     assert size < 1024 * 1024

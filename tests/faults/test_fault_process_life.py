@@ -7,9 +7,11 @@ end-of-run record and the touchdown are in the logs, the exit status is the docu
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,34 +23,35 @@ from tests.support.failsafe import (
     end_record,
     events,
     first,
-    jsonl,
-    onboard,
+    flying,
     output_file,
     reset_world,
-    wait_until,
+    wait_steps,
 )
-from tests.support.model_servers import model_server
+from tests.support.model_servers import ModelServer, model_server
 from tests.support.ports import free_base_port
-from tests.support.processes import stop_process
 
 RUN_ENDS_S = 2.0  # the bound the runtime keeps: a stop to the end-of-run record, whatever the model does
 LOADED_MARGIN_S = 4.0  # this shared 2-core machine's scheduling, on top of the bound
 HANG_S = 120.0  # the stand-in holds each reply this long: longer than any test waits
 
 
-def fly_until_hang(sim, tmp_path: Path, server, *extra: str) -> tuple[subprocess.Popen, Path, float]:
-    """onboard flying the stand-in's rotates until two steps are logged, then every reply hangs; returns
-    the process, its log dir and the wall time the hang began."""
+@contextlib.contextmanager
+def fly_until_hang(
+    sim, tmp_path: Path, server: ModelServer, *extra: str
+) -> Iterator[tuple[subprocess.Popen, Path, float]]:
+    """onboard flying the stand-in's rotates until two steps are logged, then every reply hangs; yields
+    the process (stopped when the block ends), its log dir and the wall time the hang began."""
     port, client = sim
     reset_world(client)
     log_dir = tmp_path / "flight"
-    drone = onboard(port, log_dir, "--pilot", server.openai_url(retries=0), *extra)
-    assert wait_until(lambda: len(jsonl(log_dir / "steps.jsonl")) >= 2, 90.0), describe(log_dir)
-    server.set_mode("hang", hang_s=HANG_S)
-    hang_wall = time.time()
-    # a request is in flight under the hang once the last reply was applied and the next one asked
-    time.sleep(1.5)
-    return drone, log_dir, hang_wall
+    with flying(port, log_dir, "--pilot", server.openai_url(retries=0), *extra) as drone:
+        wait_steps(log_dir, 2)
+        server.set_mode("hang", hang_s=HANG_S)
+        hang_wall = time.time()
+        # a request is in flight under the hang once the last reply was applied and the next one asked
+        time.sleep(1.5)
+        yield drone, log_dir, hang_wall
 
 
 def assert_ended_and_landed(log_dir: Path, poses: PoseRecorder, stop_wall: float, reason: str) -> dict:
@@ -70,16 +73,16 @@ def assert_ended_and_landed(log_dir: Path, poses: PoseRecorder, stop_wall: float
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_ends_the_run_while_the_model_hangs(sim, tmp_path, signum) -> None:
     port, _ = sim
-    with model_server() as server, PoseRecorder(port) as poses:
-        drone, log_dir, _ = fly_until_hang(sim, tmp_path, server, "--set", "t_max_s=120")
-        try:
-            assert -poses.latest()[2] > 1.0  # flying (NED z: down)
-            stop_wall = time.time()
-            drone.send_signal(signum)
-            rc = drone.wait(timeout=RUN_ENDS_S + LOADED_MARGIN_S + 20.0)  # + the touchdown
-            exit_s = time.time() - stop_wall
-        finally:
-            stop_process(drone)
+    with (
+        model_server() as server,
+        PoseRecorder(port) as poses,
+        fly_until_hang(sim, tmp_path, server, "--set", "t_max_s=120") as (drone, log_dir, _),
+    ):
+        assert -poses.latest()[2] > 1.0  # flying (NED z: down)
+        stop_wall = time.time()
+        drone.send_signal(signum)
+        rc = drone.wait(timeout=RUN_ENDS_S + LOADED_MARGIN_S + 20.0)  # + the touchdown
+        exit_s = time.time() - stop_wall
     assert rc == 0, describe(log_dir)
     row = assert_ended_and_landed(log_dir, poses, stop_wall, "stopped")
     print("ROW stop-signal-model-hangs", {"signal": signum.name, **row, "exit_s": round(exit_s, 2)})
@@ -89,12 +92,12 @@ def test_a_stop_signal_ends_the_run_while_the_model_hangs(sim, tmp_path, signum)
 def test_t_max_ends_the_run_while_the_model_hangs(sim, tmp_path) -> None:
     port, _ = sim
     t_max_s = 12.0
-    with model_server() as server, PoseRecorder(port) as poses:
-        drone, log_dir, _ = fly_until_hang(sim, tmp_path, server, "--set", f"t_max_s={t_max_s}")
-        try:
-            rc = drone.wait(timeout=t_max_s + 60.0)
-        finally:
-            stop_process(drone)
+    with (
+        model_server() as server,
+        PoseRecorder(port) as poses,
+        fly_until_hang(sim, tmp_path, server, "--set", f"t_max_s={t_max_s}") as (drone, log_dir, _),
+    ):
+        rc = drone.wait(timeout=t_max_s + 60.0)
     assert rc == 0, describe(log_dir)
     started = first(events(log_dir, "started"))
     finished = first(events(log_dir, "finished_run"))
@@ -117,8 +120,12 @@ def test_a_ground_station_land_ends_the_run_while_the_model_hangs(sim, tmp_path)
     port, _ = sim
     base = free_base_port()
     address = f"tcp://127.0.0.1:{base}"
-    with model_server() as server, PoseRecorder(port) as poses:
-        drone, log_dir, _ = fly_until_hang(sim, tmp_path, server, "--gs", address, "--set", "t_max_s=120")
+    gs = ("--gs", address, "--set", "t_max_s=120")
+    with (
+        model_server() as server,
+        PoseRecorder(port) as poses,
+        fly_until_hang(sim, tmp_path, server, *gs) as (drone, log_dir, _),
+    ):
         link = GroundLink(GroundLinkConfig(), Insecure())
         link.start()
         try:
@@ -129,7 +136,6 @@ def test_a_ground_station_land_ends_the_run_while_the_model_hangs(sim, tmp_path)
             rc = drone.wait(timeout=RUN_ENDS_S + LOADED_MARGIN_S + 20.0)
         finally:
             link.close()
-            stop_process(drone)
     assert rc == 0, describe(log_dir)
     row = assert_ended_and_landed(log_dir, poses, stop_wall, "landing")
     print("ROW gs-land-model-hangs", row)
@@ -145,15 +151,12 @@ def test_the_simulator_killed_mid_flight_ends_the_run_naming_the_connection(tmp_
     server: list[subprocess.Popen] = []
     with sim_server("--scene", "residential", process=server) as port:
         reset_world(airsim_client(port))
-        drone = onboard(port, log_dir, "--set", "t_max_s=120")
-        try:
-            assert wait_until(lambda: len(jsonl(log_dir / "steps.jsonl")) >= 3, 90.0), describe(log_dir)
+        with flying(port, log_dir, "--set", "t_max_s=120") as drone:
+            wait_steps(log_dir, 3)
             kill_wall = time.time()
             server[0].kill()
             rc = drone.wait(timeout=RUN_ENDS_S + LOADED_MARGIN_S + 20.0)
             exit_s = time.time() - kill_wall
-        finally:
-            stop_process(drone)
     out = output_file(log_dir).read_text()
     assert rc == VEHICLE_LOST_EXIT, out
     assert "dronecats onboard: vehicle connection lost: " in out, out

@@ -131,9 +131,7 @@ def assert_still(flight: Flight, before: dict[str, tuple], names: tuple[str, ...
 
 def test_bad_values_in_each_message_field_are_rejected_counted_and_nothing_moves(flight: Flight) -> None:
     drone = flight.drones["Drone1"]
-    watch = flight.watcher(drone)
-    cmd = flight.commander(drone)
-    try:
+    with flight.talking_to(drone) as (watch, cmd):
         start = watch.wait(lambda t: True)
         run = watch.run_session_id
         before = flight.sim_positions()
@@ -177,16 +175,11 @@ def test_bad_values_in_each_message_field_are_rejected_counted_and_nothing_moves
         log_text = drone.log_text()
         assert "rejected_body (1 so far)" in log_text, log_text[-3000:]
         assert log_text.count("rejected_body (") <= 6, log_text[-3000:]
-    finally:
-        cmd.close(linger=0)
-        watch.close()
 
 
 def test_a_remote_action_to_a_drone_not_in_remote_mode_is_refused(flight: Flight) -> None:
     drone = flight.drones["Drone2"]  # baseline pilot, --insecure: a plain socket reaches it
-    watch = flight.watcher(drone)
-    cmd = flight.commander(drone, client_key=None)
-    try:
+    with flight.talking_to(drone, client_key=None) as (watch, cmd):
         start = watch.wait(lambda t: True)
         assert start.link_security == "insecure"
         before = flight.sim_positions()
@@ -206,16 +199,11 @@ def test_a_remote_action_to_a_drone_not_in_remote_mode_is_refused(flight: Flight
         assert end.link_refused - start.link_refused == 1
         time.sleep(1.0)  # had it been obeyed, a go of 8 m would be under way by now
         assert_still(flight, before, ("Drone2",))
-    finally:
-        cmd.close(linger=0)
-        watch.close()
 
 
 def test_10000_fuzzed_frames_to_the_command_socket_are_all_accounted_for(flight: Flight) -> None:
     drone = flight.drones["Drone1"]
-    watch = flight.watcher(drone)
-    cmd = flight.commander(drone)
-    try:
+    with flight.talking_to(drone) as (watch, cmd):
         start = watch.wait(lambda t: True)
         run = watch.run_session_id
         generator = Generator(seed=17, drone_id="Drone1", now_s=time.monotonic, drone_session_id=run)
@@ -248,9 +236,6 @@ def test_10000_fuzzed_frames_to_the_command_socket_are_all_accounted_for(flight:
         assert drone.alive(), drone.log_text()[-2000:]
         assert end.mode == "flying" and end.safety_state == "ok", end
         assert_still(flight, before, ("Drone1", "Drone2"))
-    finally:
-        cmd.close(linger=0)
-        watch.close()
 
 
 def test_the_logs_hold_no_non_finite_number_and_the_link_security(flight: Flight) -> None:

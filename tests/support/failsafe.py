@@ -4,16 +4,18 @@ pose read back through that client (never the runtime's belief), and the logs th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.processes import dronecats_cmd, run_dronecats, subprocess_env
+from tests.support.processes import dronecats_cmd, run_dronecats, stop_process, subprocess_env
 
 TICK_S = 0.05  # the onboard actuation period at its default rate_hz=20
 
@@ -76,6 +78,27 @@ def onboard(
         args += ["--instruction", instruction]
     return subprocess.Popen(
         dronecats_cmd(*args), env=subprocess_env(), stdout=out, stderr=subprocess.STDOUT, text=True
+    )
+
+
+@contextlib.contextmanager
+def flying(
+    port: int, log_dir: Path, *extra: str, instruction: str = "go to the red car", out_dir: Path | None = None
+) -> Iterator[subprocess.Popen]:
+    """`onboard(...)` for the block, stopped at its end however the block ends (SIGTERM, grace, SIGKILL:
+    a row that fails mid-flight leaves no drone process behind to fly into the next row)."""
+    drone = onboard(port, log_dir, *extra, instruction=instruction, out_dir=out_dir)
+    try:
+        yield drone
+    finally:
+        stop_process(drone)
+
+
+def wait_steps(log_dir: Path, count: int, timeout_s: float = 90.0, out_dir: Path | None = None) -> None:
+    """Fail the row (with `describe`) unless steps.jsonl holds `count` decisions within `timeout_s`:
+    the drone is up and flying its pilot before the fault is injected."""
+    assert wait_until(lambda: len(jsonl(log_dir / "steps.jsonl")) >= count, timeout_s), describe(
+        log_dir, out_dir
     )
 
 

@@ -25,7 +25,7 @@ import zmq
 
 from common import wire
 from common.keys import generate_keypair, load_keypair
-from common.messages import Telemetry
+from common.messages import TelemetryMessage
 from ground_station.fleet.launch import free_port_block
 from tests.support.processes import dronecats_cmd, sim_server, stop_process, subprocess_env
 
@@ -148,6 +148,18 @@ class Flight:
     def commander(self, drone: Drone, client_key: str | None = "gs") -> Any:
         return self.socket(zmq.DEALER, drone, drone.command_endpoint, client_key)
 
+    @contextlib.contextmanager
+    def talking_to(self, drone: Drone, client_key: str | None = "gs") -> Iterator[tuple[TelemetryWatch, Any]]:
+        """A telemetry watcher and a command socket (`commander`) on `drone` for the block; both closed
+        at its end (the socket without linger: a refused command left queued must not hold the test)."""
+        watch = self.watcher(drone)
+        cmd = self.commander(drone, client_key)
+        try:
+            yield watch, cmd
+        finally:
+            cmd.close(linger=0)
+            watch.close()
+
     def watcher(self, drone: Drone) -> TelemetryWatch:
         return TelemetryWatch(self.socket(zmq.SUB, drone, drone.telemetry_endpoint))
 
@@ -180,14 +192,14 @@ class Flight:
 
 
 class TelemetryWatch:
-    """The newest Telemetry a drone published, read from a raw SUB socket."""
+    """The newest TelemetryMessage a drone published, read from a raw SUB socket."""
 
     def __init__(self, sock: Any) -> None:
         self.sock = sock
-        self.latest: Telemetry | None = None
+        self.latest: TelemetryMessage | None = None
         self.run_session_id = ""  # the drone run's nonce: the session on everything it sends
 
-    def poll(self, timeout_s: float = 0.5) -> Telemetry | None:
+    def poll(self, timeout_s: float = 0.5) -> TelemetryMessage | None:
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
             if not self.sock.poll(50):
@@ -198,13 +210,13 @@ class TelemetryWatch:
                 except zmq.Again:
                     break
                 message = wire.decode(raw[1:])
-                if isinstance(message.body, Telemetry):
+                if isinstance(message.body, TelemetryMessage):
                     self.latest = message.body
                     self.run_session_id = message.envelope.session_id
         return self.latest
 
-    def wait(self, predicate: Any, timeout_s: float = 15.0) -> Telemetry:
-        """Until a Telemetry satisfies predicate(t); returns it (AssertionError with the last one)."""
+    def wait(self, predicate: Any, timeout_s: float = 15.0) -> TelemetryMessage:
+        """Until a TelemetryMessage satisfies predicate(t); returns it (AssertionError with the last one)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             t = self.poll(0.3)
