@@ -15,6 +15,10 @@ Each late tick's cause is split: time the actuation thread waited for a CPU (sch
 delay) against its mean lateness; the rest is the interpreter lock held by another thread.
 
     .venv/bin/python benchmarks/bench_onboard.py --seconds 30
+
+With --rerun (issue 46) it flies instead two drones side by side, both as "new", one streaming live
+(onboard.rerun_stream) to a local Rerun sink (`rerun --port P --save FILE`, started here): the
+actuation period error with the stream on against off, in the same seconds.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 from common.procs import stop_process  # noqa: E402
 
 CONFIGS = {"old": (0, 0), "fifo": (10, 0), "new": (10, -5)}  # name -> (actuation_rt_priority, nice)
+RERUN_CONFIGS = {"new": (10, -5), "new+rerun": (10, -5)}  # a "+rerun" worker streams to the sink
 
 
 def start(cmd: list[str], marker: str) -> tuple[subprocess.Popen, str]:
@@ -117,6 +122,11 @@ def worker(args: argparse.Namespace) -> int:
         FlightRecorder(out, RecorderConfig(save_frames=False)),
         truth=RemoteTruth(url, "target"),
     )
+    stream = None
+    if args.rerun_url:
+        from onboard.rerun_stream import attach_rerun
+
+        stream = attach_rerun(runtime.reporter, args.rerun_url, RemoteTruth(url, "target"))
     # Logging a step (ground truth over RPC, the JSON line) is decision-loop work after the plan is
     # handed over; timed here so the bench can say what a whole decision cycle costs besides the model.
     # The simulator's ground truth (distance, visibility; logs only, no real flight has it) is an RPC
@@ -170,6 +180,8 @@ def worker(args: argparse.Namespace) -> int:
     threading.Thread(target=sample_schedstat, daemon=True).start()
     runtime.run()
     done.set()
+    if stream is not None:
+        stream.close()
     runqueue_wait_s = last[0][0] - first[0]
     run_ticks = last[0][1] - first[1]
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
@@ -190,6 +202,7 @@ def worker(args: argparse.Namespace) -> int:
         "record_s": record_s,
         "truth_s": truth_record_s,
         "runqueue_wait_per_tick_s": runqueue_wait_s / max(1, run_ticks),
+        "rerun_logged_dropped": (stream.logged, stream.dropped) if stream is not None else None,
     }
     Path(args.out).write_text(json.dumps(result))
     return 0
@@ -201,16 +214,18 @@ def burn() -> None:
         pass
 
 
-def phase(port: int, hostport: str, args: argparse.Namespace, burners: int) -> dict[str, dict]:
+def phase(
+    port: int, hostport: str, args: argparse.Namespace, burners: int, configs: dict[str, tuple[int, int]]
+) -> dict[str, dict]:
     procs = [multiprocessing.Process(target=burn, daemon=True) for _ in range(burners)]
     for p in procs:
         p.start()
     outs = {
-        name: Path(tempfile.mkstemp(prefix=f"bench-onboard-{name}-", suffix=".json")[1]) for name in CONFIGS
+        name: Path(tempfile.mkstemp(prefix=f"bench-onboard-{name}-", suffix=".json")[1]) for name in configs
     }
     workers = []
     try:
-        for i, (name, (prio, nice)) in enumerate(CONFIGS.items()):
+        for i, (name, (prio, nice)) in enumerate(configs.items()):
             cmd = [
                 sys.executable,
                 __file__,
@@ -232,6 +247,8 @@ def phase(port: int, hostport: str, args: argparse.Namespace, burners: int) -> d
                 "--out",
                 str(outs[name]),
             ]
+            if name.endswith("+rerun"):
+                cmd += ["--rerun-url", args.rerun_url]
             workers.append(subprocess.Popen(cmd, cwd=ROOT))
         for w in workers:
             w.wait(timeout=args.seconds + 120)
@@ -269,6 +286,8 @@ def report(title: str, results: dict[str, dict], args: argparse.Namespace) -> No
         "  of which waiting for a CPU (schedstat) ms",
         [f"{1000 * r['runqueue_wait_per_tick_s']:.3f}" for r in rs],
     )
+    if any(r.get("rerun_logged_dropped") for r in rs):
+        row("rerun records logged / dropped", [str(r.get("rerun_logged_dropped") or "-") for r in rs])
     rtts = [[1000 * x for x in r["telemetry_rtt_s"]] for r in rs]
     row("telemetry poll round trip ms p50 / p95", [f"{pct(x, 0.5):.1f} / {pct(x, 0.95):.1f}" for x in rtts])
     # A `finished` step measures its declaration inside plan (ground truth RPC in the sim, an fsynced
@@ -305,6 +324,12 @@ def main() -> int:
     parser.add_argument("--rt-priority", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--nice", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="compare the actuation jitter with a live Rerun stream (to a local sink) on and off",
+    )
+    parser.add_argument("--rerun-url", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
@@ -332,6 +357,9 @@ def main() -> int:
         [py, "-m", "dronecats", "serve-pilot", "--pilot", "baseline", "--port", "0"], "listening on http://"
     )
     hostport = pline.split("http://", 1)[1].split("/", 1)[0]
+    configs, sink = CONFIGS, None
+    if args.rerun:
+        configs, sink = RERUN_CONFIGS, rerun_sink(args)
     try:
         client = airsim.MultirotorClient(port=port)
         client.confirmConnection()
@@ -340,17 +368,35 @@ def main() -> int:
         load = os.getloadavg()
         print(
             f"{os.cpu_count()} cores, load average before {load[0]:.2f}; {args.seconds:.0f} s per phase at "
-            f"{args.rate_hz:.0f} Hz; {', '.join(CONFIGS)} fly at the same time (Drone1..{len(CONFIGS)})"
+            f"{args.rate_hz:.0f} Hz; {', '.join(configs)} fly at the same time (Drone1..{len(configs)})"
         )
-        report("phase 1: no added load", phase(port, hostport, args, 0), args)
+        report("phase 1: no added load", phase(port, hostport, args, 0, configs), args)
         if args.burners > 0:
             # The drones restart from where phase 1 left them; only the timing matters here.
-            result = phase(port, hostport, args, args.burners)
+            result = phase(port, hostport, args, args.burners, configs)
             report(f"phase 2: {args.burners} CPU-burning processes (one per core)", result, args)
     finally:
-        for proc in (sim, pilot_proc):
+        for proc in (sim, pilot_proc, *([sink] if sink is not None else [])):
             stop(proc)
     return 0
+
+
+def rerun_sink(args: argparse.Namespace) -> subprocess.Popen:
+    """The SDK's own `rerun` server, saving what arrives to a temporary .rrd: a local live sink."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    saved = Path(tempfile.mkdtemp(prefix="bench-onboard-rerun-")) / "live.rrd"
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("rerun")), "--port", str(port), "--save", str(saved)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    args.rerun_url = f"rerun+http://127.0.0.1:{port}/proxy"
+    print(f"rerun sink {args.rerun_url} saving to {saved}")
+    return proc
 
 
 if __name__ == "__main__":

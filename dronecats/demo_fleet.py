@@ -34,7 +34,11 @@ def run(args: argparse.Namespace) -> int:
     from ground_station import cli as gs_cli
 
     display = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    gs_args = argparse.Namespace(
+    # The gs command's own parser gives every option its default (one place), the demo sets its choices.
+    parser = argparse.ArgumentParser(prog="dronecats gs")
+    gs_cli.add_arguments(parser)
+    gs_args = parser.parse_args([])
+    choices = dict(
         drones="",
         launch=args.drones,
         scene="residential",
@@ -62,4 +66,8 @@ def run(args: argparse.Namespace) -> int:
         drone_keys=None,
         insecure=False,
     )
+    unknown = sorted(choices.keys() - vars(gs_args).keys())
+    if unknown:  # a renamed gs option: fail here, not with an AttributeError mid-flight
+        raise RuntimeError(f"demo-fleet sets gs options that do not exist: {unknown}")
+    vars(gs_args).update(choices)
     return int(gs_cli.run(gs_args))

@@ -17,6 +17,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
         "episodes.cli_airsim_settings",
         "write the AirSim settings.json a suite needs (vehicles, camera, ClockSpeed)",
     ),
+    "export": ("episodes.cli_export", "an episode's logs as a Foxglove (MCAP) or Rerun (.rrd) recording"),
     "new": (
         "episodes.cli_new",
         "author an episode record (or generate a built-in suite), pre-flight checked",

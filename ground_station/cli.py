@@ -70,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--export", default=None, help="write the session log (JSON lines) here at the end")
     parser.add_argument(
+        "--record-mcap",
+        default=None,
+        metavar="PATH",
+        help="record the whole session (the session log, every drone's telemetry and frames) to an MCAP "
+        'file, for Foxglove; needs the review extra (pip install "dronecats[review]")',
+    )
+    parser.add_argument(
         "--pilot", default=None, help="--launch: the drones' pilot (default baseline; remote for one-context)"
     )
     parser.add_argument("--log-dir", default=None, help="--launch: directory for the drones' logs")
@@ -224,6 +231,16 @@ def _run(args: argparse.Namespace) -> int:
     from ground_station.fleet.launch import LaunchTarget, SimFleet
 
     sim: SimFleet | None = None
+    if args.record_mcap:
+        try:
+            from ground_station.fleet.session_mcap import SessionMcap
+        except ImportError as exc:
+            print(
+                f"dronecats gs: --record-mcap: {exc.name or exc} is missing: "
+                'install the review extra (pip install "dronecats[review]")',
+                file=sys.stderr,
+            )
+            return 2
     try:
         _check_numbers(args)
         marks = _marks(args.mark)
@@ -264,6 +281,7 @@ def _run(args: argparse.Namespace) -> int:
             print("dronecats gs: give --drones NAME=tcp://HOST:PORT,... or --launch N", file=sys.stderr)
             return 2
         fleet = FleetClient(addresses, security, traffic_hz=args.traffic_hz)
+        recording = SessionMcap(fleet.state, args.record_mcap) if args.record_mcap else None
         fleet.start()
         try:
             if args.headless:
@@ -274,6 +292,8 @@ def _run(args: argparse.Namespace) -> int:
         finally:
             if args.export:
                 fleet.export_session(args.export)
+            if recording is not None:
+                recording.close()
             fleet.close()
     finally:
         if sim is not None:

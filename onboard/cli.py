@@ -34,11 +34,9 @@ REALTIME_DEFAULTS: dict[str, Any] = {
 }
 
 
-# The Rerun SDK's own default (rr.connect_grpc() without a url, rerun-sdk 0.41): a viewer on this host.
-RERUN_DEFAULT_URL = "rerun+http://127.0.0.1:9876/proxy"
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from common.viewer_address import RERUN_DEFAULT_URL
+
     parser.add_argument("--vehicle", required=True, help="vehicle URL, e.g. airsim://127.0.0.1:41451/Drone1")
     parser.add_argument(
         "--pilot",
@@ -120,11 +118,11 @@ def run(args: argparse.Namespace) -> int:
     from onboard.runtime_config import RuntimeConfig
 
     if args.rerun:
-        try:
-            from onboard.rerun_stream import attach_rerun
-        except ImportError as exc:
+        import importlib.util
+
+        if importlib.util.find_spec("rerun") is None:  # its sink process runs the SDK
             print(
-                f"dronecats onboard: --rerun: {exc.name or exc} is missing: "
+                "dronecats onboard: --rerun: rerun is missing: "
                 'install the review extra (pip install "dronecats[review]")',
                 file=sys.stderr,
             )
@@ -176,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
                 ) from None
         if args.rerun:  # its truth is a connection of its own: sampled on the stream's thread
             stream_truth = open_truth(args.vehicle, args.truth_target) if args.truth_target else None
+            from onboard.rerun_stream import attach_rerun
+
             stream = attach_rerun(runtime.reporter, args.rerun, stream_truth)
         # SIGINT (Ctrl+C) as SIGTERM: the run ends through its own stop path, the vehicle lands and the
         # end-of-run record is written, whatever thread the signal lands in the middle of.

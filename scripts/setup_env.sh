@@ -27,7 +27,9 @@ for done_stamp in "$stamp" ".venv/.dronecats-stamp-1"; do
 done
 
 extras="sim,airsim,vehicles,plots,gui"
-[[ $dev == 1 ]] && extras="$extras,dev"
+# review (episodes export: mcap, rerun-sdk) comes with dev: the tests read the exports back with the
+# same SDKs. Measured on the 2-core dev machine: about 10 s to install, cold pip cache or warm.
+[[ $dev == 1 ]] && extras="$extras,dev,review"
 echo "setting up .venv (extras: $extras) ..." >&2
 "${pip[@]}" install --upgrade pip setuptools wheel
 "${pip[@]}" install numpy rpc-msgpack

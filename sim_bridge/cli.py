@@ -43,6 +43,7 @@ EpisodeReader = Callable[[str], EpisodeScene]  # the `--episode` text (EP.json[#
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from common.checks import non_negative_int, port_arg, positive_float, positive_int
+    from common.viewer_address import RERUN_DEFAULT_URL
     from sim_bridge.sim.scenes import SCENES
 
     parser.add_argument(
@@ -164,6 +165,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "command, as a flight controller does when its companion dies (default: off, AirSim's behaviour: "
         "it hovers; a client can arm it per drone with dcSetSilenceLanding)",
     )
+    parser.add_argument(
+        "--rerun",
+        nargs="?",
+        const=RERUN_DEFAULT_URL,
+        default=None,
+        metavar="ADDR",
+        help=f"stream every vehicle's and object's pose live to a running Rerun viewer (default "
+        f'{RERUN_DEFAULT_URL}); needs the review extra (pip install "dronecats[review]")',
+    )
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
@@ -209,6 +219,16 @@ def run(args: argparse.Namespace, read_episode: EpisodeReader | None = None) -> 
     from common.errors import DroneCatsError, LinkError
     from sim_bridge.rpc.server import RpcServer
 
+    if args.rerun:
+        try:
+            from sim_bridge.rerun_stream import SimRerunStream
+        except ImportError as exc:
+            print(
+                f"dronecats sim: --rerun: {exc.name or exc} is missing: "
+                'install the review extra (pip install "dronecats[review]")',
+                file=sys.stderr,
+            )
+            return 2
     try:
         world, table = _world_and_api(args, read_episode)
     except DroneCatsError as exc:
@@ -226,11 +246,14 @@ def run(args: argparse.Namespace, read_episode: EpisodeReader | None = None) -> 
     from sim_bridge.emulators.cli_emulators import start_emulators
 
     emulators = start_emulators(world, args)
+    stream = SimRerunStream(world, args.rerun).start() if args.rerun else None
     try:
         done.wait()
     except KeyboardInterrupt:
         pass
     finally:
+        if stream is not None:
+            stream.close()
         for emulator in emulators:
             emulator.close()
         server.close()

@@ -1,0 +1,7 @@
+"""Where a live Rerun viewer listens unless told otherwise: the Rerun SDK's own default
+(`rr.connect_grpc()` without a url, and `rerun --connect`, in rerun-sdk 0.41), a viewer on this host.
+Kept apart from common.rerun_entities so that a command line can name it without the SDK installed."""
+
+from __future__ import annotations
+
+RERUN_DEFAULT_URL = "rerun+http://127.0.0.1:9876/proxy"
