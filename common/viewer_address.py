@@ -4,4 +4,19 @@ Kept apart from common.rerun_entities so that a command line can name it without
 
 from __future__ import annotations
 
+import argparse
+
 RERUN_DEFAULT_URL = "rerun+http://127.0.0.1:9876/proxy"
+
+
+def add_rerun_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--rerun [ADDR]`: stream `what` live to a running Rerun viewer (ADDR: the SDK's default)."""
+    parser.add_argument(
+        "--rerun",
+        nargs="?",
+        const=RERUN_DEFAULT_URL,
+        default=None,
+        metavar="ADDR",
+        help=f"stream {what} live to a running Rerun viewer (default {RERUN_DEFAULT_URL}); "
+        'needs the review extra (pip install "dronecats[review]")',
+    )

@@ -35,7 +35,7 @@ REALTIME_DEFAULTS: dict[str, Any] = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from common.viewer_address import RERUN_DEFAULT_URL
+    from common.viewer_address import add_rerun_argument
 
     parser.add_argument("--vehicle", required=True, help="vehicle URL, e.g. airsim://127.0.0.1:41451/Drone1")
     parser.add_argument(
@@ -89,15 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SCHED_FIFO priority of the actuation thread, 1-99 (default 10; 0: normal scheduling). "
         "Needs root or CAP_SYS_NICE; refused -> logged, and the loop runs normally",
     )
-    parser.add_argument(
-        "--rerun",
-        nargs="?",
-        const=RERUN_DEFAULT_URL,
-        default=None,
-        metavar="ADDR",
-        help=f"stream the flight live to a running Rerun viewer (default {RERUN_DEFAULT_URL}); "
-        'needs the review extra (pip install "dronecats[review]")',
-    )
+    add_rerun_argument(parser, "the flight")
     parser.add_argument(
         "--truth-target",
         default=None,

@@ -43,7 +43,7 @@ EpisodeReader = Callable[[str], EpisodeScene]  # the `--episode` text (EP.json[#
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from common.checks import non_negative_int, port_arg, positive_float, positive_int
-    from common.viewer_address import RERUN_DEFAULT_URL
+    from common.viewer_address import add_rerun_argument
     from sim_bridge.sim.scenes import SCENES
 
     parser.add_argument(
@@ -165,15 +165,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "command, as a flight controller does when its companion dies (default: off, AirSim's behaviour: "
         "it hovers; a client can arm it per drone with dcSetSilenceLanding)",
     )
-    parser.add_argument(
-        "--rerun",
-        nargs="?",
-        const=RERUN_DEFAULT_URL,
-        default=None,
-        metavar="ADDR",
-        help=f"stream every vehicle's and object's pose live to a running Rerun viewer (default "
-        f'{RERUN_DEFAULT_URL}); needs the review extra (pip install "dronecats[review]")',
-    )
+    add_rerun_argument(parser, "every vehicle's and object's pose")
     from sim_bridge.emulators.cli_emulators import add_emulator_arguments
 
     add_emulator_arguments(parser)
