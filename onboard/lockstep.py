@@ -54,7 +54,7 @@ def measured_latency(pending: PendingDecision) -> float:
     return pending.stages.pilot_s
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per drone: compared by identity (MultiLockstepDriver.drones.index)
 class SteppedDrone:
     """What a lock-step driver reaches of one drone's runtime, named once: the flight's life cycle
     (start without threads, begin the flight after the climb, the stop reasons, finish), its decision
