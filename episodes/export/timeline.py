@@ -25,7 +25,7 @@ from typing import Literal, cast
 
 import msgspec
 
-from common.actions import Finished, Go, Plan, Rotate, Think
+from common.actions import Go, Plan, Rotate, action_name
 from common.camera import CameraProfile, camera_profile
 from common.declarations import qualifies
 from common.errors import ConfigError
@@ -320,15 +320,13 @@ def _plan_text(plan: Plan | None) -> str:
 
 def action_text(step: StepLine) -> str:
     a = step.action
+    if a is None:
+        return "no action (malformed or discarded)"
     if isinstance(a, Go):
         return f"go point={list(a.point)} depth={a.depth_m:g} m"
     if isinstance(a, Rotate):
         return f"rotate {a.angle_deg:+g} deg"
-    if isinstance(a, Finished):
-        return "finished"
-    if isinstance(a, Think):
-        return "think"
-    return "no action (malformed or discarded)"
+    return action_name(a)  # finished, think
 
 
 def _event_text(event: dict[str, object]) -> str:
