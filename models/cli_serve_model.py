@@ -14,12 +14,14 @@ serves, warm it up with a real frame, then keep it running (or stop it: --stop-a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 DEFAULT_WARMUP_IMAGE = Path(__file__).resolve().parent / "serving" / "warmup_frame.jpg"
@@ -128,7 +130,8 @@ def _serve(args: argparse.Namespace) -> int:
     root = f"http://{host}:{args.port}"
     try:
         started = time.monotonic()
-        engine.start()
+        with _termination_deferred():  # a SIGTERM inside Popen would lose the engine's handle
+            engine.start()
         models = engine.wait_ready(root, args.ready_timeout_s)
         served = model.served_model if model.served_model in models else models[0]
         if served != model.served_model:
@@ -172,8 +175,29 @@ class _Terminated(Exception):
     """SIGTERM, raised where the main thread is (even inside a minutes-long readiness wait)."""
 
 
+_deferral = {"active": False, "pending": False}  # the SIGTERM handler's state (main thread only)
+
+
 def _terminate(*_: object) -> None:
+    if _deferral["active"]:
+        _deferral["pending"] = True
+        return
     raise _Terminated
+
+
+@contextlib.contextmanager
+def _termination_deferred() -> Iterator[None]:
+    """Hold a SIGTERM back until the block is done, then raise it. Spawning the engine is such a block:
+    the child exists (and can be seen) before Popen returns its handle, and a SIGTERM raised in
+    between left the engine running with nothing to stop it."""
+    _deferral["active"] = True
+    try:
+        yield
+    finally:
+        _deferral["active"] = False
+    if _deferral["pending"]:
+        _deferral["pending"] = False
+        raise _Terminated
 
 
 def _write_ready_file(path: Path, pilot_url: str, served: str, warmup: dict | None) -> None:
